@@ -1,0 +1,417 @@
+//! Job definitions: the wire/storage specs of their policies and the validated [`JobDef`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::FieldError;
+use crate::schedule::{Schedule, ScheduleSpec};
+use crate::types::{
+    BackoffKind, BlockStrategy, FailurePolicyKind, JobState, MisfirePolicy, Name, Route,
+    bounded_text,
+};
+
+pub const DEFAULT_MISFIRE_THRESHOLD_MS: i64 = 5_000;
+pub const DEFAULT_CATCHUP_WINDOW_MS: i64 = 3_600_000;
+pub const DEFAULT_MAX_CATCHUP: i64 = 100;
+pub const DEFAULT_MAX_RETRIES: i64 = 5;
+pub const DEFAULT_TIMEOUT_MS: i64 = 300_000;
+pub const MAX_PARAMS_BYTES: usize = 64 * 1024;
+pub const MAX_CHILDREN: usize = 50;
+
+/// What a fire missed by more than `threshold_ms` does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MisfireSpec {
+    pub policy: MisfirePolicy,
+    /// A fire late by less than this fires at once, whatever the policy. Default 5000.
+    #[serde(default)]
+    pub threshold_ms: Option<i64>,
+    /// `fire_all` delivers missed fires no older than this. Default 3600000 (one hour).
+    #[serde(default)]
+    pub catchup_window_ms: Option<i64>,
+    /// `fire_all` delivers at most this many missed fires; one `expired` run counts the rest. Default 100.
+    #[serde(default)]
+    pub max_catchup: Option<i64>,
+}
+
+/// What a failed attempt leads to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FailureSpec {
+    pub policy: FailurePolicyKind,
+    /// Retries after the first attempt (policy `retry`). Default 5.
+    #[serde(default)]
+    pub max_retries: Option<i64>,
+    #[serde(default)]
+    pub backoff: Option<BackoffSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BackoffSpec {
+    pub kind: BackoffKind,
+    /// First delay. Default 1000.
+    #[serde(default)]
+    pub base_ms: Option<i64>,
+    /// Largest delay (exponential). Default 300000.
+    #[serde(default)]
+    pub max_ms: Option<i64>,
+    /// Randomise each delay by up to ±20%. Default true.
+    #[serde(default)]
+    pub jitter: Option<bool>,
+}
+
+/// A job as sent to `POST /api/v1/jobs` and `PUT /api/v1/jobs/{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct JobInput {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The app (executor group) that runs it: its name or id.
+    pub app: String,
+    /// Webhook handler name the app's executors serve. Exactly one of `handler` and `script`.
+    #[serde(default)]
+    pub handler: Option<String>,
+    /// Script id or name (GLUE job). Exactly one of `handler` and `script`.
+    #[serde(default)]
+    pub script: Option<String>,
+    pub schedule: ScheduleSpec,
+    /// Any JSON value, passed to every run. At most 64 KiB.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub params: Option<Value>,
+    /// Default `round_robin`.
+    #[serde(default)]
+    pub route: Option<Route>,
+    /// Default `serial`.
+    #[serde(default)]
+    pub block: Option<BlockStrategy>,
+    /// Default `{"policy": "fire_once"}`.
+    #[serde(default)]
+    pub misfire: Option<MisfireSpec>,
+    /// Default `{"policy": "retry", "max_retries": 5, "backoff": {"kind": "exponential"}}`.
+    #[serde(default)]
+    pub failure: Option<FailureSpec>,
+    /// Attempt deadline, 1000 to 86400000. Default 300000.
+    #[serde(default)]
+    pub timeout_ms: Option<i64>,
+    /// Runs of this job in flight at once, 1 to 10000; excess runs are `skipped`. Default: no limit but the block strategy.
+    #[serde(default)]
+    pub max_concurrency: Option<i64>,
+    /// Job ids fired (trigger `parent`) when a run of this job succeeds.
+    #[serde(default)]
+    pub children: Option<Vec<String>>,
+    /// `active` (default) fires on schedule; `stopped` fires only when triggered.
+    #[serde(default)]
+    pub state: Option<JobState>,
+}
+
+/// What a job runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    Handler(String),
+    /// A script reference (id or name) still to be resolved by the caller.
+    Script(String),
+}
+
+/// A validated job definition (apart from references the store must resolve:
+/// the app, the script and the children).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobDef {
+    pub name: Name,
+    pub description: String,
+    pub app: String,
+    pub target: Target,
+    pub schedule: Schedule,
+    pub params: Value,
+    pub route: Route,
+    pub block: BlockStrategy,
+    pub misfire: MisfireSpec,
+    pub failure: FailureSpec,
+    pub timeout_ms: i64,
+    pub max_concurrency: Option<i64>,
+    pub children: Vec<String>,
+    pub state: JobState,
+}
+
+fn in_range(field: &str, v: i64, lo: i64, hi: i64) -> Result<i64, FieldError> {
+    if !(lo..=hi).contains(&v) {
+        return Err(FieldError::invalid(
+            field,
+            format!("{v} is out of range {lo}-{hi}"),
+        ));
+    }
+    Ok(v)
+}
+
+/// Handler names: 1-200 characters, no whitespace or control characters.
+pub fn parse_handler(field: &str, s: &str) -> Result<String, FieldError> {
+    if s.is_empty() {
+        return Err(FieldError::invalid(field, "must not be empty"));
+    }
+    if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(FieldError::invalid(
+            field,
+            format!("`{s}` must not contain whitespace"),
+        ));
+    }
+    bounded_text(field, s, 200)
+}
+
+impl MisfireSpec {
+    /// Fill defaults and check ranges.
+    pub fn resolve(&self) -> Result<MisfireSpec, FieldError> {
+        let threshold = in_range(
+            "threshold_ms",
+            self.threshold_ms.unwrap_or(DEFAULT_MISFIRE_THRESHOLD_MS),
+            0,
+            3_600_000,
+        )?;
+        let window = in_range(
+            "catchup_window_ms",
+            self.catchup_window_ms.unwrap_or(DEFAULT_CATCHUP_WINDOW_MS),
+            0,
+            7 * 24 * 3_600_000,
+        )?;
+        let cap = in_range(
+            "max_catchup",
+            self.max_catchup.unwrap_or(DEFAULT_MAX_CATCHUP),
+            1,
+            10_000,
+        )?;
+        Ok(MisfireSpec {
+            policy: self.policy,
+            threshold_ms: Some(threshold),
+            catchup_window_ms: Some(window),
+            max_catchup: Some(cap),
+        })
+    }
+}
+
+impl FailureSpec {
+    pub fn resolve(&self) -> Result<FailureSpec, FieldError> {
+        let max_retries = match self.policy {
+            FailurePolicyKind::Retry => in_range(
+                "max_retries",
+                self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+                0,
+                100,
+            )?,
+            FailurePolicyKind::Discard => {
+                if self.max_retries.is_some_and(|n| n != 0) {
+                    return Err(FieldError::invalid(
+                        "max_retries",
+                        "must be 0 or absent with policy `discard`",
+                    ));
+                }
+                0
+            }
+        };
+        let b = self.backoff.clone().unwrap_or(BackoffSpec {
+            kind: BackoffKind::Exponential,
+            base_ms: None,
+            max_ms: None,
+            jitter: None,
+        });
+        let base = in_range("backoff.base_ms", b.base_ms.unwrap_or(1_000), 0, 86_400_000)?;
+        let max = in_range(
+            "backoff.max_ms",
+            b.max_ms.unwrap_or(300_000.max(base)),
+            0,
+            86_400_000,
+        )?;
+        if max < base {
+            return Err(FieldError::invalid(
+                "backoff.max_ms",
+                "must not be less than backoff.base_ms",
+            ));
+        }
+        Ok(FailureSpec {
+            policy: self.policy,
+            max_retries: Some(max_retries),
+            backoff: Some(BackoffSpec {
+                kind: b.kind,
+                base_ms: Some(base),
+                max_ms: Some(max),
+                jitter: Some(b.jitter.unwrap_or(true)),
+            }),
+        })
+    }
+}
+
+impl JobDef {
+    /// Validate everything that needs no lookup. `now_ms` anchors fixed-rate schedules.
+    pub fn parse(input: &JobInput, now_ms: i64) -> Result<JobDef, FieldError> {
+        let name = Name::parse("name", &input.name)?;
+        let description = bounded_text(
+            "description",
+            input.description.as_deref().unwrap_or(""),
+            2000,
+        )?;
+        if input.app.is_empty() {
+            return Err(FieldError::invalid(
+                "app",
+                "must name an app (its name or id)",
+            ));
+        }
+        let target = match (&input.handler, &input.script) {
+            (Some(h), None) => Target::Handler(parse_handler("handler", h)?),
+            (None, Some(s)) if !s.is_empty() => Target::Script(s.clone()),
+            (None, Some(_)) => return Err(FieldError::invalid("script", "must not be empty")),
+            (Some(_), Some(_)) => {
+                return Err(FieldError::invalid(
+                    "script",
+                    "give either `handler` or `script`, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(FieldError::new(
+                    "handler",
+                    "missing_field",
+                    "one of `handler` or `script` is required",
+                ));
+            }
+        };
+        let schedule =
+            Schedule::parse(&input.schedule, now_ms).map_err(|e| e.within("schedule"))?;
+        let params = input
+            .params
+            .clone()
+            .unwrap_or(Value::Object(Default::default()));
+        let size = serde_json::to_vec(&params)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX);
+        if size > MAX_PARAMS_BYTES {
+            return Err(FieldError::invalid(
+                "params",
+                format!("is {size} bytes; at most {MAX_PARAMS_BYTES} are allowed"),
+            ));
+        }
+        let misfire = input
+            .misfire
+            .clone()
+            .unwrap_or(MisfireSpec {
+                policy: MisfirePolicy::FireOnce,
+                threshold_ms: None,
+                catchup_window_ms: None,
+                max_catchup: None,
+            })
+            .resolve()
+            .map_err(|e| e.within("misfire"))?;
+        let failure = input
+            .failure
+            .clone()
+            .unwrap_or(FailureSpec {
+                policy: FailurePolicyKind::Retry,
+                max_retries: None,
+                backoff: None,
+            })
+            .resolve()
+            .map_err(|e| e.within("failure"))?;
+        let timeout_ms = in_range(
+            "timeout_ms",
+            input.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS),
+            1_000,
+            86_400_000,
+        )?;
+        let max_concurrency = input
+            .max_concurrency
+            .map(|n| in_range("max_concurrency", n, 1, 10_000))
+            .transpose()?;
+        let children = input.children.clone().unwrap_or_default();
+        if children.len() > MAX_CHILDREN {
+            return Err(FieldError::invalid(
+                "children",
+                format!("at most {MAX_CHILDREN} child jobs"),
+            ));
+        }
+        for (i, c) in children.iter().enumerate() {
+            if !crate::ids::looks_like(crate::ids::JOB, c) {
+                return Err(FieldError::invalid(
+                    format!("children[{i}]"),
+                    format!("`{c}` is not a job id"),
+                ));
+            }
+        }
+        let mut dedup = children.clone();
+        dedup.sort();
+        dedup.dedup();
+        if dedup.len() != children.len() {
+            return Err(FieldError::invalid(
+                "children",
+                "lists a job more than once",
+            ));
+        }
+        Ok(JobDef {
+            name,
+            description,
+            app: input.app.clone(),
+            target,
+            schedule,
+            params,
+            route: input.route.unwrap_or(Route::RoundRobin),
+            block: input.block.unwrap_or(BlockStrategy::Serial),
+            misfire,
+            failure,
+            timeout_ms,
+            max_concurrency,
+            children,
+            state: input.state.unwrap_or(JobState::Active),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ScheduleKind;
+
+    fn input() -> JobInput {
+        serde_json::from_value(serde_json::json!({
+            "name": "nightly", "app": "billing", "handler": "invoice.run",
+            "schedule": {"kind": "cron", "expression": "0 0 2 * * *", "timezone": "Europe/Berlin"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn defaults_are_filled() {
+        let d = JobDef::parse(&input(), 0).unwrap();
+        assert_eq!(d.route, Route::RoundRobin);
+        assert_eq!(d.failure.max_retries, Some(5));
+        assert_eq!(d.misfire.threshold_ms, Some(5000));
+        assert_eq!(d.schedule.kind(), ScheduleKind::Cron);
+        assert_eq!(d.state, JobState::Active);
+    }
+
+    #[test]
+    fn bad_values_name_their_field() {
+        let mut i = input();
+        i.handler = None;
+        assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "handler");
+        let mut i = input();
+        i.timeout_ms = Some(5);
+        assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "timeout_ms");
+        let mut i = input();
+        i.schedule.timezone = Some("Nowhere/Land".into());
+        assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "schedule.timezone");
+        let mut i = input();
+        i.failure = Some(FailureSpec {
+            policy: FailurePolicyKind::Retry,
+            max_retries: Some(1000),
+            backoff: None,
+        });
+        assert_eq!(
+            JobDef::parse(&i, 0).unwrap_err().field,
+            "failure.max_retries"
+        );
+        let mut i = input();
+        i.children = Some(vec!["nope".into()]);
+        assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "children[0]");
+    }
+}

@@ -1,0 +1,22 @@
+//! Sundial's domain: the types every other crate speaks, parsed and validated.
+//!
+//! What lives here: identifiers, the injected [`clock::Clock`], validated domain
+//! values (app names, webhook URLs, signing secrets, schedules, job definitions),
+//! API-key generation and hashing, and Standard Webhooks signing.
+//!
+//! What does not: any IO. No SQL, no HTTP, no file system, no reading of the
+//! system time except through [`clock::SystemClock`]. Every function here is
+//! deterministic given its inputs, which is what lets the scheduling logic be
+//! tested without sleeping.
+
+pub mod clock;
+pub mod error;
+pub mod ids;
+pub mod job;
+pub mod keys;
+pub mod schedule;
+pub mod signing;
+pub mod time;
+pub mod types;
+
+pub use error::{FieldError, Result};

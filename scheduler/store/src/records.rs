@@ -1,0 +1,142 @@
+//! Rows as the store returns them, in domain types.
+
+use serde_json::Value;
+use sundial_core::job::{FailureSpec, MisfireSpec};
+use sundial_core::schedule::ScheduleSpec;
+use sundial_core::types::{
+    BlockStrategy, ExecutorState, JobSource, JobState, Role, Route, RunState, ScheduleKind,
+    TriggerKind,
+};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tenant {
+    pub id: String,
+    pub name: String,
+    pub created_at_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiKey {
+    pub id: String,
+    /// `None` for operator keys.
+    pub tenant_id: Option<String>,
+    pub name: String,
+    pub role: Role,
+    pub key_hash: String,
+    pub display_prefix: String,
+    pub created_at_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct App {
+    pub id: String,
+    pub tenant_id: String,
+    pub name: String,
+    pub description: String,
+    pub endpoints: Vec<String>,
+    pub secret: String,
+    pub previous_secret: Option<String>,
+    pub previous_expires_ms: Option<i64>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+impl App {
+    /// Secrets that verify an executor's signature at `now_ms`: the current one, and the
+    /// previous one while its rotation grace period lasts.
+    pub fn valid_secrets(&self, now_ms: i64) -> Vec<&str> {
+        let mut v = vec![self.secret.as_str()];
+        if let (Some(p), Some(until)) = (&self.previous_secret, self.previous_expires_ms)
+            && now_ms < until
+        {
+            v.push(p);
+        }
+        v
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Executor {
+    pub id: String,
+    pub tenant_id: String,
+    pub app_id: String,
+    pub name: String,
+    pub address: String,
+    pub tags: Vec<String>,
+    pub metadata: Value,
+    pub handlers: Vec<String>,
+    pub state: ExecutorState,
+    pub running: i64,
+    pub registered_at_ms: i64,
+    pub last_heartbeat_ms: i64,
+    pub last_metadata_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub id: String,
+    pub tenant_id: String,
+    pub app_id: String,
+    pub name: String,
+    pub description: String,
+    pub handler: Option<String>,
+    pub script_id: Option<String>,
+    pub schedule_kind: ScheduleKind,
+    pub schedule: ScheduleSpec,
+    pub params: Value,
+    pub route: Route,
+    pub block: BlockStrategy,
+    pub misfire: MisfireSpec,
+    pub failure: FailureSpec,
+    pub timeout_ms: i64,
+    pub max_concurrency: Option<i64>,
+    pub state: JobState,
+    pub source: JobSource,
+    /// `app_id:handler` for jobs created by a handler registration; unique.
+    pub registration_key: Option<String>,
+    /// Bumped by every change of the definition or state.
+    pub version: i64,
+    pub generated_until_ms: Option<i64>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub id: String,
+    pub tenant_id: String,
+    pub job_id: String,
+    pub fire_key: String,
+    pub trigger: TriggerKind,
+    pub scheduled_at_ms: i64,
+    pub state: RunState,
+    pub attempt: i64,
+    pub shard_total: Option<i64>,
+    pub params: Option<Value>,
+    pub parent_run_id: Option<String>,
+    pub parent_output: Option<Value>,
+    pub job_version: i64,
+    pub owner_node: Option<String>,
+    pub lease_until_ms: Option<i64>,
+    pub deadline_ms: Option<i64>,
+    pub next_attempt_at_ms: Option<i64>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub output: Option<Value>,
+    pub expired_count: i64,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub started_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub id: String,
+    pub address: String,
+    pub version: String,
+    pub state: String,
+    pub claimed: i64,
+    pub started_at_ms: i64,
+    pub heartbeat_at_ms: i64,
+}

@@ -1,0 +1,106 @@
+//! Fresh databases for tests (feature `testing`): each test gets its own MariaDB
+//! database with a unique name, or its own SQLite file, migrated and empty.
+//!
+//! MariaDB is found at `SUNDIAL_TEST_MYSQL_URL` (default `mysql://root@127.0.0.1:3306`).
+
+use std::sync::Arc;
+
+use sqlx::Connection;
+
+use crate::{ConnectOptions, Dialect, SqlStore, Store};
+
+pub fn mysql_server_url() -> String {
+    std::env::var("SUNDIAL_TEST_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".into())
+}
+
+pub struct TestDb {
+    pub store: Arc<SqlStore>,
+    pub url: String,
+    pub dialect: Dialect,
+    mysql_db: Option<String>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestDb {
+    pub async fn new(dialect: Dialect) -> TestDb {
+        match dialect {
+            Dialect::MySql => Self::mysql().await,
+            Dialect::Sqlite => Self::sqlite().await,
+        }
+    }
+
+    pub async fn sqlite() -> TestDb {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("sundial.db").display());
+        let store = SqlStore::open(&ConnectOptions::new(&url), 0)
+            .await
+            .expect("open sqlite");
+        TestDb {
+            store: Arc::new(store),
+            url,
+            dialect: Dialect::Sqlite,
+            mysql_db: None,
+            _dir: Some(dir),
+        }
+    }
+
+    /// A URL for a new, empty, unmigrated MariaDB database.
+    pub async fn mysql_empty_url() -> (String, String) {
+        sqlx::any::install_default_drivers();
+        let server = mysql_server_url();
+        let name = format!(
+            "sundial_t_{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..16]
+        );
+        let mut conn = sqlx::AnyConnection::connect(&format!("{server}/mysql"))
+            .await
+            .expect("MariaDB must be running at SUNDIAL_TEST_MYSQL_URL (default 127.0.0.1:3306); `scripts/test` starts it");
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+        )))
+        .execute(&mut conn)
+        .await
+        .expect("create test database");
+        let _ = conn.close().await;
+        (format!("{server}/{name}"), name)
+    }
+
+    pub async fn mysql() -> TestDb {
+        let (url, name) = Self::mysql_empty_url().await;
+        let mut opts = ConnectOptions::new(&url);
+        opts.max_connections = 5;
+        let store = SqlStore::open(&opts, 0).await.expect("open mysql");
+        TestDb {
+            store: Arc::new(store),
+            url,
+            dialect: Dialect::MySql,
+            mysql_db: Some(name),
+            _dir: None,
+        }
+    }
+
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
+    /// Drop the MariaDB database (SQLite files go with the temp dir).
+    pub async fn cleanup(self) {
+        self.store.close().await;
+        if let Some(name) = &self.mysql_db {
+            drop_mysql_database(name).await;
+        }
+    }
+}
+
+pub async fn drop_mysql_database(name: &str) {
+    if let Ok(mut conn) =
+        sqlx::AnyConnection::connect(&format!("{}/mysql", mysql_server_url())).await
+    {
+        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {name}"
+        )))
+        .execute(&mut conn)
+        .await;
+        let _ = conn.close().await;
+    }
+}

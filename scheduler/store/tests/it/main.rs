@@ -1,0 +1,70 @@
+//! The store conformance suite: every test runs once on SQLite and once on MariaDB,
+//! each on a fresh database.
+
+mod conformance;
+
+/// Generate `sqlite::NAME` and `mysql::NAME` tests from `conformance::NAME(store)`.
+macro_rules! for_each_database {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test]
+            async fn $name() {
+                let db = sundial_store::testing::TestDb::sqlite().await;
+                crate::conformance::$name(db.store()).await;
+                db.cleanup().await;
+            })+
+        }
+        mod mysql {
+            $(#[tokio::test]
+            async fn $name() {
+                let db = sundial_store::testing::TestDb::mysql().await;
+                crate::conformance::$name(db.store()).await;
+                db.cleanup().await;
+            })+
+        }
+    };
+}
+
+for_each_database!(
+    migrations_are_idempotent_and_clock_is_sane,
+    tenants_are_unique_by_name_and_paginate,
+    api_keys_are_found_by_hash_and_scoped_to_their_tenant,
+    apps_are_unique_per_tenant_and_isolated,
+    app_delete_is_refused_while_jobs_use_it,
+    jobs_round_trip_every_field,
+    job_update_is_conditional_on_version,
+    job_filters_and_state_changes,
+    child_edges_refuse_cycles_and_foreign_jobs,
+    registration_jobs_are_unique_per_app_and_handler,
+    runs_are_unique_per_fire_key,
+    runs_list_newest_first_with_a_stable_cursor,
+    job_delete_removes_edges_and_unstarted_runs,
+);
+
+mod sqlite_only {
+    use sundial_store::{ConnectOptions, SqlStore, StoreError};
+
+    #[tokio::test]
+    async fn a_second_server_on_the_same_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("s.db").display());
+        let first = SqlStore::open(&ConnectOptions::new(&url), 0).await.unwrap();
+        let err = SqlStore::open(&ConnectOptions::new(&url), 0)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Locked { .. }), "{err}");
+        assert!(err.to_string().contains("another `sundial serve`"), "{err}");
+        first.close().await;
+        drop(first);
+        // Released with the store: a later server starts.
+        SqlStore::open(&ConnectOptions::new(&url), 0).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn wal_mode_is_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("s.db").display());
+        let _s = SqlStore::open(&ConnectOptions::new(&url), 0).await.unwrap();
+        assert!(dir.path().join("s.db-wal").exists(), "WAL file exists");
+    }
+}
