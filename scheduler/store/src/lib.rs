@@ -68,6 +68,7 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn api_key_by_hash(&self, key_hash: &str) -> Result<Option<ApiKey>>;
     /// Keys of a tenant, or operator keys when `tenant_id` is `None`.
     async fn api_key_list(&self, tenant_id: Option<&str>, page: &Page) -> Result<Vec<ApiKey>>;
+    async fn api_key_get(&self, tenant_id: &str, id: &str) -> Result<Option<ApiKey>>;
     async fn api_key_count(&self, tenant_id: Option<&str>, role: Role) -> Result<i64>;
     async fn api_key_delete(&self, tenant_id: &str, id: &str) -> Result<bool>;
 
@@ -105,6 +106,9 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Delete a job, its edges (both directions) and its runs that have not started.
     async fn job_delete(&self, tenant_id: &str, id: &str) -> Result<bool>;
     async fn job_children(&self, job_id: &str) -> Result<Vec<String>>;
+
+    /// By id or by name, within the tenant.
+    async fn script_get(&self, tenant_id: &str, id_or_name: &str) -> Result<Option<Script>>;
 
     /// Insert a run unless one exists for its (job, fire key); true if inserted.
     async fn run_insert(&self, run: &Run) -> Result<bool>;

@@ -131,6 +131,17 @@ pub struct Run {
 }
 
 #[derive(Debug, Clone, PartialEq)]
+pub struct Script {
+    pub id: String,
+    pub tenant_id: String,
+    pub name: String,
+    pub runtime: sundial_core::types::ScriptRuntime,
+    pub current_version: i64,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     pub id: String,
     pub address: String,

@@ -15,7 +15,7 @@ use sundial_core::types::{JobState, Role};
 
 use crate::error::conflict_on;
 use crate::{
-    ApiKey, App, Dialect, Job, JobFilter, Page, Result, Run, RunFilter, Store, StoreError, Tenant,
+    ApiKey, App, Dialect, Job, JobFilter, Page, Result, Run, RunFilter, Script, Store, StoreError, Tenant,
     migrate,
 };
 
@@ -484,6 +484,17 @@ impl Store for SqlStore {
         .collect()
     }
 
+    async fn api_key_get(&self, tenant_id: &str, id: &str) -> Result<Option<ApiKey>> {
+        sqlx::query("SELECT id, tenant_id, name, role, key_hash, display_prefix, created_at_ms FROM api_keys WHERE id = ? AND tenant_id = ?")
+            .bind(id)
+            .bind(tenant_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(api_key_row)
+            .transpose()
+    }
+
     async fn api_key_count(&self, tenant_id: Option<&str>, role: Role) -> Result<i64> {
         let row = sqlx::query(
             "SELECT COUNT(*) AS n FROM api_keys WHERE ((? IS NULL AND tenant_id IS NULL) OR tenant_id = ?) AND role = ?",
@@ -804,6 +815,33 @@ impl Store for SqlStore {
         .iter()
         .map(|r| col(r, "child_job_id"))
         .collect()
+    }
+
+    // ---- scripts ----
+
+    async fn script_get(&self, tenant_id: &str, id_or_name: &str) -> Result<Option<Script>> {
+        let row = sqlx::query(
+            "SELECT id, tenant_id, name, runtime, current_version, created_at_ms, updated_at_ms FROM scripts \
+             WHERE tenant_id = ? AND (id = ? OR name = ?)",
+        )
+        .bind(tenant_id)
+        .bind(id_or_name)
+        .bind(id_or_name)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref()
+            .map(|r| {
+                Ok(Script {
+                    id: col(r, "id")?,
+                    tenant_id: col(r, "tenant_id")?,
+                    name: col(r, "name")?,
+                    runtime: parse_col(r, "runtime")?,
+                    current_version: col(r, "current_version")?,
+                    created_at_ms: col(r, "created_at_ms")?,
+                    updated_at_ms: col(r, "updated_at_ms")?,
+                })
+            })
+            .transpose()
     }
 
     // ---- runs ----

@@ -1,1 +1,121 @@
-fn main() {}
+//! `sundial`: the one binary. `serve` runs a node (API, and in later releases the
+//! scheduling engine), `migrate` applies database migrations, `openapi` prints the
+//! OpenAPI document. `anyhow` lives here and nowhere else.
+
+mod config;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use sundial_api::{ApiConfig, AppState};
+use sundial_core::clock::{Clock, SystemClock};
+use sundial_store::{ConnectOptions, SqlStore};
+use tokio::net::TcpListener;
+
+use crate::config::{Resolved, Settings};
+
+#[derive(Parser)]
+#[command(name = "sundial", version, about = "A distributed job scheduler: cron, fixed-rate, one-shot and on-demand jobs delivered to signed webhook executors.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a Sundial node (embedded SQLite by default).
+    Serve(Settings),
+    /// Apply database migrations and exit.
+    Migrate(Settings),
+    /// Print the OpenAPI document.
+    Openapi,
+}
+
+fn init_tracing(cfg: &Resolved) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&cfg.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if cfg.log_json {
+        builder.json().flatten_event(true).with_current_span(true).init();
+    } else {
+        builder.init();
+    }
+}
+
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://***@{}", &url[..s], &url[at + 1..]),
+        _ => url.to_string(),
+    }
+}
+
+async fn open_store(cfg: &Resolved, clock: &dyn Clock) -> anyhow::Result<SqlStore> {
+    let mut opts = ConnectOptions::new(&cfg.database_url);
+    opts.max_connections = cfg.db_max_connections;
+    SqlStore::open(&opts, clock.now_ms()).await.with_context(|| format!("opening database {}", redact(&cfg.database_url)))
+}
+
+async fn serve(cfg: Resolved) -> anyhow::Result<()> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let store = Arc::new(open_store(&cfg, clock.as_ref()).await?);
+    let new_key = sundial_api::bootstrap::ensure_operator_key(store.as_ref(), cfg.admin_key.as_deref(), clock.now_ms())
+        .await
+        .context("creating the operator key")?;
+    let state = AppState {
+        store: store.clone(),
+        clock: clock.clone(),
+        config: Arc::new(ApiConfig { max_body_bytes: cfg.max_body_bytes, secret_grace_ms: cfg.secret_grace_secs * 1000 }),
+    };
+    let listener = TcpListener::bind(&cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
+    let addr = listener.local_addr()?;
+    println!("Sundial listening on http://{addr}");
+    println!("database: {}", redact(&cfg.database_url));
+    if let Some(key) = new_key {
+        println!("operator API key (shown once, store it now): {key}");
+        println!("  create a tenant: curl -s -X POST http://{addr}/api/v1/tenants -H 'Authorization: Bearer {key}' -d '{{\"name\": \"acme\"}}'");
+    }
+    tracing::info!(%addr, database = %redact(&cfg.database_url), "node started");
+    axum::serve(listener, sundial_api::router(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    tracing::info!("shutting down");
+    store.close().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(s) => {
+            let cfg = s.resolve()?;
+            init_tracing(&cfg);
+            serve(cfg).await
+        }
+        Command::Migrate(s) => {
+            let cfg = s.resolve()?;
+            init_tracing(&cfg);
+            let store = open_store(&cfg, &SystemClock).await?;
+            println!("migrations up to date on {}", redact(&cfg.database_url));
+            store.close().await;
+            Ok(())
+        }
+        Command::Openapi => {
+            print!("{}", sundial_api::openapi::document());
+            Ok(())
+        }
+    }
+}

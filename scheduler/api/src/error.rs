@@ -1,0 +1,118 @@
+//! The API's error: JSON `{code, message, details}` with a status. 4xx carry the
+//! caller's detail (the field and the problem); 5xx hide internals and log the cause.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Value, json};
+use sundial_core::FieldError;
+use sundial_store::StoreError;
+
+/// The body of every error response.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// Stable machine code, e.g. `invalid_field`, `not_found`.
+    pub code: String,
+    /// Human explanation.
+    pub message: String,
+    /// Structured detail; for a refused field: `{"field": "schedule.expression", "problem": "..."}`.
+    #[schema(value_type = Object)]
+    pub details: Value,
+}
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub details: Value,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self { status, code, message: message.into(), details: json!({}) }
+    }
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+    /// 422: a field's value was refused.
+    pub fn field(field: &str, code: &'static str, problem: impl Into<String>) -> Self {
+        let problem = problem.into();
+        Self {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            code,
+            message: format!("{field}: {problem}"),
+            details: json!({"field": field, "problem": problem}),
+        }
+    }
+    pub fn not_found(what: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
+    }
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+    pub fn internal(cause: &dyn std::error::Error) -> Self {
+        let mut chain = cause.to_string();
+        let mut src = cause.source();
+        while let Some(s) = src {
+            chain.push_str(": ");
+            chain.push_str(&s.to_string());
+            src = s.source();
+        }
+        tracing::error!(error = %chain, "internal error");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody { code: self.code.to_string(), message: self.message, details: self.details };
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<FieldError> for ApiError {
+    fn from(e: FieldError) -> Self {
+        let code = match e.code {
+            "missing_field" => "missing_field",
+            "unknown_variant" => "unknown_variant",
+            "invalid_cron" => "invalid_cron",
+            _ => "invalid_field",
+        };
+        ApiError::field(&e.field, code, e.message)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict { what, message } => {
+                ApiError::conflict("conflict", message).with_details(json!({"conflict": what}))
+            }
+            StoreError::Stale(what) => ApiError::conflict(
+                "stale",
+                format!("the {what} was changed by another request meanwhile; reload it and try again"),
+            ),
+            StoreError::Refused { field, message } => ApiError::field(&field, "invalid_field", message),
+            StoreError::Database(ref d) if is_unavailable(d) => {
+                tracing::warn!(error = %e, "database unavailable");
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the database is unreachable; retry later")
+            }
+            other => ApiError::internal(&other),
+        }
+    }
+}
+
+fn is_unavailable(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed)
+}

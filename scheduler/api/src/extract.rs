@@ -1,0 +1,124 @@
+//! Request extractors whose refusals name the field: JSON bodies and query strings.
+//!
+//! axum's own `Json` and `Query` reject with plain text; these return [`ApiError`]
+//! with `details.field` set from the deserializer's path (`serde_path_to_error`).
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::error::ApiError;
+
+/// A JSON body, deserialised with precise errors.
+pub struct Json<T>(pub T);
+
+fn strip_position(msg: &str) -> &str {
+    msg.find(" at line ").map_or(msg, |i| &msg[..i])
+}
+
+fn between_backticks(msg: &str) -> Option<&str> {
+    let start = msg.find('`')? + 1;
+    let end = start + msg[start..].find('`')?;
+    Some(&msg[start..end])
+}
+
+fn join(path: &str, leaf: &str) -> String {
+    if path.is_empty() || path == "." {
+        leaf.to_string()
+    } else if path == leaf || path.ends_with(&format!(".{leaf}")) {
+        // serde_path_to_error already descended into the unknown key.
+        path.to_string()
+    } else {
+        format!("{path}.{leaf}")
+    }
+}
+
+/// Turn a serde data error at `path` into a field error.
+fn data_error(path: &str, msg: &str) -> ApiError {
+    let msg = strip_position(msg);
+    if msg.starts_with("missing field") {
+        let leaf = between_backticks(msg).unwrap_or("?");
+        return ApiError::field(&join(path, leaf), "missing_field", "is required");
+    }
+    if msg.starts_with("unknown field") {
+        let leaf = between_backticks(msg).unwrap_or("?");
+        let field = join(path, leaf);
+        let expected = msg.split_once(", expected ").map(|(_, e)| e).unwrap_or("");
+        return ApiError::field(&field, "unknown_field", format!("is not a known field; expected {expected}"));
+    }
+    let field = if path.is_empty() || path == "." { "body" } else { path };
+    if msg.starts_with("unknown variant") {
+        return ApiError::field(field, "unknown_variant", msg.to_string());
+    }
+    if msg.starts_with("invalid type") {
+        return ApiError::field(field, "wrong_type", msg.to_string());
+    }
+    ApiError::field(field, "invalid_field", msg.to_string())
+}
+
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    let result: Result<T, _> = serde_path_to_error::deserialize(de);
+    result.map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        match inner.classify() {
+            serde_json::error::Category::Data => data_error(&path, &inner.to_string()),
+            serde_json::error::Category::Eof if bytes.iter().all(|b| b.is_ascii_whitespace()) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "the request body is empty; a JSON object is expected")
+                    .with_details(json!({"field": "body", "problem": "empty"}))
+            }
+            _ => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_json",
+                format!("the request body is not valid JSON: {inner}"),
+            )
+            .with_details(json!({"field": "body", "problem": inner.to_string(), "line": inner.line(), "column": inner.column()})),
+        }
+    })
+}
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the request body is over the size limit")
+                    .with_details(json!({"field": "body", "problem": "too large"}))
+            } else {
+                ApiError::new(rejection.status(), "bad_request", rejection.body_text())
+            }
+        })?;
+        parse_json(&bytes).map(Json)
+    }
+}
+
+/// A query string, deserialised with precise errors.
+pub struct Query<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let q = parts.uri.query().unwrap_or("");
+        let de = serde_urlencoded::Deserializer::new(form_urlencoded_parse(q));
+        let result: Result<T, _> = serde_path_to_error::deserialize(de);
+        result.map(Query).map_err(|e| {
+            let path = e.path().to_string();
+            let msg = e.into_inner().to_string();
+            let mut err = data_error(&path, &msg);
+            if err.details.get("field").and_then(|f| f.as_str()) == Some("body") {
+                err = ApiError::field("query", "invalid_field", msg);
+            }
+            err
+        })
+    }
+}
+
+fn form_urlencoded_parse(q: &str) -> form_urlencoded::Parse<'_> {
+    form_urlencoded::parse(q.as_bytes())
+}

@@ -1,0 +1,241 @@
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use sundial_core::ids::{self, new_id};
+use sundial_core::job::{JobDef, JobInput, Target};
+use sundial_core::schedule::{MAX_PREVIEW, Schedule, ScheduleSpec, Trigger};
+use sundial_core::types::{JobSource, JobState};
+use sundial_store::{Job, JobFilter};
+
+use crate::auth::TenantCaller;
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::extract::{Json, Query};
+use crate::state::AppState;
+use crate::wire::*;
+
+async fn load(st: &AppState, caller: &TenantCaller, id: &str) -> ApiResult<Job> {
+    st.store.job_get(&caller.tenant_id, id).await?.ok_or_else(|| ApiError::not_found("job"))
+}
+
+async fn out(st: &AppState, job: Job) -> ApiResult<JobOut> {
+    let children = st.store.job_children(&job.id).await?;
+    Ok(JobOut::new(job, children))
+}
+
+/// Resolve the references of a validated definition (app, script) into a job row.
+async fn to_row(st: &AppState, caller: &TenantCaller, def: JobDef, id: String, now: i64) -> ApiResult<Job> {
+    let app = st
+        .store
+        .app_get(&caller.tenant_id, &def.app)
+        .await?
+        .ok_or_else(|| ApiError::field("app", "invalid_field", format!("no app `{}` in this tenant", def.app)))?;
+    let (handler, script_id) = match def.target {
+        Target::Handler(h) => (Some(h), None),
+        Target::Script(s) => {
+            let script = st
+                .store
+                .script_get(&caller.tenant_id, &s)
+                .await?
+                .ok_or_else(|| ApiError::field("script", "invalid_field", format!("no script `{s}` in this tenant")))?;
+            (None, Some(script.id))
+        }
+    };
+    Ok(Job {
+        id,
+        tenant_id: caller.tenant_id.clone(),
+        app_id: app.id,
+        name: def.name.into_string(),
+        description: def.description,
+        handler,
+        script_id,
+        schedule_kind: def.schedule.kind(),
+        schedule: def.schedule.to_spec(),
+        params: def.params,
+        route: def.route,
+        block: def.block,
+        misfire: def.misfire,
+        failure: def.failure,
+        timeout_ms: def.timeout_ms,
+        max_concurrency: def.max_concurrency,
+        state: def.state,
+        source: JobSource::Api,
+        registration_key: None,
+        version: 1,
+        generated_until_ms: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+    })
+}
+
+/// Create a job (editor).
+#[utoipa::path(post, path = "/api/v1/jobs", tag = "jobs", request_body = JobInput,
+    responses((status = 201, body = JobOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn create(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Json(input): Json<JobInput>,
+) -> ApiResult<(StatusCode, axum::Json<JobOut>)> {
+    caller.require_editor()?;
+    let now = st.now_ms();
+    let def = JobDef::parse(&input, now)?;
+    let children = def.children.clone();
+    let job = to_row(&st, &caller, def, new_id(ids::JOB), now).await?;
+    st.store.job_insert(&job, &children).await?;
+    tracing::info!(job_id = %job.id, name = %job.name, "job created");
+    Ok((StatusCode::CREATED, axum::Json(JobOut::new(job, children))))
+}
+
+/// List jobs, filtered by app, state or name.
+#[utoipa::path(get, path = "/api/v1/jobs", tag = "jobs", params(JobListQuery),
+    responses((status = 200, body = JobList), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn list(State(st): State<AppState>, caller: TenantCaller, Query(q): Query<JobListQuery>) -> ApiResult<axum::Json<JobList>> {
+    let page = PageQuery { limit: q.limit, cursor: q.cursor.clone() }.page()?;
+    let app_id = match &q.app {
+        Some(a) => match st.store.app_get(&caller.tenant_id, a).await? {
+            Some(app) => Some(app.id),
+            None => return Ok(axum::Json(JobList { items: vec![], next_cursor: None })),
+        },
+        None => None,
+    };
+    let filter = JobFilter { app_id, state: q.state, name: q.name.clone() };
+    let rows = st.store.job_list(&caller.tenant_id, &filter, &page).await?;
+    let (jobs, next_cursor) = paginate(rows, &page, |j| j.id.clone(), |j| j);
+    let mut items = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        items.push(out(&st, j).await?);
+    }
+    Ok(axum::Json(JobList { items, next_cursor }))
+}
+
+/// One job.
+#[utoipa::path(get, path = "/api/v1/jobs/{id}", tag = "jobs", params(("id" = String, Path)),
+    responses((status = 200, body = JobOut), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn get(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<JobOut>> {
+    let job = load(&st, &caller, &id).await?;
+    Ok(axum::Json(out(&st, job).await?))
+}
+
+/// Replace a job's definition (editor). Send `If-Match: <version>` to refuse the
+/// update (409) if someone else changed the job since you read it.
+#[utoipa::path(put, path = "/api/v1/jobs/{id}", tag = "jobs", params(("id" = String, Path), ("If-Match" = Option<i64>, Header, description = "Expected version")),
+    request_body = JobInput,
+    responses((status = 200, body = JobOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn replace(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Json(input): Json<JobInput>,
+) -> ApiResult<axum::Json<JobOut>> {
+    caller.require_editor()?;
+    let if_match = match headers.get("if-match") {
+        Some(v) => Some(v.to_str().ok().map(|s| s.trim_matches('"')).and_then(|s| s.parse::<i64>().ok()).ok_or_else(|| {
+            ApiError::field("If-Match", "invalid_field", "must be the job's version number")
+        })?),
+        None => None,
+    };
+    let current = load(&st, &caller, &id).await?;
+    let now = st.now_ms();
+    let mut input = input;
+    // Keep a fixed-rate job's grid: an update that does not name an anchor keeps the old one.
+    if input.schedule.anchor.is_none()
+        && let Ok(old) = Schedule::parse(&current.schedule, current.created_at_ms)
+        && let Trigger::FixedRate { .. } = old.trigger
+        && input.schedule.kind == current.schedule_kind
+    {
+        input.schedule.anchor = current.schedule.anchor.clone();
+    }
+    let keep_state = input.state.is_none();
+    let def = JobDef::parse(&input, now)?;
+    let children = def.children.clone();
+    let mut job = to_row(&st, &caller, def, current.id.clone(), now).await?;
+    if keep_state {
+        job.state = current.state;
+    }
+    job.source = current.source;
+    job.registration_key = current.registration_key.clone();
+    job.created_at_ms = current.created_at_ms;
+    let expected = if_match.unwrap_or(current.version);
+    job.version = expected + 1;
+    if !st.store.job_update(&job, Some(&children), expected).await? {
+        return Err(ApiError::not_found("job"));
+    }
+    Ok(axum::Json(JobOut::new(job, children)))
+}
+
+/// Delete a job with its child edges and its runs that have not started (editor).
+#[utoipa::path(delete, path = "/api/v1/jobs/{id}", tag = "jobs", params(("id" = String, Path)),
+    responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    caller.require_editor()?;
+    if !st.store.job_delete(&caller.tenant_id, &id).await? {
+        return Err(ApiError::not_found("job"));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn set_state(st: AppState, caller: TenantCaller, id: String, state: JobState) -> ApiResult<axum::Json<JobOut>> {
+    caller.require_editor()?;
+    let job = st.store.job_set_state(&caller.tenant_id, &id, state, st.now_ms()).await?.ok_or_else(|| ApiError::not_found("job"))?;
+    tracing::info!(job_id = %job.id, state = %state, "job state set");
+    Ok(axum::Json(out(&st, job).await?))
+}
+
+/// Start firing on schedule from now on (no catch-up of the stopped period).
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/start", tag = "jobs", params(("id" = String, Path)),
+    responses((status = 200, body = JobOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn start(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<JobOut>> {
+    set_state(st, caller, id, JobState::Active).await
+}
+
+/// Stop firing on schedule. Manual triggers still work.
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/stop", tag = "jobs", params(("id" = String, Path)),
+    responses((status = 200, body = JobOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn stop(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<JobOut>> {
+    set_state(st, caller, id, JobState::Stopped).await
+}
+
+fn preview_count(count: Option<i64>) -> ApiResult<usize> {
+    let n = count.unwrap_or(5);
+    if !(1..=MAX_PREVIEW as i64).contains(&n) {
+        return Err(ApiError::field("count", "invalid_field", format!("{n} is out of range 1-{MAX_PREVIEW}")));
+    }
+    Ok(n as usize)
+}
+
+fn preview_of(schedule: &Schedule, now: i64, count: usize) -> Preview {
+    let times = schedule.fires_after(now, count).into_iter().map(|t| schedule.format(t)).collect();
+    Preview { times, timezone: schedule.display_tz().name().to_string() }
+}
+
+/// The job's next fire times from now.
+#[utoipa::path(get, path = "/api/v1/jobs/{id}/preview", tag = "jobs", params(("id" = String, Path), PreviewQuery),
+    responses((status = 200, body = Preview), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn preview(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+    Query(q): Query<PreviewQuery>,
+) -> ApiResult<axum::Json<Preview>> {
+    let count = preview_count(q.count)?;
+    let job = load(&st, &caller, &id).await?;
+    let schedule = Schedule::parse(&job.schedule, job.created_at_ms)
+        .map_err(|e| ApiError::internal(&sundial_store::StoreError::Corrupt(e.to_string())))?;
+    Ok(axum::Json(preview_of(&schedule, st.now_ms(), count)))
+}
+
+/// Validate a schedule and show its next fire times, before creating a job.
+#[utoipa::path(post, path = "/api/v1/schedules/preview", tag = "jobs", request_body = SchedulePreviewRequest,
+    responses((status = 200, body = Preview), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn preview_schedule(
+    State(st): State<AppState>,
+    _caller: TenantCaller,
+    Json(body): Json<SchedulePreviewRequest>,
+) -> ApiResult<axum::Json<Preview>> {
+    let count = preview_count(body.count)?;
+    let now = st.now_ms();
+    let spec: &ScheduleSpec = &body.schedule;
+    let schedule = Schedule::parse(spec, now).map_err(|e| e.within("schedule"))?;
+    Ok(axum::Json(preview_of(&schedule, now, count)))
+}

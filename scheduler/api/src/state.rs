@@ -1,0 +1,33 @@
+use std::sync::Arc;
+
+use sundial_core::clock::SharedClock;
+use sundial_store::Store;
+
+/// Settings the API needs (the binary fills them from its configuration).
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    /// Largest accepted request body, bytes.
+    pub max_body_bytes: usize,
+    /// How long a rotated-out app secret still verifies signatures, ms.
+    pub secret_grace_ms: i64,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        Self { max_body_bytes: 1024 * 1024, secret_grace_ms: 24 * 3_600_000 }
+    }
+}
+
+/// Shared by every handler.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    pub clock: SharedClock,
+    pub config: Arc<ApiConfig>,
+}
+
+impl AppState {
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+}

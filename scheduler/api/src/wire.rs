@@ -1,0 +1,351 @@
+//! JSON shapes of the API (requests and responses), separate from domain and store
+//! types; conversions are explicit (`From` impls below).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sundial_core::job::{FailureSpec, MisfireSpec};
+use sundial_core::schedule::ScheduleSpec;
+use sundial_core::time::rfc3339_utc;
+use sundial_core::types::*;
+use sundial_store::{ApiKey, App, Job, Run, Tenant};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::ApiError;
+
+pub const DEFAULT_LIMIT: i64 = 50;
+pub const MAX_LIMIT: i64 = 200;
+
+/// Cursor pagination: `limit` (1-200, default 50) and the `cursor` a previous page returned.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    pub limit: Option<i64>,
+    pub cursor: Option<String>,
+}
+
+impl PageQuery {
+    pub fn page(&self) -> Result<sundial_store::Page, ApiError> {
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ApiError::field("limit", "invalid_field", format!("{limit} is out of range 1-{MAX_LIMIT}")));
+        }
+        // Fetch one more than asked to know whether a next page exists.
+        Ok(sundial_store::Page { limit: limit + 1, after: self.cursor.clone() })
+    }
+}
+
+/// Cut the extra row and compute `next_cursor`.
+pub fn paginate<T, O>(mut rows: Vec<T>, page: &sundial_store::Page, cursor_of: impl Fn(&T) -> String, out: impl Fn(T) -> O) -> (Vec<O>, Option<String>) {
+    let want = (page.limit - 1) as usize;
+    let next = if rows.len() > want {
+        rows.truncate(want);
+        rows.last().map(&cursor_of)
+    } else {
+        None
+    };
+    (rows.into_iter().map(out).collect(), next)
+}
+
+macro_rules! list_type {
+    ($name:ident, $item:ty) => {
+        #[derive(Debug, Serialize, ToSchema)]
+        pub struct $name {
+            pub items: Vec<$item>,
+            /// Pass as `cursor` to get the next page; absent on the last page.
+            pub next_cursor: Option<String>,
+        }
+    };
+}
+
+// ---- tenants ----
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantCreate {
+    /// Unique; letters, digits, `-`, `_`, `.`.
+    pub name: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TenantOut {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+}
+
+impl From<Tenant> for TenantOut {
+    fn from(t: Tenant) -> Self {
+        TenantOut { id: t.id, name: t.name, created_at: rfc3339_utc(t.created_at_ms) }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TenantCreated {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+    /// The tenant's first admin key. Shown once; store it now.
+    pub admin_key: String,
+}
+
+list_type!(TenantList, TenantOut);
+
+// ---- API keys ----
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeyCreate {
+    pub name: String,
+    /// `admin`, `editor` or `viewer`.
+    pub role: Role,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyOut {
+    pub id: String,
+    pub name: String,
+    pub role: Role,
+    /// The first characters of the key, to recognise it.
+    pub prefix: String,
+    pub created_at: String,
+}
+
+impl From<ApiKey> for KeyOut {
+    fn from(k: ApiKey) -> Self {
+        KeyOut { id: k.id, name: k.name, role: k.role, prefix: k.display_prefix, created_at: rfc3339_utc(k.created_at_ms) }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyCreated {
+    #[serde(flatten)]
+    pub meta: KeyOut,
+    /// The key itself. Shown once; only its hash is stored.
+    pub key: String,
+}
+
+list_type!(KeyList, KeyOut);
+
+// ---- apps ----
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppCreate {
+    /// Unique within the tenant; letters, digits, `-`, `_`, `.`.
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Static executor URLs (serverless functions that never register). Each counts as one online executor serving every handler.
+    #[serde(default)]
+    pub endpoints: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppUpdate {
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub endpoints: Option<Vec<String>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AppOut {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub endpoints: Vec<String>,
+    /// Until when the previous secret (after a rotation) still verifies.
+    pub previous_secret_expires_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<App> for AppOut {
+    fn from(a: App) -> Self {
+        AppOut {
+            id: a.id,
+            name: a.name,
+            description: a.description,
+            endpoints: a.endpoints,
+            previous_secret_expires_at: a.previous_expires_ms.map(rfc3339_utc),
+            created_at: rfc3339_utc(a.created_at_ms),
+            updated_at: rfc3339_utc(a.updated_at_ms),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AppWithSecret {
+    #[serde(flatten)]
+    pub app: AppOut,
+    /// Signing secret (`whsec_…`), shown on create and rotate only.
+    pub secret: String,
+}
+
+list_type!(AppList, AppOut);
+
+// ---- jobs ----
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobOut {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub app_id: String,
+    pub handler: Option<String>,
+    pub script_id: Option<String>,
+    pub schedule: ScheduleSpec,
+    #[schema(value_type = Object)]
+    pub params: Value,
+    pub route: Route,
+    pub block: BlockStrategy,
+    pub misfire: MisfireSpec,
+    pub failure: FailureSpec,
+    pub timeout_ms: i64,
+    pub max_concurrency: Option<i64>,
+    pub children: Vec<String>,
+    pub state: JobState,
+    /// `api`, or `registration` for jobs an executor's handler registration created.
+    pub source: JobSource,
+    /// Increments with every change; send it as `If-Match` to update safely.
+    pub version: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl JobOut {
+    pub fn new(j: Job, children: Vec<String>) -> Self {
+        JobOut {
+            id: j.id,
+            name: j.name,
+            description: j.description,
+            app_id: j.app_id,
+            handler: j.handler,
+            script_id: j.script_id,
+            schedule: j.schedule,
+            params: j.params,
+            route: j.route,
+            block: j.block,
+            misfire: j.misfire,
+            failure: j.failure,
+            timeout_ms: j.timeout_ms,
+            max_concurrency: j.max_concurrency,
+            children,
+            state: j.state,
+            source: j.source,
+            version: j.version,
+            created_at: rfc3339_utc(j.created_at_ms),
+            updated_at: rfc3339_utc(j.updated_at_ms),
+        }
+    }
+}
+
+list_type!(JobList, JobOut);
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct JobListQuery {
+    /// App name or id.
+    pub app: Option<String>,
+    pub state: Option<JobState>,
+    pub name: Option<String>,
+    pub limit: Option<i64>,
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewQuery {
+    /// How many fire times, 1-100 (default 5).
+    pub count: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulePreviewRequest {
+    pub schedule: ScheduleSpec,
+    /// How many fire times, 1-100 (default 5).
+    #[serde(default)]
+    pub count: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Preview {
+    /// The next fire times, RFC 3339 with the offset of `timezone` at each instant.
+    pub times: Vec<String>,
+    pub timezone: String,
+}
+
+// ---- runs ----
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunOut {
+    pub id: String,
+    pub job_id: String,
+    /// `s:<epoch ms>` for schedule fires, `i:<Idempotency-Key>`, `p:<parent run id>`, or a fresh id.
+    pub fire_key: String,
+    pub trigger: TriggerKind,
+    pub scheduled_at: String,
+    pub state: RunState,
+    pub attempt: i64,
+    pub shard_total: Option<i64>,
+    #[schema(value_type = Option<Object>)]
+    pub params: Option<Value>,
+    pub parent_run_id: Option<String>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub output: Option<Value>,
+    /// For an `expired` record standing for several missed fires: how many.
+    pub expired_count: i64,
+    pub created_at: String,
+    pub updated_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+impl From<Run> for RunOut {
+    fn from(r: Run) -> Self {
+        RunOut {
+            id: r.id,
+            job_id: r.job_id,
+            fire_key: r.fire_key,
+            trigger: r.trigger,
+            scheduled_at: rfc3339_utc(r.scheduled_at_ms),
+            state: r.state,
+            attempt: r.attempt,
+            shard_total: r.shard_total,
+            params: r.params,
+            parent_run_id: r.parent_run_id,
+            reason: r.reason,
+            message: r.message,
+            output: r.output,
+            expired_count: r.expired_count,
+            created_at: rfc3339_utc(r.created_at_ms),
+            updated_at: rfc3339_utc(r.updated_at_ms),
+            started_at: r.started_at_ms.map(rfc3339_utc),
+            finished_at: r.finished_at_ms.map(rfc3339_utc),
+        }
+    }
+}
+
+list_type!(RunList, RunOut);
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct RunListQuery {
+    pub job_id: Option<String>,
+    pub state: Option<RunState>,
+    /// RFC 3339: runs scheduled at or after.
+    pub from: Option<String>,
+    /// RFC 3339: runs scheduled before.
+    pub to: Option<String>,
+    pub limit: Option<i64>,
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    pub status: String,
+}

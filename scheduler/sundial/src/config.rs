@@ -1,0 +1,128 @@
+//! Configuration: flags, then `SUNDIAL_*` environment variables, then an optional
+//! TOML file, then defaults (first found wins). The README's table lists every key.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use serde::Deserialize;
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7700";
+pub const DEFAULT_DATA_DIR: &str = "sundial-data";
+
+/// Settings shared by `serve` and `migrate`. Every field is optional here so a
+/// missing flag can fall back to the file.
+#[derive(Debug, Clone, Default, Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// TOML file with any of the settings below (keys as in the README table).
+    #[arg(long, env = "SUNDIAL_CONFIG")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Address to listen on.
+    #[arg(long, env = "SUNDIAL_LISTEN")]
+    pub listen: Option<String>,
+    /// Directory for the embedded SQLite database (when no database URL is given).
+    #[arg(long, env = "SUNDIAL_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// `mysql://user:pass@host:3306/db` (MySQL or MariaDB) or `sqlite://path`.
+    #[arg(long, env = "SUNDIAL_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Maximum database connections (MySQL; SQLite always uses one).
+    #[arg(long, env = "SUNDIAL_DB_MAX_CONNECTIONS")]
+    pub db_max_connections: Option<u32>,
+    /// Operator API key to register instead of generating one on first start.
+    #[arg(long, env = "SUNDIAL_ADMIN_KEY", hide_env_values = true)]
+    pub admin_key: Option<String>,
+    /// `text` (default) or `json`.
+    #[arg(long, env = "SUNDIAL_LOG_FORMAT")]
+    pub log_format: Option<String>,
+    /// Log filter, e.g. `info`, `sundial=debug,sqlx=warn`.
+    #[arg(long, env = "SUNDIAL_LOG")]
+    pub log: Option<String>,
+    /// Largest accepted request body in bytes.
+    #[arg(long, env = "SUNDIAL_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// Seconds a rotated-out app secret keeps verifying signatures.
+    #[arg(long, env = "SUNDIAL_SECRET_GRACE_SECS")]
+    pub secret_grace_secs: Option<i64>,
+}
+
+/// Settings with every default applied.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub listen: String,
+    pub database_url: String,
+    pub db_max_connections: u32,
+    pub admin_key: Option<String>,
+    pub log_json: bool,
+    pub log: String,
+    pub max_body_bytes: usize,
+    pub secret_grace_secs: i64,
+}
+
+impl Settings {
+    pub fn resolve(self) -> anyhow::Result<Resolved> {
+        let file = match &self.config {
+            Some(p) => load_file(p)?,
+            None => Settings::default(),
+        };
+        let data_dir = self.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+        let database_url = self
+            .database_url
+            .or(file.database_url)
+            .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("sundial.db").display()));
+        let log_format = self.log_format.or(file.log_format).unwrap_or_else(|| "text".into());
+        let log_json = match log_format.as_str() {
+            "text" => false,
+            "json" => true,
+            other => anyhow::bail!("log_format: `{other}` is not `text` or `json`"),
+        };
+        let secret_grace_secs = self.secret_grace_secs.or(file.secret_grace_secs).unwrap_or(86_400);
+        anyhow::ensure!(secret_grace_secs >= 0, "secret_grace_secs: must not be negative");
+        Ok(Resolved {
+            listen: self.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.into()),
+            database_url,
+            db_max_connections: self.db_max_connections.or(file.db_max_connections).unwrap_or(10),
+            admin_key: self.admin_key.or(file.admin_key),
+            log_json,
+            log: self.log.or(file.log).unwrap_or_else(|| "info".into()),
+            max_body_bytes: self.max_body_bytes.or(file.max_body_bytes).unwrap_or(1024 * 1024),
+            secret_grace_secs,
+        })
+    }
+}
+
+fn load_file(path: &Path) -> anyhow::Result<Settings> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading config file {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("config file {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_the_file_and_defaults_fill_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sundial.toml");
+        std::fs::write(&file, "listen = \"127.0.0.1:9999\"\ndata_dir = \"/var/lib/sundial\"\nlog_format = \"json\"\n").unwrap();
+        let s = Settings { config: Some(file.clone()), listen: Some("0.0.0.0:1".into()), ..Default::default() };
+        let r = s.resolve().unwrap();
+        assert_eq!(r.listen, "0.0.0.0:1");
+        assert_eq!(r.database_url, "sqlite:///var/lib/sundial/sundial.db");
+        assert!(r.log_json);
+        assert_eq!(r.max_body_bytes, 1024 * 1024);
+    }
+
+    #[test]
+    fn unknown_file_keys_and_bad_values_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sundial.toml");
+        std::fs::write(&file, "lissen = \"x\"\n").unwrap();
+        let err = Settings { config: Some(file.clone()), ..Default::default() }.resolve().unwrap_err();
+        assert!(format!("{err:#}").contains("lissen"), "{err:#}");
+        let err = Settings { log_format: Some("xml".into()), ..Default::default() }.resolve().unwrap_err();
+        assert!(err.to_string().contains("log_format"), "{err}");
+    }
+}
