@@ -8,7 +8,11 @@ use sundial_store::{ApiKey, Store, StoreError};
 /// Make sure an operator key exists. With `given`, that key is registered (if new).
 /// Without, a key is generated only when no operator key exists yet; the new key is
 /// returned so the caller can print it once.
-pub async fn ensure_operator_key(store: &dyn Store, given: Option<&str>, now_ms: i64) -> Result<Option<String>, StoreError> {
+pub async fn ensure_operator_key(
+    store: &dyn Store,
+    given: Option<&str>,
+    now_ms: i64,
+) -> Result<Option<String>, StoreError> {
     let key = match given {
         Some(k) => {
             if store.api_key_by_hash(&hash_api_key(k)).await?.is_some() {

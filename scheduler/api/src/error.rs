@@ -33,7 +33,12 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into(), details: json!({}) }
+        Self {
+            status,
+            code,
+            message: message.into(),
+            details: json!({}),
+        }
     }
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = details;
@@ -50,7 +55,11 @@ impl ApiError {
         }
     }
     pub fn not_found(what: &str) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("{what} not found"),
+        )
     }
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
@@ -70,13 +79,21 @@ impl ApiError {
             src = s.source();
         }
         tracing::error!(error = %chain, "internal error");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; see the server log",
+        )
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = ErrorBody { code: self.code.to_string(), message: self.message, details: self.details };
+        let body = ErrorBody {
+            code: self.code.to_string(),
+            message: self.message,
+            details: self.details,
+        };
         (self.status, Json(body)).into_response()
     }
 }
@@ -101,12 +118,20 @@ impl From<StoreError> for ApiError {
             }
             StoreError::Stale(what) => ApiError::conflict(
                 "stale",
-                format!("the {what} was changed by another request meanwhile; reload it and try again"),
+                format!(
+                    "the {what} was changed by another request meanwhile; reload it and try again"
+                ),
             ),
-            StoreError::Refused { field, message } => ApiError::field(&field, "invalid_field", message),
+            StoreError::Refused { field, message } => {
+                ApiError::field(&field, "invalid_field", message)
+            }
             StoreError::Database(ref d) if is_unavailable(d) => {
                 tracing::warn!(error = %e, "database unavailable");
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "the database is unreachable; retry later")
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "the database is unreachable; retry later",
+                )
             }
             other => ApiError::internal(&other),
         }
@@ -114,5 +139,8 @@ impl From<StoreError> for ApiError {
 }
 
 fn is_unavailable(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed)
+    matches!(
+        e,
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed
+    )
 }

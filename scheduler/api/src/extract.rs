@@ -47,9 +47,17 @@ fn data_error(path: &str, msg: &str) -> ApiError {
         let leaf = between_backticks(msg).unwrap_or("?");
         let field = join(path, leaf);
         let expected = msg.split_once(", expected ").map(|(_, e)| e).unwrap_or("");
-        return ApiError::field(&field, "unknown_field", format!("is not a known field; expected {expected}"));
+        return ApiError::field(
+            &field,
+            "unknown_field",
+            format!("is not a known field; expected {expected}"),
+        );
     }
-    let field = if path.is_empty() || path == "." { "body" } else { path };
+    let field = if path.is_empty() || path == "." {
+        "body"
+    } else {
+        path
+    };
     if msg.starts_with("unknown variant") {
         return ApiError::field(field, "unknown_variant", msg.to_string());
     }
@@ -87,12 +95,28 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the request body is over the size limit")
-                    .with_details(json!({"field": "body", "problem": "too large"}))
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    "the request body is over the size limit",
+                )
+                .with_details(json!({"field": "body", "problem": "too large"}))
             } else {
                 ApiError::new(rejection.status(), "bad_request", rejection.body_text())
             }
         })?;
+        // Every request body of this API is a JSON object.
+        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') | None => {}
+            Some(_) if serde_json::from_slice::<serde_json::Value>(&bytes).is_ok() => {
+                return Err(ApiError::field(
+                    "body",
+                    "wrong_type",
+                    "must be a JSON object",
+                ));
+            }
+            Some(_) => {}
+        }
         parse_json(&bytes).map(Json)
     }
 }

@@ -14,7 +14,10 @@ pub struct ApiConfig {
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        Self { max_body_bytes: 1024 * 1024, secret_grace_ms: 24 * 3_600_000 }
+        Self {
+            max_body_bytes: 1024 * 1024,
+            secret_grace_ms: 24 * 3_600_000,
+        }
     }
 }
 

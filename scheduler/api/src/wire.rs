@@ -27,15 +27,27 @@ impl PageQuery {
     pub fn page(&self) -> Result<sundial_store::Page, ApiError> {
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(ApiError::field("limit", "invalid_field", format!("{limit} is out of range 1-{MAX_LIMIT}")));
+            return Err(ApiError::field(
+                "limit",
+                "invalid_field",
+                format!("{limit} is out of range 1-{MAX_LIMIT}"),
+            ));
         }
         // Fetch one more than asked to know whether a next page exists.
-        Ok(sundial_store::Page { limit: limit + 1, after: self.cursor.clone() })
+        Ok(sundial_store::Page {
+            limit: limit + 1,
+            after: self.cursor.clone(),
+        })
     }
 }
 
 /// Cut the extra row and compute `next_cursor`.
-pub fn paginate<T, O>(mut rows: Vec<T>, page: &sundial_store::Page, cursor_of: impl Fn(&T) -> String, out: impl Fn(T) -> O) -> (Vec<O>, Option<String>) {
+pub fn paginate<T, O>(
+    mut rows: Vec<T>,
+    page: &sundial_store::Page,
+    cursor_of: impl Fn(&T) -> String,
+    out: impl Fn(T) -> O,
+) -> (Vec<O>, Option<String>) {
     let want = (page.limit - 1) as usize;
     let next = if rows.len() > want {
         rows.truncate(want);
@@ -75,7 +87,11 @@ pub struct TenantOut {
 
 impl From<Tenant> for TenantOut {
     fn from(t: Tenant) -> Self {
-        TenantOut { id: t.id, name: t.name, created_at: rfc3339_utc(t.created_at_ms) }
+        TenantOut {
+            id: t.id,
+            name: t.name,
+            created_at: rfc3339_utc(t.created_at_ms),
+        }
     }
 }
 
@@ -112,7 +128,13 @@ pub struct KeyOut {
 
 impl From<ApiKey> for KeyOut {
     fn from(k: ApiKey) -> Self {
-        KeyOut { id: k.id, name: k.name, role: k.role, prefix: k.display_prefix, created_at: rfc3339_utc(k.created_at_ms) }
+        KeyOut {
+            id: k.id,
+            name: k.name,
+            role: k.role,
+            prefix: k.display_prefix,
+            created_at: rfc3339_utc(k.created_at_ms),
+        }
     }
 }
 

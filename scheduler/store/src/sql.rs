@@ -15,8 +15,8 @@ use sundial_core::types::{JobState, Role};
 
 use crate::error::conflict_on;
 use crate::{
-    ApiKey, App, Dialect, Job, JobFilter, Page, Result, Run, RunFilter, Script, Store, StoreError, Tenant,
-    migrate,
+    ApiKey, App, Dialect, Job, JobFilter, Page, Result, Run, RunFilter, Script, Store, StoreError,
+    Tenant, migrate,
 };
 
 #[derive(Debug, Clone)]

@@ -16,7 +16,11 @@ use tokio::net::TcpListener;
 use crate::config::{Resolved, Settings};
 
 #[derive(Parser)]
-#[command(name = "sundial", version, about = "A distributed job scheduler: cron, fixed-rate, one-shot and on-demand jobs delivered to signed webhook executors.")]
+#[command(
+    name = "sundial",
+    version,
+    about = "A distributed job scheduler: cron, fixed-rate, one-shot and on-demand jobs delivered to signed webhook executors."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -33,10 +37,17 @@ enum Command {
 }
 
 fn init_tracing(cfg: &Resolved) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&cfg.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let filter = tracing_subscriber::EnvFilter::try_new(&cfg.log)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if cfg.log_json {
-        builder.json().flatten_event(true).with_current_span(true).init();
+        builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .init();
     } else {
         builder.init();
     }
@@ -52,30 +63,45 @@ fn redact(url: &str) -> String {
 async fn open_store(cfg: &Resolved, clock: &dyn Clock) -> anyhow::Result<SqlStore> {
     let mut opts = ConnectOptions::new(&cfg.database_url);
     opts.max_connections = cfg.db_max_connections;
-    SqlStore::open(&opts, clock.now_ms()).await.with_context(|| format!("opening database {}", redact(&cfg.database_url)))
+    SqlStore::open(&opts, clock.now_ms())
+        .await
+        .with_context(|| format!("opening database {}", redact(&cfg.database_url)))
 }
 
 async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let store = Arc::new(open_store(&cfg, clock.as_ref()).await?);
-    let new_key = sundial_api::bootstrap::ensure_operator_key(store.as_ref(), cfg.admin_key.as_deref(), clock.now_ms())
-        .await
-        .context("creating the operator key")?;
+    let new_key = sundial_api::bootstrap::ensure_operator_key(
+        store.as_ref(),
+        cfg.admin_key.as_deref(),
+        clock.now_ms(),
+    )
+    .await
+    .context("creating the operator key")?;
     let state = AppState {
         store: store.clone(),
         clock: clock.clone(),
-        config: Arc::new(ApiConfig { max_body_bytes: cfg.max_body_bytes, secret_grace_ms: cfg.secret_grace_secs * 1000 }),
+        config: Arc::new(ApiConfig {
+            max_body_bytes: cfg.max_body_bytes,
+            secret_grace_ms: cfg.secret_grace_secs * 1000,
+        }),
     };
-    let listener = TcpListener::bind(&cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
+    let listener = TcpListener::bind(&cfg.listen)
+        .await
+        .with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     println!("Sundial listening on http://{addr}");
     println!("database: {}", redact(&cfg.database_url));
     if let Some(key) = new_key {
         println!("operator API key (shown once, store it now): {key}");
-        println!("  create a tenant: curl -s -X POST http://{addr}/api/v1/tenants -H 'Authorization: Bearer {key}' -d '{{\"name\": \"acme\"}}'");
+        println!(
+            "  create a tenant: curl -s -X POST http://{addr}/api/v1/tenants -H 'Authorization: Bearer {key}' -d '{{\"name\": \"acme\"}}'"
+        );
     }
     tracing::info!(%addr, database = %redact(&cfg.database_url), "node started");
-    axum::serve(listener, sundial_api::router(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    axum::serve(listener, sundial_api::router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
     tracing::info!("shutting down");
     store.close().await;
     Ok(())

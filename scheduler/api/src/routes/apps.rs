@@ -16,17 +16,25 @@ const MAX_ENDPOINTS: usize = 100;
 
 fn parse_endpoints(endpoints: &[String]) -> FieldResult<Vec<String>> {
     if endpoints.len() > MAX_ENDPOINTS {
-        return Err(FieldError::invalid("endpoints", format!("at most {MAX_ENDPOINTS} endpoints")));
+        return Err(FieldError::invalid(
+            "endpoints",
+            format!("at most {MAX_ENDPOINTS} endpoints"),
+        ));
     }
     endpoints
         .iter()
         .enumerate()
-        .map(|(i, e)| WebhookUrl::parse(&format!("endpoints[{i}]"), e).map(|u| u.as_str().to_string()))
+        .map(|(i, e)| {
+            WebhookUrl::parse(&format!("endpoints[{i}]"), e).map(|u| u.as_str().to_string())
+        })
         .collect()
 }
 
 async fn load(st: &AppState, caller: &TenantCaller, id: &str) -> ApiResult<App> {
-    st.store.app_get(&caller.tenant_id, id).await?.ok_or_else(|| ApiError::not_found("app"))
+    st.store
+        .app_get(&caller.tenant_id, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("app"))
 }
 
 /// Create an app (executor group) with a fresh signing secret (admin).
@@ -40,7 +48,11 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, axum::Json<AppWithSecret>)> {
     caller.require_admin()?;
     let name = Name::parse("name", &body.name)?;
-    let description = bounded_text("description", body.description.as_deref().unwrap_or(""), 2000)?;
+    let description = bounded_text(
+        "description",
+        body.description.as_deref().unwrap_or(""),
+        2000,
+    )?;
     let endpoints = parse_endpoints(body.endpoints.as_deref().unwrap_or(&[]))?;
     let now = st.now_ms();
     let app = App {
@@ -58,13 +70,23 @@ pub async fn create(
     st.store.app_insert(&app).await?;
     tracing::info!(app_id = %app.id, name = %app.name, "app created");
     let secret = app.secret.clone();
-    Ok((StatusCode::CREATED, axum::Json(AppWithSecret { app: app.into(), secret })))
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(AppWithSecret {
+            app: app.into(),
+            secret,
+        }),
+    ))
 }
 
 /// List the tenant's apps.
 #[utoipa::path(get, path = "/api/v1/apps", tag = "apps", params(PageQuery),
     responses((status = 200, body = AppList), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
-pub async fn list(State(st): State<AppState>, caller: TenantCaller, Query(q): Query<PageQuery>) -> ApiResult<axum::Json<AppList>> {
+pub async fn list(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Query(q): Query<PageQuery>,
+) -> ApiResult<axum::Json<AppList>> {
     let page = q.page()?;
     let rows = st.store.app_list(&caller.tenant_id, &page).await?;
     let (items, next_cursor) = paginate(rows, &page, |a| a.id.clone(), AppOut::from);
@@ -74,7 +96,11 @@ pub async fn list(State(st): State<AppState>, caller: TenantCaller, Query(q): Qu
 /// One app, by id or name. The secret is not shown.
 #[utoipa::path(get, path = "/api/v1/apps/{id}", tag = "apps", params(("id" = String, Path, description = "App id or name")),
     responses((status = 200, body = AppOut), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn get(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<AppOut>> {
+pub async fn get(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<AppOut>> {
     Ok(axum::Json(load(&st, &caller, &id).await?.into()))
 }
 
@@ -88,7 +114,11 @@ pub async fn update(
     Json(body): Json<AppUpdate>,
 ) -> ApiResult<axum::Json<AppOut>> {
     caller.require_editor()?;
-    let description = body.description.as_deref().map(|d| bounded_text("description", d, 2000)).transpose()?;
+    let description = body
+        .description
+        .as_deref()
+        .map(|d| bounded_text("description", d, 2000))
+        .transpose()?;
     let endpoints = body.endpoints.as_deref().map(parse_endpoints).transpose()?;
     let mut app = load(&st, &caller, &id).await?;
     if let Some(d) = description {
@@ -107,11 +137,18 @@ pub async fn update(
 /// Rotate the signing secret (admin). The previous secret keeps verifying for a grace period.
 #[utoipa::path(post, path = "/api/v1/apps/{id}/rotate-secret", tag = "apps", params(("id" = String, Path, description = "App id or name")),
     responses((status = 200, body = AppWithSecret), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn rotate_secret(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<AppWithSecret>> {
+pub async fn rotate_secret(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<AppWithSecret>> {
     caller.require_admin()?;
     let mut app = load(&st, &caller, &id).await?;
     let now = st.now_ms();
-    app.previous_secret = Some(std::mem::replace(&mut app.secret, generate_signing_secret()));
+    app.previous_secret = Some(std::mem::replace(
+        &mut app.secret,
+        generate_signing_secret(),
+    ));
     app.previous_expires_ms = Some(now + st.config.secret_grace_ms);
     app.updated_at_ms = now;
     if !st.store.app_update(&app).await? {
@@ -119,13 +156,20 @@ pub async fn rotate_secret(State(st): State<AppState>, caller: TenantCaller, Pat
     }
     tracing::info!(app_id = %app.id, "app secret rotated");
     let secret = app.secret.clone();
-    Ok(axum::Json(AppWithSecret { app: app.into(), secret }))
+    Ok(axum::Json(AppWithSecret {
+        app: app.into(),
+        secret,
+    }))
 }
 
 /// Delete an app (admin); refused while jobs use it.
 #[utoipa::path(delete, path = "/api/v1/apps/{id}", tag = "apps", params(("id" = String, Path, description = "App id or name")),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
-pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<StatusCode> {
+pub async fn delete(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
     caller.require_admin()?;
     let app = load(&st, &caller, &id).await?;
     if !st.store.app_delete(&caller.tenant_id, &app.id).await? {

@@ -13,7 +13,10 @@ use crate::state::AppState;
 use crate::wire::*;
 
 async fn load(st: &AppState, caller: &TenantCaller, id: &str) -> ApiResult<Job> {
-    st.store.job_get(&caller.tenant_id, id).await?.ok_or_else(|| ApiError::not_found("job"))
+    st.store
+        .job_get(&caller.tenant_id, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("job"))
 }
 
 async fn out(st: &AppState, job: Job) -> ApiResult<JobOut> {
@@ -22,12 +25,24 @@ async fn out(st: &AppState, job: Job) -> ApiResult<JobOut> {
 }
 
 /// Resolve the references of a validated definition (app, script) into a job row.
-async fn to_row(st: &AppState, caller: &TenantCaller, def: JobDef, id: String, now: i64) -> ApiResult<Job> {
+async fn to_row(
+    st: &AppState,
+    caller: &TenantCaller,
+    def: JobDef,
+    id: String,
+    now: i64,
+) -> ApiResult<Job> {
     let app = st
         .store
         .app_get(&caller.tenant_id, &def.app)
         .await?
-        .ok_or_else(|| ApiError::field("app", "invalid_field", format!("no app `{}` in this tenant", def.app)))?;
+        .ok_or_else(|| {
+            ApiError::field(
+                "app",
+                "invalid_field",
+                format!("no app `{}` in this tenant", def.app),
+            )
+        })?;
     let (handler, script_id) = match def.target {
         Target::Handler(h) => (Some(h), None),
         Target::Script(s) => {
@@ -35,7 +50,13 @@ async fn to_row(st: &AppState, caller: &TenantCaller, def: JobDef, id: String, n
                 .store
                 .script_get(&caller.tenant_id, &s)
                 .await?
-                .ok_or_else(|| ApiError::field("script", "invalid_field", format!("no script `{s}` in this tenant")))?;
+                .ok_or_else(|| {
+                    ApiError::field(
+                        "script",
+                        "invalid_field",
+                        format!("no script `{s}` in this tenant"),
+                    )
+                })?;
             (None, Some(script.id))
         }
     };
@@ -88,16 +109,33 @@ pub async fn create(
 /// List jobs, filtered by app, state or name.
 #[utoipa::path(get, path = "/api/v1/jobs", tag = "jobs", params(JobListQuery),
     responses((status = 200, body = JobList), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
-pub async fn list(State(st): State<AppState>, caller: TenantCaller, Query(q): Query<JobListQuery>) -> ApiResult<axum::Json<JobList>> {
-    let page = PageQuery { limit: q.limit, cursor: q.cursor.clone() }.page()?;
+pub async fn list(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Query(q): Query<JobListQuery>,
+) -> ApiResult<axum::Json<JobList>> {
+    let page = PageQuery {
+        limit: q.limit,
+        cursor: q.cursor.clone(),
+    }
+    .page()?;
     let app_id = match &q.app {
         Some(a) => match st.store.app_get(&caller.tenant_id, a).await? {
             Some(app) => Some(app.id),
-            None => return Ok(axum::Json(JobList { items: vec![], next_cursor: None })),
+            None => {
+                return Ok(axum::Json(JobList {
+                    items: vec![],
+                    next_cursor: None,
+                }));
+            }
         },
         None => None,
     };
-    let filter = JobFilter { app_id, state: q.state, name: q.name.clone() };
+    let filter = JobFilter {
+        app_id,
+        state: q.state,
+        name: q.name.clone(),
+    };
     let rows = st.store.job_list(&caller.tenant_id, &filter, &page).await?;
     let (jobs, next_cursor) = paginate(rows, &page, |j| j.id.clone(), |j| j);
     let mut items = Vec::with_capacity(jobs.len());
@@ -110,7 +148,11 @@ pub async fn list(State(st): State<AppState>, caller: TenantCaller, Query(q): Qu
 /// One job.
 #[utoipa::path(get, path = "/api/v1/jobs/{id}", tag = "jobs", params(("id" = String, Path)),
     responses((status = 200, body = JobOut), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn get(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<JobOut>> {
+pub async fn get(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<JobOut>> {
     let job = load(&st, &caller, &id).await?;
     Ok(axum::Json(out(&st, job).await?))
 }
@@ -130,9 +172,19 @@ pub async fn replace(
 ) -> ApiResult<axum::Json<JobOut>> {
     caller.require_editor()?;
     let if_match = match headers.get("if-match") {
-        Some(v) => Some(v.to_str().ok().map(|s| s.trim_matches('"')).and_then(|s| s.parse::<i64>().ok()).ok_or_else(|| {
-            ApiError::field("If-Match", "invalid_field", "must be the job's version number")
-        })?),
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .map(|s| s.trim_matches('"'))
+                .and_then(|s| s.parse::<i64>().ok())
+                .ok_or_else(|| {
+                    ApiError::field(
+                        "If-Match",
+                        "invalid_field",
+                        "must be the job's version number",
+                    )
+                })?,
+        ),
         None => None,
     };
     let current = load(&st, &caller, &id).await?;
@@ -167,7 +219,11 @@ pub async fn replace(
 /// Delete a job with its child edges and its runs that have not started (editor).
 #[utoipa::path(delete, path = "/api/v1/jobs/{id}", tag = "jobs", params(("id" = String, Path)),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<StatusCode> {
+pub async fn delete(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
     caller.require_editor()?;
     if !st.store.job_delete(&caller.tenant_id, &id).await? {
         return Err(ApiError::not_found("job"));
@@ -175,9 +231,18 @@ pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): 
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn set_state(st: AppState, caller: TenantCaller, id: String, state: JobState) -> ApiResult<axum::Json<JobOut>> {
+async fn set_state(
+    st: AppState,
+    caller: TenantCaller,
+    id: String,
+    state: JobState,
+) -> ApiResult<axum::Json<JobOut>> {
     caller.require_editor()?;
-    let job = st.store.job_set_state(&caller.tenant_id, &id, state, st.now_ms()).await?.ok_or_else(|| ApiError::not_found("job"))?;
+    let job = st
+        .store
+        .job_set_state(&caller.tenant_id, &id, state, st.now_ms())
+        .await?
+        .ok_or_else(|| ApiError::not_found("job"))?;
     tracing::info!(job_id = %job.id, state = %state, "job state set");
     Ok(axum::Json(out(&st, job).await?))
 }
@@ -185,28 +250,47 @@ async fn set_state(st: AppState, caller: TenantCaller, id: String, state: JobSta
 /// Start firing on schedule from now on (no catch-up of the stopped period).
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/start", tag = "jobs", params(("id" = String, Path)),
     responses((status = 200, body = JobOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn start(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<JobOut>> {
+pub async fn start(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<JobOut>> {
     set_state(st, caller, id, JobState::Active).await
 }
 
 /// Stop firing on schedule. Manual triggers still work.
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/stop", tag = "jobs", params(("id" = String, Path)),
     responses((status = 200, body = JobOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn stop(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<JobOut>> {
+pub async fn stop(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<JobOut>> {
     set_state(st, caller, id, JobState::Stopped).await
 }
 
 fn preview_count(count: Option<i64>) -> ApiResult<usize> {
     let n = count.unwrap_or(5);
     if !(1..=MAX_PREVIEW as i64).contains(&n) {
-        return Err(ApiError::field("count", "invalid_field", format!("{n} is out of range 1-{MAX_PREVIEW}")));
+        return Err(ApiError::field(
+            "count",
+            "invalid_field",
+            format!("{n} is out of range 1-{MAX_PREVIEW}"),
+        ));
     }
     Ok(n as usize)
 }
 
 fn preview_of(schedule: &Schedule, now: i64, count: usize) -> Preview {
-    let times = schedule.fires_after(now, count).into_iter().map(|t| schedule.format(t)).collect();
-    Preview { times, timezone: schedule.display_tz().name().to_string() }
+    let times = schedule
+        .fires_after(now, count)
+        .into_iter()
+        .map(|t| schedule.format(t))
+        .collect();
+    Preview {
+        times,
+        timezone: schedule.display_tz().name().to_string(),
+    }
 }
 
 /// The job's next fire times from now.

@@ -22,7 +22,11 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, axum::Json<TenantCreated>)> {
     let name = Name::parse("name", &body.name)?;
     let now = st.now_ms();
-    let tenant = Tenant { id: new_id(ids::TENANT), name: name.into_string(), created_at_ms: now };
+    let tenant = Tenant {
+        id: new_id(ids::TENANT),
+        name: name.into_string(),
+        created_at_ms: now,
+    };
     st.store.tenant_insert(&tenant).await?;
     let key = generate_api_key();
     st.store
@@ -38,13 +42,25 @@ pub async fn create(
         .await?;
     tracing::info!(tenant_id = %tenant.id, name = %tenant.name, "tenant created");
     let out = TenantOut::from(tenant);
-    Ok((StatusCode::CREATED, axum::Json(TenantCreated { id: out.id, name: out.name, created_at: out.created_at, admin_key: key })))
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(TenantCreated {
+            id: out.id,
+            name: out.name,
+            created_at: out.created_at,
+            admin_key: key,
+        }),
+    ))
 }
 
 /// List tenants (operator key only).
 #[utoipa::path(get, path = "/api/v1/tenants", tag = "tenants", params(PageQuery),
     responses((status = 200, body = TenantList), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
-pub async fn list(State(st): State<AppState>, _op: OperatorCaller, Query(q): Query<PageQuery>) -> ApiResult<axum::Json<TenantList>> {
+pub async fn list(
+    State(st): State<AppState>,
+    _op: OperatorCaller,
+    Query(q): Query<PageQuery>,
+) -> ApiResult<axum::Json<TenantList>> {
     let page = q.page()?;
     let rows = st.store.tenant_list(&page).await?;
     let (items, next_cursor) = paginate(rows, &page, |t| t.id.clone(), TenantOut::from);
@@ -54,7 +70,15 @@ pub async fn list(State(st): State<AppState>, _op: OperatorCaller, Query(q): Que
 /// One tenant (operator key only).
 #[utoipa::path(get, path = "/api/v1/tenants/{id}", tag = "tenants", params(("id" = String, Path)),
     responses((status = 200, body = TenantOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn get(State(st): State<AppState>, _op: OperatorCaller, Path(id): Path<String>) -> ApiResult<axum::Json<TenantOut>> {
-    let t = st.store.tenant_get(&id).await?.ok_or_else(|| ApiError::not_found("tenant"))?;
+pub async fn get(
+    State(st): State<AppState>,
+    _op: OperatorCaller,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<TenantOut>> {
+    let t = st
+        .store
+        .tenant_get(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
     Ok(axum::Json(t.into()))
 }

@@ -212,7 +212,10 @@ pub async fn api_keys_are_found_by_hash_and_scoped_to_their_tenant(s: S) {
     assert_eq!(s.api_key_count(None, Role::Operator).await.unwrap(), 1);
     assert_eq!(s.api_key_count(Some(&t1.id), Role::Admin).await.unwrap(), 1);
     assert_eq!(s.api_key_count(Some(&t2.id), Role::Admin).await.unwrap(), 0);
-    assert_eq!(s.api_key_get(&t1.id, &k1.id).await.unwrap(), Some(k1.clone()));
+    assert_eq!(
+        s.api_key_get(&t1.id, &k1.id).await.unwrap(),
+        Some(k1.clone())
+    );
     assert_eq!(s.api_key_get(&t2.id, &k1.id).await.unwrap(), None);
     // Another tenant cannot delete it.
     assert!(!s.api_key_delete(&t2.id, &k1.id).await.unwrap());

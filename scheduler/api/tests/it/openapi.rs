@@ -1,0 +1,64 @@
+//! The checked-in OpenAPI document matches the code, and the server serves it.
+
+use reqwest::StatusCode;
+
+use crate::helpers::*;
+
+const CHECKED_IN: &str = "../../openapi/openapi.json";
+
+#[test]
+fn checked_in_openapi_matches_the_code() {
+    let generated = sundial_api::openapi::document();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(CHECKED_IN);
+    if std::env::var_os("SUNDIAL_UPDATE_OPENAPI").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == generated,
+        "openapi/openapi.json differs from what the code generates.\n\
+         Regenerate it with:  cargo run -q -p sundial -- openapi > openapi/openapi.json\n\
+         (or: SUNDIAL_UPDATE_OPENAPI=1 cargo test -p sundial-api --test it openapi)"
+    );
+}
+
+#[test]
+fn the_document_describes_every_route_error_and_the_auth_scheme() {
+    let doc: serde_json::Value = serde_json::from_str(&sundial_api::openapi::document()).unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(
+        doc["components"]["securitySchemes"]["api_key"]["scheme"],
+        "bearer"
+    );
+    for path in [
+        "/api/v1/apps",
+        "/api/v1/jobs",
+        "/api/v1/jobs/{id}/preview",
+        "/api/v1/schedules/preview",
+        "/api/v1/runs",
+        "/api/v1/tenants",
+        "/api/v1/keys",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} documented");
+    }
+    assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
+    assert_eq!(
+        doc["paths"]["/api/v1/jobs"]["post"]["responses"]["422"]["content"]["application/json"]["schema"]
+            ["$ref"],
+        "#/components/schemas/ErrorBody"
+    );
+    assert!(doc["components"]["schemas"]["JobInput"]["properties"]["schedule"].is_object());
+}
+
+crate::on_both_databases!(served_at_openapi_json);
+
+async fn served_at_openapi_json(app: &TestApp) {
+    let resp = app
+        .http
+        .get(format!("{}/openapi.json", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.text().await.unwrap(), sundial_api::openapi::document());
+}
