@@ -146,7 +146,7 @@ mod tests {
         let header = signature_header(&[new.clone(), old.clone()], "id1", 1000, body);
         assert!(
             verify(
-                &[old.clone()],
+                std::slice::from_ref(&old),
                 Some("id1"),
                 Some("1000"),
                 Some(&header),
@@ -157,7 +157,7 @@ mod tests {
         );
         assert!(
             verify(
-                &[new.clone()],
+                std::slice::from_ref(&new),
                 Some("id1"),
                 Some("1000"),
                 Some(&header),
@@ -168,7 +168,7 @@ mod tests {
         );
         assert_eq!(
             verify(
-                &[old.clone()],
+                std::slice::from_ref(&old),
                 Some("id1"),
                 Some("1000"),
                 Some(&header),
@@ -179,7 +179,7 @@ mod tests {
         );
         assert_eq!(
             verify(
-                &[old.clone()],
+                std::slice::from_ref(&old),
                 Some("id2"),
                 Some("1000"),
                 Some(&header),
@@ -190,7 +190,7 @@ mod tests {
         );
         assert_eq!(
             verify(
-                &[old.clone()],
+                std::slice::from_ref(&old),
                 Some("id1"),
                 Some("1000"),
                 Some(&header),

@@ -90,7 +90,6 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
-    println!("Sundial listening on http://{addr}");
     println!("database: {}", redact(&cfg.database_url));
     if let Some(key) = new_key {
         println!("operator API key (shown once, store it now): {key}");
@@ -98,6 +97,8 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
             "  create a tenant: curl -s -X POST http://{addr}/api/v1/tenants -H 'Authorization: Bearer {key}' -d '{{\"name\": \"acme\"}}'"
         );
     }
+    // Last line of the start-up banner: scripts and tests wait for it.
+    println!("Sundial listening on http://{addr}");
     tracing::info!(%addr, database = %redact(&cfg.database_url), "node started");
     axum::serve(listener, sundial_api::router(state))
         .with_graceful_shutdown(shutdown_signal())
