@@ -143,7 +143,8 @@ CREATE TABLE runs (
     KEY ix_runs_due (state, scheduled_at_ms),
     KEY ix_runs_job (job_id, state),
     KEY ix_runs_tenant (tenant_id, scheduled_at_ms, id),
-    KEY ix_runs_owner (owner_node, state)
+    KEY ix_runs_owner (owner_node, state),
+    KEY ix_runs_retry (state, next_attempt_at_ms)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE run_shards (

@@ -137,6 +137,7 @@ CREATE INDEX ix_runs_due ON runs (state, scheduled_at_ms);
 CREATE INDEX ix_runs_job ON runs (job_id, state);
 CREATE INDEX ix_runs_tenant ON runs (tenant_id, scheduled_at_ms, id);
 CREATE INDEX ix_runs_owner ON runs (owner_node, state);
+CREATE INDEX ix_runs_retry ON runs (state, next_attempt_at_ms);
 CREATE TABLE run_shards (
     run_id TEXT NOT NULL,
     shard_index INTEGER NOT NULL,

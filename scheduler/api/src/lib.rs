@@ -13,6 +13,7 @@ pub mod error;
 pub mod extract;
 pub mod openapi;
 pub mod routes;
+pub mod signed;
 pub mod state;
 pub mod wire;
 
@@ -49,9 +50,19 @@ pub fn router(state: AppState) -> Router {
         .route("/jobs/{id}/start", post(jobs::start))
         .route("/jobs/{id}/stop", post(jobs::stop))
         .route("/jobs/{id}/preview", get(jobs::preview))
+        .route("/jobs/{id}/trigger", post(jobs::trigger))
         .route("/schedules/preview", post(jobs::preview_schedule))
         .route("/runs", get(runs::list))
-        .route("/runs/{id}", get(runs::get));
+        .route("/runs/{id}", get(runs::get))
+        .route("/runs/{id}/cancel", post(runs::cancel))
+        .route("/runs/{id}/retry", post(runs::retry))
+        .route("/runs/{id}/result", post(executors::result))
+        .route("/runs/{id}/logs", post(executors::logs))
+        .route("/apps/{id}/executors", get(executors::list))
+        .route("/executors/register", post(executors::register))
+        .route("/executors/heartbeat", post(executors::heartbeat))
+        .route("/executors/deregister", post(executors::deregister))
+        .route("/settings/scheduling", get(settings::get).put(settings::put));
 
     let max_body = state.config.max_body_bytes;
     Router::new()

@@ -36,7 +36,10 @@ impl Modify for BearerAuth {
         keys::create, keys::list, keys::delete,
         apps::create, apps::list, apps::get, apps::update, apps::rotate_secret, apps::delete,
         jobs::create, jobs::list, jobs::get, jobs::replace, jobs::delete, jobs::start, jobs::stop, jobs::preview, jobs::preview_schedule,
-        runs::list, runs::get,
+        jobs::trigger,
+        runs::list, runs::get, runs::cancel, runs::retry,
+        executors::register, executors::heartbeat, executors::deregister, executors::result, executors::logs, executors::list,
+        settings::get, settings::put,
         health::healthz, health::readyz,
     ),
     components(schemas(ErrorBody)),
@@ -48,6 +51,8 @@ impl Modify for BearerAuth {
         (name = "apps", description = "Executor groups and their signing secrets"),
         (name = "jobs", description = "What runs, when and how"),
         (name = "runs", description = "Fires of jobs and their outcome"),
+        (name = "executors", description = "Executor calls, signed with the app secret (Standard Webhooks) instead of an API key"),
+        (name = "settings", description = "Operator switches"),
         (name = "health", description = "Liveness and readiness"),
     )
 )]

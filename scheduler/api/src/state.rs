@@ -27,6 +27,17 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub clock: SharedClock,
     pub config: Arc<ApiConfig>,
+    /// Wakes this node's engine when runs become due (triggers, results).
+    pub wake: Arc<tokio::sync::Notify>,
+    /// Signed calls to executors (cancels).
+    pub delivery: sundial_engine::DeliveryClient,
+}
+
+impl AppState {
+    pub fn new(store: Arc<dyn Store>, clock: SharedClock, config: ApiConfig, wake: Arc<tokio::sync::Notify>) -> Self {
+        let delivery = sundial_engine::DeliveryClient::new(clock.clone());
+        Self { store, clock, config: Arc::new(config), wake, delivery }
+    }
 }
 
 impl AppState {

@@ -371,3 +371,78 @@ pub struct RunListQuery {
 pub struct Health {
     pub status: String,
 }
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerRequest {
+    /// Parameters for this run instead of the job's.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub params: Option<Value>,
+    /// RFC 3339: fire at this time instead of now (a delayed trigger).
+    #[serde(default)]
+    pub at: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttemptOut {
+    pub attempt: i64,
+    pub shard: i64,
+    /// The `webhook-id` of its deliveries (stable across redeliveries).
+    pub webhook_id: String,
+    pub executor_id: Option<String>,
+    pub address: Option<String>,
+    pub state: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    /// Executors tried, in order, and why each was passed over.
+    #[schema(value_type = Object)]
+    pub trail: Value,
+    #[schema(value_type = Option<Object>)]
+    pub output: Option<Value>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+}
+
+impl From<sundial_store::Attempt> for AttemptOut {
+    fn from(a: sundial_store::Attempt) -> Self {
+        AttemptOut {
+            attempt: a.attempt,
+            shard: a.shard_index,
+            webhook_id: a.webhook_id,
+            executor_id: a.executor_id,
+            address: a.address,
+            state: a.state,
+            reason: a.reason,
+            message: a.message,
+            trail: a.trail,
+            output: a.output,
+            started_at: rfc3339_utc(a.started_at_ms),
+            finished_at: a.finished_at_ms.map(rfc3339_utc),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LogOut {
+    pub attempt: i64,
+    pub at: String,
+    pub level: String,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunDetail {
+    #[serde(flatten)]
+    pub run: RunOut,
+    pub attempts: Vec<AttemptOut>,
+    /// The first 1000 log lines.
+    pub logs: Vec<LogOut>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulingSettings {
+    /// When true, no schedule fires on its own (manual and API triggers still run).
+    pub paused: bool,
+}

@@ -14,6 +14,7 @@ pub mod error;
 pub mod ids;
 pub mod job;
 pub mod keys;
+pub mod route;
 pub mod run_state;
 pub mod schedule;
 pub mod signing;

@@ -151,3 +151,35 @@ pub struct Node {
     pub started_at_ms: i64,
     pub heartbeat_at_ms: i64,
 }
+
+/// One attempt of one shard of a run: where it went and how it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    pub run_id: String,
+    pub shard_index: i64,
+    pub attempt: i64,
+    /// Stable across redeliveries of this attempt: executors drop repeats.
+    pub webhook_id: String,
+    pub executor_id: Option<String>,
+    pub address: Option<String>,
+    /// `dispatching`, `running`, `succeeded`, `failed`, `cancelled`.
+    pub state: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    /// The dispatch trail: executors tried, in order, and why each was passed over.
+    pub trail: Value,
+    pub output: Option<Value>,
+    pub started_at_ms: i64,
+    pub finished_at_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunLog {
+    pub id: i64,
+    pub run_id: String,
+    pub shard_index: i64,
+    pub attempt: i64,
+    pub at_ms: i64,
+    pub level: String,
+    pub message: String,
+}

@@ -10,11 +10,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::any::{AnyPoolOptions, AnyRow};
-use sqlx::{Any, AnyPool, Executor, Row, Transaction};
-use sundial_core::types::{JobState, Role};
+use sqlx::{Any, AnyPool, Executor as _, Row, Transaction};
+use sundial_core::run_state::{RunEvent, transition};
+use sundial_core::types::{BlockStrategy, ExecutorState, JobState, Role, RunState, TriggerKind};
 
 use crate::error::conflict_on;
 use crate::{
+    Attempt, AttemptResult, ClaimParams, DispatchDecision, Executor, FinishAttempt, FinishOutcome, RunLog,
     ApiKey, App, Dialect, Job, JobFilter, Page, Result, Run, RunFilter, Script, Store, StoreError,
     Tenant, migrate,
 };
@@ -376,6 +378,105 @@ async fn write_children(
             .await?;
     }
     Ok(())
+}
+
+const CLAIM_CHUNK: usize = 32;
+const CLAIM_UPDATE_SQL: &str = "UPDATE runs SET state = CASE WHEN state = 'pending' THEN 'queued' ELSE state END, owner_node = ?, \
+    lease_until_ms = ?, updated_at_ms = ? WHERE id IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+fn refused(e: sundial_core::run_state::Refused) -> StoreError {
+    StoreError::Refused { field: "state".into(), message: e.to_string() }
+}
+
+fn sha256_hex(s: &str) -> String {
+    sundial_core::keys::hash_api_key(s)
+}
+
+impl SqlStore {
+    /// Row locks for a read-then-write transaction: MySQL needs them; SQLite's
+    /// `BEGIN IMMEDIATE` already holds the only write lock.
+    fn lock_clause(&self) -> &'static str {
+        match self.dialect {
+            Dialect::MySql => " FOR UPDATE",
+            Dialect::Sqlite => "",
+        }
+    }
+}
+
+/// Insert a run unless its (job, fire key) exists; true if inserted.
+async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Run) -> Result<bool> {
+    let verb = match dialect {
+        Dialect::MySql => "INSERT IGNORE",
+        Dialect::Sqlite => "INSERT OR IGNORE",
+    };
+    let sql = format!(
+        "{verb} INTO runs (id, tenant_id, job_id, fire_key, trigger_kind, scheduled_at_ms, state, attempt, shard_total, params, \
+         parent_run_id, parent_output, job_version, owner_node, lease_until_ms, deadline_ms, next_attempt_at_ms, reason, message, \
+         output, expired_count, created_at_ms, updated_at_ms, started_at_ms, finished_at_ms) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    );
+    let res = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(&r.id)
+        .bind(&r.tenant_id)
+        .bind(&r.job_id)
+        .bind(&r.fire_key)
+        .bind(r.trigger.as_str())
+        .bind(r.scheduled_at_ms)
+        .bind(r.state.as_str())
+        .bind(r.attempt)
+        .bind(r.shard_total)
+        .bind(r.params.as_ref().map(to_json))
+        .bind(&r.parent_run_id)
+        .bind(r.parent_output.as_ref().map(to_json))
+        .bind(r.job_version)
+        .bind(&r.owner_node)
+        .bind(r.lease_until_ms)
+        .bind(r.deadline_ms)
+        .bind(r.next_attempt_at_ms)
+        .bind(&r.reason)
+        .bind(&r.message)
+        .bind(r.output.as_ref().map(to_json))
+        .bind(r.expired_count)
+        .bind(r.created_at_ms)
+        .bind(r.updated_at_ms)
+        .bind(r.started_at_ms)
+        .bind(r.finished_at_ms)
+        .execute(&mut **tx)
+        .await?;
+    Ok(res.rows_affected() > 0)
+}
+
+/// Move a run to a terminal state through the state machine, conditional on the
+/// state it was read in; the current attempt follows. False if refused or raced.
+async fn set_terminal(tx: &mut Transaction<'static, Any>, run: &Run, event: RunEvent, message: &str, now_ms: i64) -> Result<bool> {
+    let Ok(t) = transition(run.state, &event) else { return Ok(false) };
+    let r = sqlx::query(
+        "UPDATE runs SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, lease_until_ms = NULL \
+         WHERE id = ? AND state = ? AND attempt = ?",
+    )
+    .bind(t.to.as_str())
+    .bind(message)
+    .bind(now_ms)
+    .bind(now_ms)
+    .bind(&run.id)
+    .bind(run.state.as_str())
+    .bind(run.attempt)
+    .execute(&mut **tx)
+    .await?;
+    if r.rows_affected() == 0 {
+        return Ok(false);
+    }
+    sqlx::query(
+        "UPDATE attempts SET state = ?, message = ?, finished_at_ms = ? WHERE run_id = ? AND attempt = ? AND finished_at_ms IS NULL",
+    )
+    .bind(t.to.as_str())
+    .bind(message)
+    .bind(now_ms)
+    .bind(&run.id)
+    .bind(run.attempt)
+    .execute(&mut **tx)
+    .await?;
+    Ok(true)
 }
 
 #[async_trait]
@@ -747,6 +848,15 @@ impl Store for SqlStore {
         if let Some(children) = children {
             write_children(&mut tx, &j.tenant_id, &j.id, children, j.updated_at_ms).await?;
         }
+        // Re-derive the not-yet-dispatched future: generated fires of the old definition
+        // go, and the generator regenerates from the new one (no duplicates: the rows are gone).
+        sqlx::query(
+            "DELETE FROM runs WHERE job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule' AND scheduled_at_ms > ?",
+        )
+        .bind(&j.id)
+        .bind(j.updated_at_ms)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -759,16 +869,26 @@ impl Store for SqlStore {
         now_ms: i64,
     ) -> Result<Option<Job>> {
         let mut tx = self.begin().await?;
-        sqlx::query(
-            "UPDATE jobs SET state = ?, version = version + 1, updated_at_ms = ? WHERE id = ? AND tenant_id = ? AND state <> ?",
+        // Start fires from now on (no catch-up of the stopped period); stop drops the
+        // generated fires not yet dispatched. Triggered runs are kept either way.
+        let changed = sqlx::query(
+            "UPDATE jobs SET state = ?, version = version + 1, updated_at_ms = ?, generated_until_ms = ? \
+             WHERE id = ? AND tenant_id = ? AND state <> ?",
         )
         .bind(state.as_str())
+        .bind(now_ms)
         .bind(now_ms)
         .bind(id)
         .bind(tenant_id)
         .bind(state.as_str())
         .execute(&mut *tx)
         .await?;
+        if changed.rows_affected() > 0 && state == JobState::Stopped {
+            sqlx::query("DELETE FROM runs WHERE job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule'")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
         let job = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {JOB_COLS} FROM jobs WHERE id = ? AND tenant_id = ?"
         )))
@@ -847,44 +967,10 @@ impl Store for SqlStore {
     // ---- runs ----
 
     async fn run_insert(&self, r: &Run) -> Result<bool> {
-        let res = sqlx::query(
-            "INSERT INTO runs (id, tenant_id, job_id, fire_key, trigger_kind, scheduled_at_ms, state, attempt, shard_total, params, \
-             parent_run_id, parent_output, job_version, owner_node, lease_until_ms, deadline_ms, next_attempt_at_ms, reason, message, \
-             output, expired_count, created_at_ms, updated_at_ms, started_at_ms, finished_at_ms) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&r.id)
-        .bind(&r.tenant_id)
-        .bind(&r.job_id)
-        .bind(&r.fire_key)
-        .bind(r.trigger.as_str())
-        .bind(r.scheduled_at_ms)
-        .bind(r.state.as_str())
-        .bind(r.attempt)
-        .bind(r.shard_total)
-        .bind(r.params.as_ref().map(to_json))
-        .bind(&r.parent_run_id)
-        .bind(r.parent_output.as_ref().map(to_json))
-        .bind(r.job_version)
-        .bind(&r.owner_node)
-        .bind(r.lease_until_ms)
-        .bind(r.deadline_ms)
-        .bind(r.next_attempt_at_ms)
-        .bind(&r.reason)
-        .bind(&r.message)
-        .bind(r.output.as_ref().map(to_json))
-        .bind(r.expired_count)
-        .bind(r.created_at_ms)
-        .bind(r.updated_at_ms)
-        .bind(r.started_at_ms)
-        .bind(r.finished_at_ms)
-        .execute(&self.pool)
-        .await;
-        match res {
-            Ok(_) => Ok(true),
-            Err(sqlx::Error::Database(d)) if d.is_unique_violation() => Ok(false),
-            Err(e) => Err(e.into()),
-        }
+        let mut tx = self.begin().await?;
+        let inserted = insert_run(&mut tx, self.dialect, r).await?;
+        tx.commit().await?;
+        Ok(inserted)
     }
 
     async fn run_get(&self, tenant_id: &str, id: &str) -> Result<Option<Run>> {
@@ -940,5 +1026,712 @@ impl Store for SqlStore {
         .iter()
         .map(run_row)
         .collect()
+    }
+
+    // ---- scheduling engine ----
+
+    async fn job_due_for_generation(&self, horizon_end_ms: i64, limit: i64) -> Result<Vec<Job>> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {JOB_COLS} FROM jobs WHERE state = 'active' AND schedule_kind IN ('cron', 'fixed_rate', 'once') \
+             AND (generated_until_ms IS NULL OR generated_until_ms < ?) ORDER BY generated_until_ms LIMIT ?"
+        )))
+        .bind(horizon_end_ms)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(job_row)
+        .collect()
+    }
+
+    async fn run_generate(&self, job_id: &str, job_version: i64, runs: &[Run], generated_until_ms: i64) -> Result<Option<usize>> {
+        let mut tx = self.begin().await?;
+        let moved = sqlx::query("UPDATE jobs SET generated_until_ms = ? WHERE id = ? AND version = ? AND state = 'active'")
+            .bind(generated_until_ms)
+            .bind(job_id)
+            .bind(job_version)
+            .execute(&mut *tx)
+            .await?;
+        if moved.rows_affected() == 0 {
+            return Ok(None);
+        }
+        let mut inserted = 0;
+        for r in runs {
+            if insert_run(&mut tx, self.dialect, r).await? {
+                inserted += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok(Some(inserted))
+    }
+
+    async fn run_claim(&self, p: &ClaimParams) -> Result<Vec<Run>> {
+        let lock = self.lock_clause();
+        let mut tx = self.begin().await?;
+        let pending_sql = format!(
+            "SELECT * FROM runs WHERE state = 'pending' AND scheduled_at_ms <= ? AND (? = 1 OR trigger_kind <> 'schedule') \
+             ORDER BY scheduled_at_ms LIMIT ?{lock}"
+        );
+        let mut claimed: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(pending_sql))
+            .bind(p.due_before_ms)
+            .bind(p.include_schedule as i64)
+            .bind(p.limit)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(run_row)
+            .collect::<Result<_>>()?;
+        let room = p.limit - claimed.len() as i64;
+        if room > 0 {
+            let retry_sql = format!(
+                "SELECT * FROM runs WHERE state = 'retrying' AND next_attempt_at_ms <= ? \
+                 AND (owner_node IS NULL OR lease_until_ms < ?) ORDER BY next_attempt_at_ms LIMIT ?{lock}"
+            );
+            let retrying: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(retry_sql))
+                .bind(p.due_before_ms)
+                .bind(p.now_ms)
+                .bind(room)
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(run_row)
+                .collect::<Result<_>>()?;
+            claimed.extend(retrying);
+        }
+        // Constant statement text: ids go in fixed-size chunks, padded with the last id.
+        for chunk in claimed.chunks(CLAIM_CHUNK) {
+            let mut q = sqlx::query(CLAIM_UPDATE_SQL)
+                .bind(&p.node_id)
+                .bind(p.lease_until_ms)
+                .bind(p.now_ms);
+            for i in 0..CLAIM_CHUNK {
+                q = q.bind(&chunk[i.min(chunk.len() - 1)].id);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        for r in &mut claimed {
+            if r.state == RunState::Pending {
+                r.state = transition(r.state, &RunEvent::Claim).map_err(refused)?.to;
+            }
+            r.owner_node = Some(p.node_id.clone());
+            r.lease_until_ms = Some(p.lease_until_ms);
+            r.updated_at_ms = p.now_ms;
+        }
+        Ok(claimed)
+    }
+
+    async fn run_expire(&self, run_id: &str, node_id: &str, message: &str, now_ms: i64) -> Result<bool> {
+        let to = transition(RunState::Queued, &RunEvent::Expire).map_err(refused)?.to;
+        let r = sqlx::query(
+            "UPDATE runs SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, lease_until_ms = NULL \
+             WHERE id = ? AND state = 'queued' AND owner_node = ?",
+        )
+        .bind(to.as_str())
+        .bind(message)
+        .bind(now_ms)
+        .bind(now_ms)
+        .bind(run_id)
+        .bind(node_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool> {
+        Ok(sqlx::query(
+            "SELECT 1 FROM runs WHERE job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule' \
+             AND scheduled_at_ms > ? AND scheduled_at_ms < ? LIMIT 1",
+        )
+        .bind(job_id)
+        .bind(scheduled_at_ms)
+        .bind(before_ms)
+        .fetch_optional(&self.pool)
+        .await?
+        .is_some())
+    }
+
+    async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64> {
+        let mut n = 0;
+        let mut tx = self.begin().await?;
+        for id in run_ids {
+            let r = sqlx::query(
+                "UPDATE runs SET state = CASE WHEN state = 'queued' THEN 'pending' ELSE state END, owner_node = NULL, \
+                 lease_until_ms = NULL, updated_at_ms = ? WHERE id = ? AND owner_node = ? AND state IN ('queued', 'retrying')",
+            )
+            .bind(now_ms)
+            .bind(id)
+            .bind(node_id)
+            .execute(&mut *tx)
+            .await?;
+            n += r.rows_affected();
+        }
+        tx.commit().await?;
+        Ok(n)
+    }
+
+    async fn run_dispatch_begin(&self, run_id: &str, node_id: &str, now_ms: i64, lease_ms: i64) -> Result<DispatchDecision> {
+        let lock = self.lock_clause();
+        let mut tx = self.begin().await?;
+        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ?{lock}")))
+            .bind(run_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(run_row)
+            .transpose()?
+        else {
+            return Ok(DispatchDecision::Gone);
+        };
+        let ours = run.owner_node.as_deref() == Some(node_id) && run.lease_until_ms.is_some_and(|l| l >= now_ms);
+        if !ours || !matches!(run.state, RunState::Queued | RunState::Retrying) {
+            return Ok(DispatchDecision::Gone);
+        }
+        // The job row lock serialises dispatch decisions of one job across nodes.
+        let job = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ?{lock}")))
+            .bind(&run.job_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(job_row)
+            .transpose()?;
+        let Some(job) = job else {
+            set_terminal(&mut tx, &run, RunEvent::Cancel, "the job was deleted", now_ms).await?;
+            tx.commit().await?;
+            return Ok(DispatchDecision::Gone);
+        };
+        let mut covered = Vec::new();
+        if run.state == RunState::Queued {
+            let inflight: Vec<Run> = sqlx::query(
+                "SELECT * FROM runs WHERE job_id = ? AND id <> ? AND state IN ('dispatching', 'running', 'retrying')",
+            )
+            .bind(&job.id)
+            .bind(&run.id)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(run_row)
+            .collect::<Result<_>>()?;
+            let mut still = inflight.len() as i64;
+            if !inflight.is_empty() {
+                match job.block {
+                    BlockStrategy::Serial => {
+                        // Waits in `queued`; keep the claim alive while it waits.
+                        sqlx::query("UPDATE runs SET lease_until_ms = ? WHERE id = ? AND owner_node = ? AND state = 'queued'")
+                            .bind(now_ms + lease_ms)
+                            .bind(&run.id)
+                            .bind(node_id)
+                            .execute(&mut *tx)
+                            .await?;
+                        tx.commit().await?;
+                        return Ok(DispatchDecision::Blocked);
+                    }
+                    BlockStrategy::DiscardLater => {
+                        set_terminal(&mut tx, &run, RunEvent::Skip, "discard_later: the previous run is still in flight", now_ms)
+                            .await?;
+                        tx.commit().await?;
+                        return Ok(DispatchDecision::Skipped { reason: "discard_later" });
+                    }
+                    BlockStrategy::CoverEarly => {
+                        for r in inflight {
+                            if set_terminal(&mut tx, &r, RunEvent::Cancel, "cover_early: replaced by a newer run", now_ms).await? {
+                                still -= 1;
+                                covered.push(r);
+                            }
+                        }
+                    }
+                }
+            }
+            if job.max_concurrency.is_some_and(|m| still >= m) {
+                set_terminal(&mut tx, &run, RunEvent::Skip, "max_concurrency reached", now_ms).await?;
+                tx.commit().await?;
+                return Ok(DispatchDecision::Skipped { reason: "max_concurrency" });
+            }
+        }
+        let t = transition(run.state, &RunEvent::Dispatch).map_err(refused)?;
+        let attempt = run.attempt + 1;
+        let updated = sqlx::query(
+            "UPDATE runs SET state = ?, attempt = ?, owner_node = ?, lease_until_ms = ?, deadline_ms = ?, next_attempt_at_ms = NULL, \
+             started_at_ms = COALESCE(started_at_ms, ?), job_version = ?, updated_at_ms = ? WHERE id = ? AND state = ? AND attempt = ?",
+        )
+        .bind(t.to.as_str())
+        .bind(attempt)
+        .bind(node_id)
+        .bind(now_ms + lease_ms)
+        .bind(now_ms + job.timeout_ms)
+        .bind(now_ms)
+        .bind(job.version)
+        .bind(now_ms)
+        .bind(&run.id)
+        .bind(run.state.as_str())
+        .bind(run.attempt)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() == 0 {
+            return Ok(DispatchDecision::Gone);
+        }
+        let webhook_id = format!("msg_{}_0_{attempt}", run.id);
+        sqlx::query(
+            "INSERT INTO attempts (run_id, shard_index, attempt, webhook_id, state, trail, started_at_ms) VALUES (?, 0, ?, ?, 'dispatching', '[]', ?)",
+        )
+        .bind(&run.id)
+        .bind(attempt)
+        .bind(&webhook_id)
+        .bind(now_ms)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let mut run = run;
+        run.state = t.to;
+        run.attempt = attempt;
+        run.owner_node = Some(node_id.to_string());
+        run.lease_until_ms = Some(now_ms + lease_ms);
+        run.deadline_ms = Some(now_ms + job.timeout_ms);
+        run.started_at_ms = run.started_at_ms.or(Some(now_ms));
+        run.job_version = job.version;
+        Ok(DispatchDecision::Dispatch { run, job, webhook_id, covered })
+    }
+
+    async fn attempt_set_target(&self, run_id: &str, attempt: i64, executor_id: Option<&str>, address: Option<&str>, trail: &Value) -> Result<()> {
+        sqlx::query("UPDATE attempts SET executor_id = ?, address = ?, trail = ? WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
+            .bind(executor_id)
+            .bind(address)
+            .bind(to_json(trail))
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn run_mark_running(&self, run_id: &str, attempt: i64, now_ms: i64) -> Result<bool> {
+        let to = transition(RunState::Dispatching, &RunEvent::Accepted).map_err(refused)?.to;
+        let mut tx = self.begin().await?;
+        let r = sqlx::query("UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ?")
+            .bind(to.as_str())
+            .bind(now_ms)
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE attempts SET state = 'running' WHERE run_id = ? AND shard_index = 0 AND attempt = ? AND state = 'dispatching'")
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn run_finish_attempt(&self, p: &FinishAttempt) -> Result<FinishOutcome> {
+        let lock = self.lock_clause();
+        let mut tx = self.begin().await?;
+        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ?{lock}")))
+            .bind(&p.run_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(run_row)
+            .transpose()?
+        else {
+            return Ok(FinishOutcome::NotFound);
+        };
+        let (status, event) = match &p.result {
+            AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
+            AttemptResult::Failed { reason, retry_at_ms } => {
+                ("failed", RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
+            }
+        };
+        let current = run.attempt == p.attempt && matches!(run.state, RunState::Dispatching | RunState::Running);
+        if !current {
+            let prior = sqlx::query("SELECT state, output FROM attempts WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
+                .bind(&p.run_id)
+                .bind(p.attempt)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if let Some(prior) = prior {
+                let state: String = col(&prior, "state")?;
+                let output = json_opt(&prior, "output")?;
+                if state == status && output == p.output {
+                    return Ok(FinishOutcome::Duplicate);
+                }
+            }
+            return Ok(FinishOutcome::Conflict { state: run.state, attempt: run.attempt });
+        }
+        let t = transition(run.state, &event).map_err(refused)?;
+        let (reason, retry_at) = match &p.result {
+            AttemptResult::Succeeded => (None, None),
+            AttemptResult::Failed { reason, retry_at_ms } => (Some(reason.as_str()), *retry_at_ms),
+        };
+        let finished = t.to.is_terminal().then_some(p.now_ms);
+        let output = p.output.as_ref().map(to_json);
+        let updated = sqlx::query(
+            "UPDATE runs SET state = ?, reason = ?, message = ?, output = ?, next_attempt_at_ms = ?, finished_at_ms = ?, \
+             owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? WHERE id = ? AND state = ? AND attempt = ?",
+        )
+        .bind(t.to.as_str())
+        .bind(reason)
+        .bind(&p.message)
+        .bind(&output)
+        .bind(retry_at)
+        .bind(finished)
+        .bind(p.now_ms)
+        .bind(&run.id)
+        .bind(run.state.as_str())
+        .bind(run.attempt)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() == 0 {
+            return Ok(FinishOutcome::Conflict { state: run.state, attempt: run.attempt });
+        }
+        sqlx::query(
+            "UPDATE attempts SET state = ?, reason = ?, message = ?, output = ?, finished_at_ms = ? WHERE run_id = ? AND shard_index = 0 AND attempt = ?",
+        )
+        .bind(status)
+        .bind(reason)
+        .bind(&p.message)
+        .bind(&output)
+        .bind(p.now_ms)
+        .bind(&run.id)
+        .bind(p.attempt)
+        .execute(&mut *tx)
+        .await?;
+        let mut children = Vec::new();
+        if t.to == RunState::Succeeded {
+            let child_ids: Vec<String> = sqlx::query("SELECT child_job_id FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
+                .bind(&run.job_id)
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(|r| col(r, "child_job_id"))
+                .collect::<Result<_>>()?;
+            for child in child_ids {
+                let child_run = Run {
+                    id: sundial_core::ids::new_id(sundial_core::ids::RUN),
+                    tenant_id: run.tenant_id.clone(),
+                    job_id: child,
+                    fire_key: format!("p:{}", run.id),
+                    trigger: TriggerKind::Parent,
+                    scheduled_at_ms: p.now_ms,
+                    state: RunState::Pending,
+                    attempt: 0,
+                    shard_total: None,
+                    params: None,
+                    parent_run_id: Some(run.id.clone()),
+                    parent_output: p.output.clone(),
+                    job_version: 0,
+                    owner_node: None,
+                    lease_until_ms: None,
+                    deadline_ms: None,
+                    next_attempt_at_ms: None,
+                    reason: None,
+                    message: None,
+                    output: None,
+                    expired_count: 0,
+                    created_at_ms: p.now_ms,
+                    updated_at_ms: p.now_ms,
+                    started_at_ms: None,
+                    finished_at_ms: None,
+                };
+                if insert_run(&mut tx, self.dialect, &child_run).await? {
+                    children.push(child_run);
+                }
+            }
+        }
+        tx.commit().await?;
+        let mut run = run;
+        run.state = t.to;
+        run.reason = reason.map(String::from);
+        run.message = p.message.clone();
+        run.output = p.output.clone();
+        run.next_attempt_at_ms = retry_at;
+        run.finished_at_ms = finished;
+        run.owner_node = None;
+        run.lease_until_ms = None;
+        run.updated_at_ms = p.now_ms;
+        Ok(FinishOutcome::Applied { run, children })
+    }
+
+    async fn run_cancel(&self, tenant_id: &str, run_id: &str, message: &str, now_ms: i64) -> Result<Option<Run>> {
+        let lock = self.lock_clause();
+        let mut tx = self.begin().await?;
+        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ? AND tenant_id = ?{lock}")))
+            .bind(run_id)
+            .bind(tenant_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(run_row)
+            .transpose()?
+        else {
+            return Ok(None);
+        };
+        let done = set_terminal(&mut tx, &run, RunEvent::Cancel, message, now_ms).await?;
+        tx.commit().await?;
+        Ok(done.then_some(run))
+    }
+
+    async fn run_retry_now(&self, tenant_id: &str, run_id: &str, now_ms: i64) -> Result<bool> {
+        let r = sqlx::query(
+            "UPDATE runs SET next_attempt_at_ms = ?, owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? \
+             WHERE id = ? AND tenant_id = ? AND state = 'retrying'",
+        )
+        .bind(now_ms)
+        .bind(now_ms)
+        .bind(run_id)
+        .bind(tenant_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn run_overdue(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>> {
+        sqlx::query("SELECT * FROM runs WHERE state = 'running' AND deadline_ms < ? ORDER BY deadline_ms LIMIT ?")
+            .bind(now_ms)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(run_row)
+            .collect()
+    }
+
+    async fn run_attempts(&self, run_id: &str) -> Result<Vec<Attempt>> {
+        sqlx::query("SELECT * FROM attempts WHERE run_id = ? ORDER BY shard_index, attempt")
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(Attempt {
+                    run_id: col(r, "run_id")?,
+                    shard_index: col(r, "shard_index")?,
+                    attempt: col(r, "attempt")?,
+                    webhook_id: col(r, "webhook_id")?,
+                    executor_id: col(r, "executor_id")?,
+                    address: col(r, "address")?,
+                    state: col(r, "state")?,
+                    reason: col(r, "reason")?,
+                    message: col(r, "message")?,
+                    trail: json_col(r, "trail")?,
+                    output: json_opt(r, "output")?,
+                    started_at_ms: col(r, "started_at_ms")?,
+                    finished_at_ms: col(r, "finished_at_ms")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()> {
+        let mut tx = self.begin().await?;
+        for (at, level, message) in lines {
+            sqlx::query("INSERT INTO run_logs (run_id, shard_index, attempt, at_ms, level, message) VALUES (?, 0, ?, ?, ?, ?)")
+                .bind(run_id)
+                .bind(attempt)
+                .bind(*at)
+                .bind(level)
+                .bind(message)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn run_logs(&self, run_id: &str, limit: i64) -> Result<Vec<RunLog>> {
+        sqlx::query("SELECT * FROM run_logs WHERE run_id = ? ORDER BY id LIMIT ?")
+            .bind(run_id)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(RunLog {
+                    id: col(r, "id")?,
+                    run_id: col(r, "run_id")?,
+                    shard_index: col(r, "shard_index")?,
+                    attempt: col(r, "attempt")?,
+                    at_ms: col(r, "at_ms")?,
+                    level: col(r, "level")?,
+                    message: col(r, "message")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn app_by_id(&self, id: &str) -> Result<Option<App>> {
+        sqlx::query(
+            "SELECT id, tenant_id, name, description, endpoints, secret, previous_secret, previous_expires_ms, created_at_ms, updated_at_ms \
+             FROM apps WHERE id = ?",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(app_row)
+        .transpose()
+    }
+
+    async fn executor_upsert(&self, e: &Executor) -> Result<Executor> {
+        let address_hash = sha256_hex(&e.address);
+        let mut tx = self.begin().await?;
+        let existing: Option<String> = sqlx::query("SELECT id FROM executors WHERE app_id = ? AND address_hash = ?")
+            .bind(&e.app_id)
+            .bind(&address_hash)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(|r| col(r, "id"))
+            .transpose()?;
+        let id = match existing {
+            Some(id) => {
+                sqlx::query(
+                    "UPDATE executors SET name = ?, tags = ?, metadata = ?, handlers = ?, state = ?, running = ?, registered_at_ms = ?, \
+                     last_heartbeat_ms = ?, last_metadata_ms = ? WHERE id = ?",
+                )
+                .bind(&e.name)
+                .bind(to_json(&e.tags))
+                .bind(to_json(&e.metadata))
+                .bind(to_json(&e.handlers))
+                .bind(e.state.as_str())
+                .bind(e.running)
+                .bind(e.registered_at_ms)
+                .bind(e.last_heartbeat_ms)
+                .bind(e.last_metadata_ms)
+                .bind(&id)
+                .execute(&mut *tx)
+                .await?;
+                id
+            }
+            None => {
+                sqlx::query(
+                    "INSERT INTO executors (id, tenant_id, app_id, name, address, address_hash, tags, metadata, handlers, state, running, \
+                     registered_at_ms, last_heartbeat_ms, last_metadata_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                )
+                .bind(&e.id)
+                .bind(&e.tenant_id)
+                .bind(&e.app_id)
+                .bind(&e.name)
+                .bind(&e.address)
+                .bind(&address_hash)
+                .bind(to_json(&e.tags))
+                .bind(to_json(&e.metadata))
+                .bind(to_json(&e.handlers))
+                .bind(e.state.as_str())
+                .bind(e.running)
+                .bind(e.registered_at_ms)
+                .bind(e.last_heartbeat_ms)
+                .bind(e.last_metadata_ms)
+                .execute(&mut *tx)
+                .await?;
+                e.id.clone()
+            }
+        };
+        tx.commit().await?;
+        Ok(Executor { id, ..e.clone() })
+    }
+
+    async fn executor_heartbeat(&self, app_id: &str, executor_id: &str, running: i64, metadata: Option<&Value>, now_ms: i64) -> Result<bool> {
+        let r = sqlx::query(
+            "UPDATE executors SET state = 'online', running = ?, last_heartbeat_ms = ?, \
+             metadata = COALESCE(?, metadata), last_metadata_ms = CASE WHEN ? IS NULL THEN last_metadata_ms ELSE ? END \
+             WHERE id = ? AND app_id = ?",
+        )
+        .bind(running)
+        .bind(now_ms)
+        .bind(metadata.map(to_json))
+        .bind(metadata.map(|_| now_ms))
+        .bind(now_ms)
+        .bind(executor_id)
+        .bind(app_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn executor_set_state(&self, app_id: &str, executor_id: &str, state: ExecutorState, _now_ms: i64) -> Result<bool> {
+        let r = sqlx::query("UPDATE executors SET state = ? WHERE id = ? AND app_id = ?")
+            .bind(state.as_str())
+            .bind(executor_id)
+            .bind(app_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn executor_list(&self, app_id: &str) -> Result<Vec<Executor>> {
+        sqlx::query("SELECT * FROM executors WHERE app_id = ? ORDER BY registered_at_ms, id")
+            .bind(app_id)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(Executor {
+                    id: col(r, "id")?,
+                    tenant_id: col(r, "tenant_id")?,
+                    app_id: col(r, "app_id")?,
+                    name: col(r, "name")?,
+                    address: col(r, "address")?,
+                    tags: json_col(r, "tags")?,
+                    metadata: json_col(r, "metadata")?,
+                    handlers: json_col(r, "handlers")?,
+                    state: parse_col(r, "state")?,
+                    running: col(r, "running")?,
+                    registered_at_ms: col(r, "registered_at_ms")?,
+                    last_heartbeat_ms: col(r, "last_heartbeat_ms")?,
+                    last_metadata_ms: col(r, "last_metadata_ms")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn job_insert_if_absent(&self, job: &Job) -> Result<bool> {
+        match self.job_insert(job, &[]).await {
+            Ok(()) => Ok(true),
+            Err(StoreError::Conflict { what: "job_registration", .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn webhook_seen(&self, app_id: &str, webhook_id: &str, now_ms: i64) -> Result<bool> {
+        let r = sqlx::query("INSERT INTO seen_webhooks (app_id, webhook_id, seen_at_ms) VALUES (?, ?, ?)")
+            .bind(app_id)
+            .bind(webhook_id)
+            .bind(now_ms)
+            .execute(&self.pool)
+            .await;
+        match r {
+            Ok(_) => Ok(true),
+            Err(sqlx::Error::Database(d)) if d.is_unique_violation() => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn webhook_forget(&self, before_ms: i64) -> Result<u64> {
+        let r = sqlx::query("DELETE FROM seen_webhooks WHERE seen_at_ms < ?").bind(before_ms).execute(&self.pool).await?;
+        Ok(r.rows_affected())
+    }
+
+    async fn setting_get(&self, name: &str) -> Result<Option<String>> {
+        sqlx::query("SELECT value FROM settings WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(|r| col(r, "value"))
+            .transpose()
+    }
+
+    async fn setting_set(&self, name: &str, value: &str, now_ms: i64) -> Result<()> {
+        let mut tx = self.begin().await?;
+        sqlx::query("DELETE FROM settings WHERE name = ?").bind(name).execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO settings (name, value, updated_at_ms) VALUES (?, ?, ?)")
+            .bind(name)
+            .bind(value)
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
     }
 }

@@ -46,6 +46,24 @@ pub struct Settings {
     /// Seconds a rotated-out app secret keeps verifying signatures.
     #[arg(long, env = "SUNDIAL_SECRET_GRACE_SECS")]
     pub secret_grace_secs: Option<i64>,
+    /// This node's name (default: a fresh id per start).
+    #[arg(long, env = "SUNDIAL_NODE_ID")]
+    pub node_id: Option<String>,
+    /// Milliseconds of runs generated ahead of time.
+    #[arg(long, env = "SUNDIAL_HORIZON_MS")]
+    pub horizon_ms: Option<i64>,
+    /// Runs due within this many milliseconds are claimed into the node's timer.
+    #[arg(long, env = "SUNDIAL_CLAIM_WINDOW_MS")]
+    pub claim_window_ms: Option<i64>,
+    /// At most this many claimed runs wait in the node's memory.
+    #[arg(long, env = "SUNDIAL_TIMER_CAPACITY")]
+    pub timer_capacity: Option<usize>,
+    /// Deliveries in flight at once.
+    #[arg(long, env = "SUNDIAL_MAX_INFLIGHT")]
+    pub max_inflight: Option<usize>,
+    /// Seconds in-flight deliveries may take to finish after SIGTERM.
+    #[arg(long, env = "SUNDIAL_SHUTDOWN_GRACE_SECS")]
+    pub shutdown_grace_secs: Option<u64>,
 }
 
 /// Settings with every default applied.
@@ -59,6 +77,12 @@ pub struct Resolved {
     pub log: String,
     pub max_body_bytes: usize,
     pub secret_grace_secs: i64,
+    pub node_id: String,
+    pub horizon_ms: i64,
+    pub claim_window_ms: i64,
+    pub timer_capacity: usize,
+    pub max_inflight: usize,
+    pub shutdown_grace_secs: u64,
 }
 
 impl Settings {
@@ -92,6 +116,17 @@ impl Settings {
             secret_grace_secs >= 0,
             "secret_grace_secs: must not be negative"
         );
+        let claim_window_ms = self.claim_window_ms.or(file.claim_window_ms).unwrap_or(5_000);
+        anyhow::ensure!((100..=60_000).contains(&claim_window_ms), "claim_window_ms: must be 100-60000");
+        let horizon_ms = self.horizon_ms.or(file.horizon_ms).unwrap_or(180_000);
+        anyhow::ensure!(
+            horizon_ms >= claim_window_ms && horizon_ms <= 86_400_000,
+            "horizon_ms: must be at least claim_window_ms ({claim_window_ms}) and at most one day"
+        );
+        let timer_capacity = self.timer_capacity.or(file.timer_capacity).unwrap_or(10_000);
+        anyhow::ensure!(timer_capacity >= 1, "timer_capacity: must be at least 1");
+        let max_inflight = self.max_inflight.or(file.max_inflight).unwrap_or(512);
+        anyhow::ensure!(max_inflight >= 1, "max_inflight: must be at least 1");
         Ok(Resolved {
             listen: self
                 .listen
@@ -110,6 +145,12 @@ impl Settings {
                 .or(file.max_body_bytes)
                 .unwrap_or(1024 * 1024),
             secret_grace_secs,
+            node_id: self.node_id.or(file.node_id).unwrap_or_else(|| sundial_core::ids::new_id(sundial_core::ids::NODE)),
+            horizon_ms,
+            claim_window_ms,
+            timer_capacity,
+            max_inflight,
+            shutdown_grace_secs: self.shutdown_grace_secs.or(file.shutdown_grace_secs).unwrap_or(30),
         })
     }
 }

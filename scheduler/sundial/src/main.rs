@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use sundial_api::{ApiConfig, AppState};
 use sundial_core::clock::{Clock, SystemClock};
+use sundial_engine::{Engine, EngineConfig};
 use sundial_store::{ConnectOptions, SqlStore};
 use tokio::net::TcpListener;
 
@@ -78,14 +79,19 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     )
     .await
     .context("creating the operator key")?;
-    let state = AppState {
-        store: store.clone(),
-        clock: clock.clone(),
-        config: Arc::new(ApiConfig {
-            max_body_bytes: cfg.max_body_bytes,
-            secret_grace_ms: cfg.secret_grace_secs * 1000,
-        }),
-    };
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let state = AppState::new(
+        store.clone(),
+        clock.clone(),
+        ApiConfig { max_body_bytes: cfg.max_body_bytes, secret_grace_ms: cfg.secret_grace_secs * 1000 },
+        wake.clone(),
+    );
+    let mut engine_cfg = EngineConfig::new(cfg.node_id.clone());
+    engine_cfg.horizon_ms = cfg.horizon_ms;
+    engine_cfg.claim_window_ms = cfg.claim_window_ms;
+    engine_cfg.capacity = cfg.timer_capacity;
+    engine_cfg.max_inflight = cfg.max_inflight;
+    let engine = Engine::new(store.clone(), clock.clone(), engine_cfg, wake);
     let listener = TcpListener::bind(&cfg.listen)
         .await
         .with_context(|| format!("listening on {}", cfg.listen))?;
@@ -99,12 +105,15 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     }
     // Last line of the start-up banner: scripts and tests wait for it.
     println!("Sundial listening on http://{addr}");
-    tracing::info!(%addr, database = %redact(&cfg.database_url), "node started");
+    engine.start().await;
+    tracing::info!(%addr, node_id = %cfg.node_id, database = %redact(&cfg.database_url), "node started");
     axum::serve(listener, sundial_api::router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await?;
-    tracing::info!("shutting down");
+    tracing::info!("shutting down: no more claiming; handing back claimed runs");
+    engine.shutdown(std::time::Duration::from_secs(cfg.shutdown_grace_secs)).await;
     store.close().await;
+    tracing::info!("stopped");
     Ok(())
 }
 

@@ -208,6 +208,7 @@ pub async fn replace(
     job.source = current.source;
     job.registration_key = current.registration_key.clone();
     job.created_at_ms = current.created_at_ms;
+    job.generated_until_ms = Some(now);
     let expected = if_match.unwrap_or(current.version);
     job.version = expected + 1;
     if !st.store.job_update(&job, Some(&children), expected).await? {
@@ -322,4 +323,82 @@ pub async fn preview_schedule(
     let spec: &ScheduleSpec = &body.schedule;
     let schedule = Schedule::parse(spec, now).map_err(|e| e.within("schedule"))?;
     Ok(axum::Json(preview_of(&schedule, now, count)))
+}
+
+/// Fire a job now or at a given time, with optional parameters (editor). With an
+/// `Idempotency-Key` header, repeating the call returns the run the first one created.
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/trigger", tag = "jobs", request_body = TriggerRequest,
+    params(("id" = String, Path), ("Idempotency-Key" = Option<String>, Header, description = "Up to 200 characters")),
+    responses((status = 201, body = RunOut), (status = 200, body = RunOut, description = "The run an earlier call with the same Idempotency-Key created"),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn trigger(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> ApiResult<(StatusCode, axum::Json<RunOut>)> {
+    caller.require_editor()?;
+    let req: TriggerRequest = if body.iter().all(|b| b.is_ascii_whitespace()) {
+        TriggerRequest { params: None, at: None }
+    } else {
+        crate::extract::parse_json(&body)?
+    };
+    let key = match headers.get("idempotency-key") {
+        Some(v) => {
+            let k = v.to_str().ok().filter(|k| !k.is_empty() && k.len() <= 200).ok_or_else(|| {
+                ApiError::field("Idempotency-Key", "invalid_field", "must be 1-200 visible ASCII characters")
+            })?;
+            Some(k.to_string())
+        }
+        None => None,
+    };
+    let now = st.now_ms();
+    let at = req.at.as_deref().map(|a| sundial_core::time::parse_rfc3339("at", a)).transpose()?.unwrap_or(now);
+    if let Some(p) = &req.params {
+        let size = serde_json::to_vec(p).map(|v| v.len()).unwrap_or(usize::MAX);
+        if size > sundial_core::job::MAX_PARAMS_BYTES {
+            return Err(ApiError::field("params", "invalid_field", format!("is {size} bytes; at most 65536 are allowed")));
+        }
+    }
+    let job = load(&st, &caller, &id).await?;
+    let run_id = new_id(ids::RUN);
+    let (fire_key, trigger) = match &key {
+        Some(k) => (format!("i:{k}"), sundial_core::types::TriggerKind::Api),
+        None => (format!("m:{run_id}"), sundial_core::types::TriggerKind::Manual),
+    };
+    let run = sundial_store::Run {
+        id: run_id,
+        tenant_id: caller.tenant_id.clone(),
+        job_id: job.id.clone(),
+        fire_key: fire_key.clone(),
+        trigger,
+        scheduled_at_ms: at,
+        state: sundial_core::types::RunState::Pending,
+        attempt: 0,
+        shard_total: None,
+        params: req.params,
+        parent_run_id: None,
+        parent_output: None,
+        job_version: job.version,
+        owner_node: None,
+        lease_until_ms: None,
+        deadline_ms: None,
+        next_attempt_at_ms: None,
+        reason: None,
+        message: None,
+        output: None,
+        expired_count: 0,
+        created_at_ms: now,
+        updated_at_ms: now,
+        started_at_ms: None,
+        finished_at_ms: None,
+    };
+    if st.store.run_insert(&run).await? {
+        tracing::info!(job_id = %job.id, run_id = %run.id, "job triggered");
+        st.wake.notify_one();
+        return Ok((StatusCode::CREATED, axum::Json(run.into())));
+    }
+    let existing = st.store.run_by_fire_key(&job.id, &fire_key).await?.ok_or_else(|| ApiError::not_found("run"))?;
+    Ok((StatusCode::OK, axum::Json(existing.into())))
 }

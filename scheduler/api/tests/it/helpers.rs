@@ -6,6 +6,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sundial_api::{ApiConfig, AppState};
 use sundial_core::clock::ManualClock;
+use sundial_engine::{Engine, EngineConfig};
 use sundial_store::Dialect;
 use sundial_store::testing::TestDb;
 
@@ -20,6 +21,7 @@ pub struct TestApp {
     pub clock: ManualClock,
     pub operator_key: String,
     pub db: TestDb,
+    pub engine: Arc<Engine>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -30,14 +32,15 @@ pub async fn spawn_app(dialect: Dialect) -> TestApp {
         .await
         .unwrap()
         .expect("a fresh database gets an operator key");
-    let state = AppState {
-        store: db.store(),
-        clock: Arc::new(clock.clone()),
-        config: Arc::new(ApiConfig {
-            max_body_bytes: MAX_BODY,
-            secret_grace_ms: GRACE_MS,
-        }),
-    };
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let state = AppState::new(
+        db.store(),
+        Arc::new(clock.clone()),
+        ApiConfig { max_body_bytes: MAX_BODY, secret_grace_ms: GRACE_MS },
+        wake.clone(),
+    );
+    // The engine is not started: tests turn it by hand (`engine.tick()`) with the manual clock.
+    let engine = Engine::new(db.store(), Arc::new(clock.clone()), EngineConfig::new("node_test"), wake);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(async move {
@@ -51,6 +54,7 @@ pub async fn spawn_app(dialect: Dialect) -> TestApp {
         clock,
         operator_key,
         db,
+        engine,
         server,
     }
 }

@@ -1,0 +1,368 @@
+//! The executor registry and executor callbacks (signed with the app secret).
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sundial_core::ids::{self, new_id};
+use sundial_core::job::{DEFAULT_TIMEOUT_MS, FailureSpec, MisfireSpec, parse_handler};
+use sundial_core::run_state::FailReason;
+use sundial_core::schedule::ScheduleSpec;
+use sundial_core::types::*;
+use sundial_store::{Executor, FinishOutcome, Job};
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::signed::verify;
+use crate::state::AppState;
+
+pub const HEARTBEAT_INTERVAL_MS: i64 = 3_000;
+pub const METADATA_INTERVAL_MS: i64 = 30_000;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterRequest {
+    /// Where deliveries go (`http`/`https`).
+    pub address: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+    /// Handler names this executor serves.
+    #[serde(default)]
+    pub handlers: Vec<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Registered {
+    pub executor_id: String,
+    pub heartbeat_interval_ms: i64,
+    pub metadata_interval_ms: i64,
+    /// Without a heartbeat for this long the executor counts as offline.
+    pub offline_after_ms: i64,
+    /// Jobs this registration created (stopped until a person starts them).
+    pub jobs_created: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatRequest {
+    pub executor_id: String,
+    /// Runs in progress on this executor (used by the `busyover` route).
+    #[serde(default)]
+    pub running: Option<i64>,
+    /// Sent every 30 s; replaces the stored metadata.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeregisterRequest {
+    pub executor_id: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Ack {
+    pub ok: bool,
+}
+
+fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> Job {
+    let name: String = handler.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).take(100).collect();
+    let name = if name.starts_with(|c: char| c.is_ascii_alphanumeric()) { name } else { format!("h{}", &name[..name.len().min(99)]) };
+    Job {
+        id: new_id(ids::JOB),
+        tenant_id: tenant_id.to_string(),
+        app_id: app_id.to_string(),
+        name,
+        description: "created by an executor's handler registration".into(),
+        handler: Some(handler.to_string()),
+        script_id: None,
+        schedule_kind: ScheduleKind::Manual,
+        schedule: ScheduleSpec {
+            kind: ScheduleKind::Manual,
+            expression: None,
+            timezone: None,
+            every_ms: None,
+            anchor: None,
+            at: None,
+            start_at: None,
+            end_at: None,
+        },
+        params: json!({}),
+        route: Route::RoundRobin,
+        block: BlockStrategy::Serial,
+        misfire: MisfireSpec { policy: MisfirePolicy::FireOnce, threshold_ms: None, catchup_window_ms: None, max_catchup: None }
+            .resolve()
+            .expect("defaults are valid"),
+        failure: FailureSpec { policy: FailurePolicyKind::Retry, max_retries: None, backoff: None }.resolve().expect("defaults are valid"),
+        timeout_ms: DEFAULT_TIMEOUT_MS,
+        max_concurrency: None,
+        state: JobState::Stopped,
+        source: JobSource::Registration,
+        registration_key: Some(format!("{app_id}:{handler}")),
+        version: 1,
+        generated_until_ms: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+    }
+}
+
+/// Register (or re-register) an executor of an app. Signed with the app secret.
+#[utoipa::path(post, path = "/api/v1/executors/register", tag = "executors", request_body = RegisterRequest, security(()),
+    params(("sundial-app-id" = String, Header), ("webhook-id" = String, Header), ("webhook-timestamp" = String, Header), ("webhook-signature" = String, Header)),
+    responses((status = 200, body = Registered), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn register(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Registered>> {
+    let (app, req): (_, RegisterRequest) = verify(&st, &headers, &body).await?;
+    let address = WebhookUrl::parse("address", &req.address)?;
+    let handlers = req
+        .handlers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| parse_handler(&format!("handlers[{i}]"), h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let now = st.now_ms();
+    let exec = st
+        .store
+        .executor_upsert(&Executor {
+            id: new_id(ids::EXECUTOR),
+            tenant_id: app.tenant_id.clone(),
+            app_id: app.id.clone(),
+            name: bounded_text("name", req.name.as_deref().unwrap_or(address.as_str()), 200)?,
+            address: address.as_str().to_string(),
+            tags: req.tags.unwrap_or_default(),
+            metadata: req.metadata.unwrap_or(json!({})),
+            handlers: handlers.clone(),
+            state: ExecutorState::Online,
+            running: 0,
+            registered_at_ms: now,
+            last_heartbeat_ms: now,
+            last_metadata_ms: now,
+        })
+        .await?;
+    let mut jobs_created = Vec::new();
+    for h in &handlers {
+        let job = registration_job(&app.id, &app.tenant_id, h, now);
+        if st.store.job_insert_if_absent(&job).await? {
+            jobs_created.push(job.id);
+        }
+    }
+    tracing::info!(app_id = %app.id, executor_id = %exec.id, address = %exec.address, handlers = handlers.len(), "executor registered");
+    Ok(axum::Json(Registered {
+        executor_id: exec.id,
+        heartbeat_interval_ms: HEARTBEAT_INTERVAL_MS,
+        metadata_interval_ms: METADATA_INTERVAL_MS,
+        offline_after_ms: 10_000,
+        jobs_created,
+    }))
+}
+
+/// Heartbeat (every 3 s), optionally with metadata (every 30 s). Signed.
+#[utoipa::path(post, path = "/api/v1/executors/heartbeat", tag = "executors", request_body = HeartbeatRequest, security(()),
+    responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn heartbeat(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
+    let (app, req): (_, HeartbeatRequest) = verify(&st, &headers, &body).await?;
+    let running = req.running.unwrap_or(0);
+    if running < 0 {
+        return Err(ApiError::field("running", "invalid_field", "must not be negative"));
+    }
+    if !st.store.executor_heartbeat(&app.id, &req.executor_id, running, req.metadata.as_ref(), st.now_ms()).await? {
+        return Err(ApiError::not_found("executor (register first)"));
+    }
+    Ok(axum::Json(Ack { ok: true }))
+}
+
+/// Deregister on shutdown: the executor is offline at once. Signed.
+#[utoipa::path(post, path = "/api/v1/executors/deregister", tag = "executors", request_body = DeregisterRequest, security(()),
+    responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn deregister(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
+    let (app, req): (_, DeregisterRequest) = verify(&st, &headers, &body).await?;
+    if !st.store.executor_set_state(&app.id, &req.executor_id, ExecutorState::Offline, st.now_ms()).await? {
+        return Err(ApiError::not_found("executor"));
+    }
+    tracing::info!(app_id = %app.id, executor_id = %req.executor_id, "executor deregistered");
+    Ok(axum::Json(Ack { ok: true }))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultStatus {
+    Succeeded,
+    Failed,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResultRequest {
+    /// The attempt this result is for (`sundial-attempt` of the delivery).
+    pub attempt: i64,
+    /// Shard index; 0 for runs that are not sharded.
+    #[serde(default)]
+    pub shard: Option<i64>,
+    pub status: ResultStatus,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub output: Option<Value>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ResultAccepted {
+    pub run_id: String,
+    pub state: RunState,
+    /// True when this exact result had already been recorded.
+    pub duplicate: bool,
+}
+
+async fn run_of_app(st: &AppState, app: &sundial_store::App, run_id: &str) -> ApiResult<(sundial_store::Run, Job)> {
+    let run = st.store.run_get(&app.tenant_id, run_id).await?.ok_or_else(|| ApiError::not_found("run"))?;
+    let job = st.store.job_get(&app.tenant_id, &run.job_id).await?.ok_or_else(|| ApiError::not_found("run"))?;
+    if job.app_id != app.id {
+        return Err(ApiError::not_found("run"));
+    }
+    Ok((run, job))
+}
+
+/// An attempt's result, for a delivery answered `202`. Signed. The same result again
+/// is accepted (200, `duplicate`); a result for an attempt that is not current, or a
+/// different result for a finished attempt, is refused with 409 and changes nothing.
+#[utoipa::path(post, path = "/api/v1/runs/{id}/result", tag = "executors", request_body = ResultRequest, security(()),
+    params(("id" = String, Path)),
+    responses((status = 200, body = ResultAccepted), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn result(State(st): State<AppState>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<ResultAccepted>> {
+    let (app, req): (_, ResultRequest) = verify(&st, &headers, &body).await?;
+    if req.shard.is_some_and(|s| s != 0) {
+        return Err(ApiError::field("shard", "invalid_field", "this run is not sharded; use 0 or omit it"));
+    }
+    let (_, job) = run_of_app(&st, &app, &id).await?;
+    let result = sundial_engine::ExecutorResult {
+        succeeded: req.status == ResultStatus::Succeeded,
+        reason: FailReason::Error,
+        output: req.output,
+        message: req.message,
+    };
+    match sundial_engine::finish_attempt(st.store.as_ref(), &job, &id, req.attempt, result, st.now_ms()).await? {
+        FinishOutcome::Applied { run, .. } => {
+            st.wake.notify_one();
+            Ok(axum::Json(ResultAccepted { run_id: run.id, state: run.state, duplicate: false }))
+        }
+        FinishOutcome::Duplicate => {
+            let run = st.store.run_get(&app.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
+            Ok(axum::Json(ResultAccepted { run_id: run.id, state: run.state, duplicate: true }))
+        }
+        FinishOutcome::Conflict { state, attempt } => Err(ApiError::conflict(
+            "not_current",
+            format!("the run is `{state}` at attempt {attempt}; a result for attempt {} is not accepted", req.attempt),
+        )
+        .with_details(json!({"field": "attempt", "state": state, "attempt": attempt}))),
+        FinishOutcome::NotFound => Err(ApiError::not_found("run")),
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogLine {
+    /// `debug`, `info` (default), `warn` or `error`.
+    #[serde(default)]
+    pub level: Option<String>,
+    pub message: String,
+    /// RFC 3339; default: when received.
+    #[serde(default)]
+    pub at: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogsRequest {
+    pub attempt: i64,
+    #[serde(default)]
+    pub lines: Vec<LogLine>,
+}
+
+/// Log lines (and a liveness signal) from the executor working on a run. Signed.
+/// Liveness does not extend the job's timeout.
+#[utoipa::path(post, path = "/api/v1/runs/{id}/logs", tag = "executors", request_body = LogsRequest, security(()),
+    params(("id" = String, Path)),
+    responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn logs(State(st): State<AppState>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
+    let (app, req): (_, LogsRequest) = verify(&st, &headers, &body).await?;
+    if req.lines.len() > 1000 {
+        return Err(ApiError::field("lines", "invalid_field", "at most 1000 lines per call"));
+    }
+    let now = st.now_ms();
+    let mut lines = Vec::with_capacity(req.lines.len());
+    for (i, l) in req.lines.iter().enumerate() {
+        let level = l.level.clone().unwrap_or_else(|| "info".into());
+        if !["debug", "info", "warn", "error"].contains(&level.as_str()) {
+            return Err(ApiError::field(&format!("lines[{i}].level"), "unknown_variant", "expected one of: debug, info, warn, error"));
+        }
+        let at = match &l.at {
+            Some(a) => sundial_core::time::parse_rfc3339(&format!("lines[{i}].at"), a)?,
+            None => now,
+        };
+        lines.push((at, level, bounded_text(&format!("lines[{i}].message"), &l.message, 10_000)?));
+    }
+    let (run, _) = run_of_app(&st, &app, &id).await?;
+    if req.attempt < 1 || req.attempt > run.attempt {
+        return Err(ApiError::field("attempt", "invalid_field", format!("the run has no attempt {}", req.attempt)));
+    }
+    st.store.run_log_append(&id, req.attempt, &lines).await?;
+    Ok(axum::Json(Ack { ok: true }))
+}
+
+/// The executors of an app and their state.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExecutorOut {
+    pub id: String,
+    pub name: String,
+    pub address: String,
+    pub tags: Vec<String>,
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+    pub handlers: Vec<String>,
+    /// `online` only while heartbeats keep arriving.
+    pub state: ExecutorState,
+    pub running: i64,
+    pub last_heartbeat_at: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExecutorList {
+    pub items: Vec<ExecutorOut>,
+}
+
+#[utoipa::path(get, path = "/api/v1/apps/{id}/executors", tag = "apps", params(("id" = String, Path, description = "App id or name")),
+    responses((status = 200, body = ExecutorList), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn list(State(st): State<AppState>, caller: crate::auth::TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<ExecutorList>> {
+    let app = st.store.app_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("app"))?;
+    let now = st.now_ms();
+    let items = st
+        .store
+        .executor_list(&app.id)
+        .await?
+        .into_iter()
+        .map(|e| ExecutorOut {
+            state: if e.state == ExecutorState::Online && e.last_heartbeat_ms >= now - 10_000 {
+                ExecutorState::Online
+            } else {
+                ExecutorState::Offline
+            },
+            id: e.id,
+            name: e.name,
+            address: e.address,
+            tags: e.tags,
+            metadata: e.metadata,
+            handlers: e.handlers,
+            running: e.running,
+            last_heartbeat_at: sundial_core::time::rfc3339_utc(e.last_heartbeat_ms),
+        })
+        .collect();
+    Ok(axum::Json(ExecutorList { items }))
+}
+

@@ -1,0 +1,291 @@
+//! Delivering an attempt: the dispatch transaction, routing, the signed webhook,
+//! and what the executor's answer means.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sundial_core::clock::SharedClock;
+use sundial_core::route::{Candidate, TrailEntry};
+use sundial_core::run_state::FailReason;
+use sundial_core::signing::{self, SigningKey};
+use sundial_core::time::rfc3339_utc;
+use sundial_core::types::{ExecutorState, JobState, Route};
+use sundial_store::{App, DispatchDecision, Job, Run, Store};
+
+use crate::outcome::{ExecutorResult, finish_attempt};
+use crate::{Engine, Result};
+
+/// The HTTP client for deliveries and cancels, with the clock that stamps signatures.
+#[derive(Debug, Clone)]
+pub struct DeliveryClient {
+    http: reqwest::Client,
+    clock: SharedClock,
+}
+
+impl DeliveryClient {
+    pub fn new(clock: SharedClock) -> Self {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
+            .user_agent(concat!("sundial/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .expect("HTTP client builds");
+        Self { http, clock }
+    }
+
+    /// POST a JSON body signed with the app's valid secrets.
+    pub async fn post_signed(
+        &self,
+        app: &App,
+        url: &str,
+        msg_id: &str,
+        body: &[u8],
+        extra: &[(&str, String)],
+        timeout: Duration,
+    ) -> reqwest::Result<reqwest::Response> {
+        let now = self.clock.now_ms();
+        let ts = now.div_euclid(1000);
+        let keys: Vec<SigningKey> = app.valid_secrets(now).into_iter().filter_map(|s| SigningKey::parse(s).ok()).collect();
+        let mut req = self
+            .http
+            .post(url)
+            .timeout(timeout)
+            .header("content-type", "application/json")
+            .header(signing::HEADER_ID, msg_id)
+            .header(signing::HEADER_TIMESTAMP, ts.to_string())
+            .header(signing::HEADER_SIGNATURE, signing::signature_header(&keys, msg_id, ts, body))
+            .header("sundial-app-id", &app.id);
+        for (k, v) in extra {
+            req = req.header(*k, v);
+        }
+        req.body(body.to_vec()).send().await
+    }
+}
+
+/// What an executor's answer to a delivery means.
+#[derive(Debug)]
+enum Answer {
+    /// `200` with a result.
+    Done(ExecutorResult),
+    /// `202`: the result comes by callback.
+    Accepted,
+    /// `503 {"code": "executor_offline"}`: mark it offline, try another.
+    Offline,
+    /// `410 {"code": "handler_retired"}`.
+    Retired,
+    /// Anything else: the attempt failed on this executor.
+    Failed(FailReason, String),
+}
+
+async fn read_answer(resp: reqwest::Result<reqwest::Response>) -> Answer {
+    let resp = match resp {
+        Ok(r) => r,
+        Err(e) if e.is_timeout() => return Answer::Failed(FailReason::Timeout, "no answer within the job's timeout".into()),
+        Err(e) => return Answer::Failed(FailReason::Error, format!("delivery failed: {e}")),
+    };
+    let status = resp.status().as_u16();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    let code = body.get("code").and_then(Value::as_str);
+    match (status, code) {
+        (200, _) => {
+            let succeeded = body.get("status").and_then(Value::as_str) != Some("failed");
+            Answer::Done(ExecutorResult {
+                succeeded,
+                reason: FailReason::Error,
+                output: body.get("output").cloned(),
+                message: body.get("message").and_then(Value::as_str).map(String::from),
+            })
+        }
+        (202, _) => Answer::Accepted,
+        (503, Some("executor_offline")) => Answer::Offline,
+        (410, Some("handler_retired")) => Answer::Retired,
+        (s, _) => Answer::Failed(FailReason::Error, format!("executor answered HTTP {s}")),
+    }
+}
+
+fn candidates(app: &App, executors: &[sundial_store::Executor], now: i64, offline_ms: i64) -> Vec<Candidate> {
+    let statics = app.endpoints.iter().map(|url| Candidate {
+        id: format!("static:{url}"),
+        address: url.clone(),
+        online: true,
+        handlers: None,
+        running: 0,
+        registered_at_ms: app.created_at_ms,
+    });
+    let registered = executors.iter().map(|e| Candidate {
+        id: e.id.clone(),
+        address: e.address.clone(),
+        online: e.state == ExecutorState::Online && e.last_heartbeat_ms >= now - offline_ms,
+        handlers: Some(e.handlers.clone()),
+        running: e.running,
+        registered_at_ms: e.registered_at_ms,
+    });
+    statics.chain(registered).collect()
+}
+
+/// The JSON body of a delivery.
+pub fn delivery_body(run: &Run, job: &Job) -> Value {
+    let mut body = json!({
+        "run_id": run.id,
+        "job_id": job.id,
+        "job": job.name,
+        "handler": job.handler,
+        "params": run.params.clone().unwrap_or_else(|| job.params.clone()),
+        "attempt": run.attempt,
+        "scheduled_at": rfc3339_utc(run.scheduled_at_ms),
+        "trigger": run.trigger,
+        "shard": {"index": 0, "total": 1},
+    });
+    if let Some(parent) = &run.parent_run_id {
+        body["parent"] = json!({"run_id": parent, "output": run.parent_output});
+    }
+    body
+}
+
+/// Best-effort signed `POST {address}/cancel` for a run's current attempt.
+pub async fn cancel_remote(store: &dyn Store, client: &DeliveryClient, run: &Run) {
+    let attempt = match store.run_attempts(&run.id).await {
+        Ok(a) => a.into_iter().rev().find(|a| a.attempt == run.attempt),
+        Err(_) => None,
+    };
+    let Some(address) = attempt.and_then(|a| a.address) else { return };
+    let Ok(Some(job)) = store.job_get(&run.tenant_id, &run.job_id).await else { return };
+    let Ok(Some(app)) = store.app_by_id(&job.app_id).await else { return };
+    let url = format!("{}/cancel", address.trim_end_matches('/'));
+    let body = json!({"run_id": run.id, "attempt": run.attempt}).to_string();
+    let msg_id = format!("msg_cancel_{}_{}", run.id, run.attempt);
+    match client.post_signed(&app, &url, &msg_id, body.as_bytes(), &[], Duration::from_secs(5)).await {
+        Ok(r) => tracing::info!(run_id = %run.id, status = r.status().as_u16(), "cancel sent"),
+        Err(e) => tracing::info!(run_id = %run.id, error = %e, "cancel not delivered (best effort)"),
+    }
+}
+
+impl Engine {
+    /// Dispatch one claimed run: commit `dispatching`, then route and deliver.
+    pub(crate) async fn dispatch_one(self: &Arc<Self>, run_id: &str) -> Result<()> {
+        let now = self.now_ms();
+        let (run, job, webhook_id, covered) =
+            match self.store.run_dispatch_begin(run_id, &self.cfg.node_id, now, self.cfg.lease_ms).await? {
+                DispatchDecision::Dispatch { run, job, webhook_id, covered } => (run, job, webhook_id, covered),
+                DispatchDecision::Gone => return Ok(()),
+                DispatchDecision::Blocked => {
+                    self.timer.push(now + 500, run_id.to_string());
+                    return Ok(());
+                }
+                DispatchDecision::Skipped { reason } => {
+                    tracing::info!(run_id, reason, "run skipped");
+                    return Ok(());
+                }
+            };
+        for c in &covered {
+            cancel_remote(self.store.as_ref(), &self.client, c).await;
+        }
+        let app = self.store.app_by_id(&job.app_id).await?;
+        let executors = match &app {
+            Some(a) => self.store.executor_list(&a.id).await?,
+            None => Vec::new(),
+        };
+        let mut cands = app.as_ref().map(|a| candidates(a, &executors, now, self.cfg.executor_offline_ms)).unwrap_or_default();
+        let body = serde_json::to_vec(&delivery_body(&run, &job)).expect("JSON");
+        let headers = [
+            ("sundial-run-id", run.id.clone()),
+            ("sundial-attempt", run.attempt.to_string()),
+            ("sundial-scheduled-at", rfc3339_utc(run.scheduled_at_ms)),
+            ("sundial-shard", "0/1".to_string()),
+        ];
+        let mut trail: Vec<TrailEntry> = Vec::new();
+        let mut last_failure = (FailReason::NoExecutor, "no online executor serves this handler".to_string());
+        let mut retired = 0;
+        let mut tried = 0;
+        let mut chosen: Option<Candidate> = None;
+        let mut answer_final: Option<Answer> = None;
+        'replan: for _ in 0..8 {
+            let plan = self.routes.lock().await.plan(job.route, job.handler.as_deref(), &job.id, &cands);
+            let plan = match plan {
+                Ok(p) => p,
+                Err(no) => {
+                    if trail.is_empty() {
+                        trail = no.trail;
+                    }
+                    break;
+                }
+            };
+            if trail.is_empty() {
+                trail = plan.trail.clone();
+            }
+            for target in &plan.targets {
+                let Some(app) = &app else { break 'replan };
+                tried += 1;
+                let remaining = (run.deadline_ms.unwrap_or(now + job.timeout_ms) - self.now_ms()).max(1);
+                let resp = self
+                    .client
+                    .post_signed(app, &target.address, &webhook_id, &body, &headers, Duration::from_millis(remaining as u64))
+                    .await;
+                self.routes.lock().await.record_use(&job.id, &target.id, self.now_ms());
+                match read_answer(resp).await {
+                    Answer::Offline => {
+                        trail.push(TrailEntry::new(target, "executor_offline"));
+                        if !target.id.starts_with("static:") {
+                            self.store.executor_set_state(&app.id, &target.id, ExecutorState::Offline, self.now_ms()).await?;
+                        }
+                        for c in cands.iter_mut().filter(|c| c.id == target.id) {
+                            c.online = false;
+                        }
+                        continue 'replan;
+                    }
+                    Answer::Retired => {
+                        retired += 1;
+                        trail.push(TrailEntry::new(target, "handler_retired"));
+                        last_failure = (FailReason::Error, format!("executor {} retired handler", target.id));
+                    }
+                    Answer::Failed(reason, msg) => {
+                        trail.push(TrailEntry::new(target, &format!("failed: {msg}")));
+                        last_failure = (reason, msg);
+                        if job.route != Route::Failover {
+                            chosen = Some(target.clone());
+                            break 'replan;
+                        }
+                    }
+                    a @ (Answer::Done(_) | Answer::Accepted) => {
+                        trail.push(TrailEntry::new(target, "delivered"));
+                        chosen = Some(target.clone());
+                        answer_final = Some(a);
+                        break 'replan;
+                    }
+                }
+            }
+            break;
+        }
+        let (exec_id, address) = match &chosen {
+            Some(c) => (Some(c.id.as_str()), Some(c.address.as_str())),
+            None => (None, None),
+        };
+        self.store.attempt_set_target(&run.id, run.attempt, exec_id, address, &serde_json::to_value(&trail).expect("JSON")).await?;
+        match answer_final {
+            Some(Answer::Accepted) => {
+                self.store.run_mark_running(&run.id, run.attempt, self.now_ms()).await?;
+            }
+            Some(Answer::Done(result)) => {
+                finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, self.now_ms()).await?;
+                self.wake.notify_one();
+            }
+            _ => {
+                if retired > 0 && retired == tried {
+                    // Every executor asked says the handler is gone: stop the job.
+                    self.store.job_set_state(&job.tenant_id, &job.id, JobState::Stopped, self.now_ms()).await?;
+                    tracing::warn!(job_id = %job.id, "every executor retired the handler; job stopped");
+                }
+                let (reason, message) = last_failure;
+                let result = ExecutorResult { succeeded: false, reason, output: None, message: Some(message) };
+                finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, self.now_ms()).await?;
+                if reason == FailReason::Timeout && chosen.is_some() {
+                    cancel_remote(self.store.as_ref(), &self.client, &run).await;
+                }
+                self.wake.notify_one();
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,207 @@
+//! The scheduling engine: what makes runs happen.
+//!
+//! One [`Engine`] per node runs four loops, each a thin wrapper around a step
+//! function that tests call directly with an injected clock:
+//! - [`Engine::generate_once`]: write runs for the horizon ahead (pre-generation);
+//! - [`Engine::claim_once`]: claim due runs into the in-memory timer, applying the misfire policy;
+//! - [`Engine::fire_due`]: pop due runs from the timer and dispatch them;
+//! - [`Engine::reap_once`]: fail `running` runs past their deadline.
+//!
+//! Every change of a run's state goes through the store's conditional updates
+//! (which apply `sundial_core::run_state::transition`), so the in-memory timer is
+//! only a cache: losing it loses nothing.
+//!
+//! What is not here: SQL (the store), HTTP routing of the API (the api crate).
+
+mod delivery;
+mod generate;
+pub mod outcome;
+mod timer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sundial_core::clock::SharedClock;
+use sundial_core::route::RouteState;
+use sundial_store::Store;
+use tokio::sync::{Mutex, Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+pub use delivery::{DeliveryClient, cancel_remote};
+pub use outcome::{ExecutorResult, finish_attempt};
+
+/// Name of the operator switch in the `settings` table.
+pub const SETTING_SCHEDULES_PAUSED: &str = "schedules_paused";
+
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub node_id: String,
+    /// Runs are generated this far ahead.
+    pub horizon_ms: i64,
+    /// Runs due within this window are claimed into the timer.
+    pub claim_window_ms: i64,
+    /// At most this many runs wait in the timer (memory bound under any backlog).
+    pub capacity: usize,
+    /// How long a claim or a dispatch is ours without renewal.
+    pub lease_ms: i64,
+    /// Poll interval of the claimer (it is also woken by triggers and results).
+    pub tick_ms: u64,
+    /// Deliveries in flight at once.
+    pub max_inflight: usize,
+    /// A running run is failed `timeout` this long after its deadline.
+    pub reaper_grace_ms: i64,
+    /// An executor silent this long is offline (static endpoints never are).
+    pub executor_offline_ms: i64,
+}
+
+impl EngineConfig {
+    pub fn new(node_id: impl Into<String>) -> Self {
+        Self {
+            node_id: node_id.into(),
+            horizon_ms: 180_000,
+            claim_window_ms: 5_000,
+            capacity: 10_000,
+            lease_ms: 30_000,
+            tick_ms: 200,
+            max_inflight: 512,
+            reaper_grace_ms: 5_000,
+            executor_offline_ms: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] sundial_store::StoreError),
+}
+
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+/// One node's engine.
+#[derive(Debug)]
+pub struct Engine {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clock: SharedClock,
+    pub(crate) cfg: EngineConfig,
+    pub(crate) timer: timer::Timer,
+    pub(crate) routes: Mutex<RouteState>,
+    pub(crate) client: DeliveryClient,
+    /// Woken when runs may have become due (a trigger, a child run, a retry).
+    pub wake: Arc<Notify>,
+    inflight: Arc<Semaphore>,
+    cancel: CancellationToken,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Engine {
+    pub fn new(store: Arc<dyn Store>, clock: SharedClock, cfg: EngineConfig, wake: Arc<Notify>) -> Arc<Engine> {
+        let client = DeliveryClient::new(clock.clone());
+        Arc::new(Engine {
+            store,
+            clock,
+            inflight: Arc::new(Semaphore::new(cfg.max_inflight)),
+            cfg,
+            timer: timer::Timer::default(),
+            routes: Mutex::new(RouteState::new()),
+            client,
+            wake,
+            cancel: CancellationToken::new(),
+            tasks: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    /// Start the loops. Stop with [`Engine::shutdown`].
+    pub async fn start(self: &Arc<Self>) {
+        let mut tasks = self.tasks.lock().await;
+        let tick = Duration::from_millis(self.cfg.tick_ms);
+        tasks.push(self.spawn_loop("generator", Duration::from_millis(1000), |e| async move { e.generate_once().await.map(|_| ()) }));
+        let e = self.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = e.cancel.cancelled() => break,
+                    _ = tokio::time::sleep(tick) => {}
+                    _ = e.wake.notified() => {}
+                }
+                if let Err(err) = e.claim_once().await {
+                    tracing::warn!(error = %err, "claim failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        }));
+        let e = self.clone();
+        tasks.push(tokio::spawn(async move { e.timer_loop().await }));
+        tasks.push(self.spawn_loop("reaper", Duration::from_millis(1000), |e| async move { e.reap_once().await.map(|_| ()) }));
+    }
+
+    fn spawn_loop<F, Fut>(self: &Arc<Self>, name: &'static str, every: Duration, step: F) -> tokio::task::JoinHandle<()>
+    where
+        F: Fn(Arc<Engine>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<()>> + Send,
+    {
+        let e = self.clone();
+        tokio::spawn(async move {
+            let mut backoff = every;
+            loop {
+                tokio::select! {
+                    _ = e.cancel.cancelled() => break,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                match step(e.clone()).await {
+                    Ok(()) => backoff = every,
+                    Err(err) => {
+                        backoff = (backoff * 2).min(Duration::from_secs(30));
+                        tracing::warn!(service = name, error = %err, retry_in_ms = backoff.as_millis() as u64, "step failed");
+                    }
+                }
+            }
+        })
+    }
+
+    /// Graceful stop: no more generating or claiming, hand back claimed runs not yet
+    /// dispatched, and wait up to `grace` for deliveries in flight.
+    pub async fn shutdown(self: &Arc<Self>, grace: Duration) {
+        self.cancel.cancel();
+        for t in self.tasks.lock().await.drain(..) {
+            let _ = t.await;
+        }
+        let held = self.timer.drain();
+        if !held.is_empty() {
+            match self.store.run_release(&self.cfg.node_id, &held, self.now_ms()).await {
+                Ok(n) => tracing::info!(released = n, "handed back claimed runs"),
+                Err(e) => tracing::warn!(error = %e, "could not hand back claimed runs; they return when their lease expires"),
+            }
+        }
+        let all = self.cfg.max_inflight as u32;
+        if tokio::time::timeout(grace, self.inflight.acquire_many(all)).await.is_err() {
+            tracing::warn!("deliveries still in flight after the grace period");
+        }
+    }
+
+    pub(crate) async fn inflight_permit(&self) -> tokio::sync::OwnedSemaphorePermit {
+        self.inflight.clone().acquire_owned().await.expect("the semaphore is never closed")
+    }
+
+    pub(crate) fn cancel_token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Runs waiting in this node's timer.
+    pub fn timer_len(&self) -> usize {
+        self.timer.len()
+    }
+
+    /// Is the operator switch that stops schedules from firing on their own on?
+    pub async fn schedules_paused(&self) -> Result<bool> {
+        Ok(self.store.setting_get(SETTING_SCHEDULES_PAUSED).await?.as_deref() == Some("true"))
+    }
+}

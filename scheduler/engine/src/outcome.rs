@@ -1,0 +1,138 @@
+//! How an attempt ends: the failure policy (retry with backoff, or not), recorded
+//! through the store's conditional update; and the reaper for runs nobody finishes.
+
+use rand::Rng;
+use sundial_core::run_state::FailReason;
+use sundial_core::types::{BackoffKind, FailurePolicyKind};
+use sundial_store::{AttemptResult, FinishAttempt, FinishOutcome, Job, Store};
+
+use crate::{Engine, Result};
+
+/// What an executor (or the engine on its behalf) says about an attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecutorResult {
+    pub succeeded: bool,
+    pub reason: FailReason,
+    pub output: Option<serde_json::Value>,
+    pub message: Option<String>,
+}
+
+/// Delay before attempt `attempt + 1` after attempt `attempt` failed, or `None` if
+/// the failure policy allows no more attempts. `unit` in [0, 1) drives the jitter.
+pub fn retry_delay_ms(job: &Job, attempt: i64, unit: f64) -> Option<i64> {
+    let f = &job.failure;
+    if f.policy == FailurePolicyKind::Discard {
+        return None;
+    }
+    let max_retries = f.max_retries.unwrap_or(sundial_core::job::DEFAULT_MAX_RETRIES);
+    if attempt > max_retries {
+        return None;
+    }
+    let b = f.backoff.as_ref();
+    let base = b.and_then(|b| b.base_ms).unwrap_or(1_000);
+    let max = b.and_then(|b| b.max_ms).unwrap_or(300_000).max(base);
+    let delay = match b.map(|b| b.kind).unwrap_or(BackoffKind::Exponential) {
+        BackoffKind::Fixed => base,
+        BackoffKind::Exponential => base.saturating_mul(1_i64 << (attempt - 1).clamp(0, 30)).min(max),
+    };
+    let jitter = b.and_then(|b| b.jitter).unwrap_or(true);
+    Some(if jitter { ((delay as f64) * (0.8 + 0.4 * unit)).round() as i64 } else { delay })
+}
+
+/// Record an attempt's outcome, applying the job's failure policy.
+pub async fn finish_attempt(
+    store: &dyn Store,
+    job: &Job,
+    run_id: &str,
+    attempt: i64,
+    result: ExecutorResult,
+    now_ms: i64,
+) -> sundial_store::Result<FinishOutcome> {
+    let result_kind = if result.succeeded {
+        AttemptResult::Succeeded
+    } else {
+        let unit: f64 = rand::rng().random();
+        AttemptResult::Failed { reason: result.reason, retry_at_ms: retry_delay_ms(job, attempt, unit).map(|d| now_ms + d) }
+    };
+    let outcome = store
+        .run_finish_attempt(&FinishAttempt {
+            run_id: run_id.to_string(),
+            attempt,
+            result: result_kind,
+            output: result.output,
+            message: result.message,
+            now_ms,
+        })
+        .await?;
+    if let FinishOutcome::Applied { run, children } = &outcome {
+        tracing::info!(run_id = %run.id, job_id = %run.job_id, attempt, state = %run.state, children = children.len(), "attempt finished");
+    }
+    Ok(outcome)
+}
+
+impl Engine {
+    /// Fail `running` runs whose deadline (plus grace) passed, with reason `timeout`,
+    /// after a best-effort signed cancel to their executor. Returns how many.
+    pub async fn reap_once(&self) -> Result<usize> {
+        let now = self.now_ms();
+        let overdue = self.store.run_overdue(now - self.cfg.reaper_grace_ms, 500).await?;
+        let mut n = 0;
+        for run in overdue {
+            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else { continue };
+            crate::delivery::cancel_remote(self.store.as_ref(), &self.client, &run).await;
+            let result = ExecutorResult {
+                succeeded: false,
+                reason: FailReason::Timeout,
+                output: None,
+                message: Some(format!("no result within timeout_ms = {}", job.timeout_ms)),
+            };
+            if matches!(finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, now).await?, FinishOutcome::Applied { .. }) {
+                n += 1;
+            }
+        }
+        // Seen webhook ids only matter inside the signature tolerance window.
+        self.store.webhook_forget(now - 2 * sundial_core::signing::TOLERANCE_SECS * 1000).await?;
+        if n > 0 {
+            self.wake.notify_one();
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sundial_core::job::{BackoffSpec, FailureSpec};
+
+    fn job_with(failure: FailureSpec) -> Job {
+        let mut j = crate::generate::tests_support::job();
+        j.failure = failure;
+        j
+    }
+
+    #[test]
+    fn exponential_backoff_doubles_up_to_the_cap_and_stops_after_max_retries() {
+        let j = job_with(FailureSpec {
+            policy: FailurePolicyKind::Retry,
+            max_retries: Some(3),
+            backoff: Some(BackoffSpec { kind: BackoffKind::Exponential, base_ms: Some(1000), max_ms: Some(3000), jitter: Some(false) }),
+        });
+        assert_eq!(retry_delay_ms(&j, 1, 0.5), Some(1000));
+        assert_eq!(retry_delay_ms(&j, 2, 0.5), Some(2000));
+        assert_eq!(retry_delay_ms(&j, 3, 0.5), Some(3000));
+        assert_eq!(retry_delay_ms(&j, 4, 0.5), None, "3 retries = 4 attempts");
+    }
+
+    #[test]
+    fn jitter_stays_within_twenty_percent_and_discard_never_retries() {
+        let j = job_with(FailureSpec {
+            policy: FailurePolicyKind::Retry,
+            max_retries: Some(5),
+            backoff: Some(BackoffSpec { kind: BackoffKind::Fixed, base_ms: Some(1000), max_ms: None, jitter: Some(true) }),
+        });
+        assert_eq!(retry_delay_ms(&j, 1, 0.0), Some(800));
+        assert_eq!(retry_delay_ms(&j, 1, 0.999_999), Some(1200));
+        let d = job_with(FailureSpec { policy: FailurePolicyKind::Discard, max_retries: Some(0), backoff: None });
+        assert_eq!(retry_delay_ms(&d, 1, 0.5), None);
+    }
+}
