@@ -34,9 +34,20 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(store: Arc<dyn Store>, clock: SharedClock, config: ApiConfig, wake: Arc<tokio::sync::Notify>) -> Self {
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: SharedClock,
+        config: ApiConfig,
+        wake: Arc<tokio::sync::Notify>,
+    ) -> Self {
         let delivery = sundial_engine::DeliveryClient::new(clock.clone());
-        Self { store, clock, config: Arc::new(config), wake, delivery }
+        Self {
+            store,
+            clock,
+            config: Arc::new(config),
+            wake,
+            delivery,
+        }
     }
 }
 

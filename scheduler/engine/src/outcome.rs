@@ -24,7 +24,9 @@ pub fn retry_delay_ms(job: &Job, attempt: i64, unit: f64) -> Option<i64> {
     if f.policy == FailurePolicyKind::Discard {
         return None;
     }
-    let max_retries = f.max_retries.unwrap_or(sundial_core::job::DEFAULT_MAX_RETRIES);
+    let max_retries = f
+        .max_retries
+        .unwrap_or(sundial_core::job::DEFAULT_MAX_RETRIES);
     if attempt > max_retries {
         return None;
     }
@@ -33,10 +35,16 @@ pub fn retry_delay_ms(job: &Job, attempt: i64, unit: f64) -> Option<i64> {
     let max = b.and_then(|b| b.max_ms).unwrap_or(300_000).max(base);
     let delay = match b.map(|b| b.kind).unwrap_or(BackoffKind::Exponential) {
         BackoffKind::Fixed => base,
-        BackoffKind::Exponential => base.saturating_mul(1_i64 << (attempt - 1).clamp(0, 30)).min(max),
+        BackoffKind::Exponential => base
+            .saturating_mul(1_i64 << (attempt - 1).clamp(0, 30))
+            .min(max),
     };
     let jitter = b.and_then(|b| b.jitter).unwrap_or(true);
-    Some(if jitter { ((delay as f64) * (0.8 + 0.4 * unit)).round() as i64 } else { delay })
+    Some(if jitter {
+        ((delay as f64) * (0.8 + 0.4 * unit)).round() as i64
+    } else {
+        delay
+    })
 }
 
 /// Record an attempt's outcome, applying the job's failure policy.
@@ -52,7 +60,10 @@ pub async fn finish_attempt(
         AttemptResult::Succeeded
     } else {
         let unit: f64 = rand::rng().random();
-        AttemptResult::Failed { reason: result.reason, retry_at_ms: retry_delay_ms(job, attempt, unit).map(|d| now_ms + d) }
+        AttemptResult::Failed {
+            reason: result.reason,
+            retry_at_ms: retry_delay_ms(job, attempt, unit).map(|d| now_ms + d),
+        }
     };
     let outcome = store
         .run_finish_attempt(&FinishAttempt {
@@ -75,10 +86,15 @@ impl Engine {
     /// after a best-effort signed cancel to their executor. Returns how many.
     pub async fn reap_once(&self) -> Result<usize> {
         let now = self.now_ms();
-        let overdue = self.store.run_overdue(now - self.cfg.reaper_grace_ms, 500).await?;
+        let overdue = self
+            .store
+            .run_overdue(now - self.cfg.reaper_grace_ms, 500)
+            .await?;
         let mut n = 0;
         for run in overdue {
-            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else { continue };
+            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
+                continue;
+            };
             crate::delivery::cancel_remote(self.store.as_ref(), &self.client, &run).await;
             let result = ExecutorResult {
                 succeeded: false,
@@ -86,12 +102,18 @@ impl Engine {
                 output: None,
                 message: Some(format!("no result within timeout_ms = {}", job.timeout_ms)),
             };
-            if matches!(finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, now).await?, FinishOutcome::Applied { .. }) {
+            if matches!(
+                finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, now)
+                    .await?,
+                FinishOutcome::Applied { .. }
+            ) {
                 n += 1;
             }
         }
         // Seen webhook ids only matter inside the signature tolerance window.
-        self.store.webhook_forget(now - 2 * sundial_core::signing::TOLERANCE_SECS * 1000).await?;
+        self.store
+            .webhook_forget(now - 2 * sundial_core::signing::TOLERANCE_SECS * 1000)
+            .await?;
         if n > 0 {
             self.wake.notify_one();
         }
@@ -115,7 +137,12 @@ mod tests {
         let j = job_with(FailureSpec {
             policy: FailurePolicyKind::Retry,
             max_retries: Some(3),
-            backoff: Some(BackoffSpec { kind: BackoffKind::Exponential, base_ms: Some(1000), max_ms: Some(3000), jitter: Some(false) }),
+            backoff: Some(BackoffSpec {
+                kind: BackoffKind::Exponential,
+                base_ms: Some(1000),
+                max_ms: Some(3000),
+                jitter: Some(false),
+            }),
         });
         assert_eq!(retry_delay_ms(&j, 1, 0.5), Some(1000));
         assert_eq!(retry_delay_ms(&j, 2, 0.5), Some(2000));
@@ -128,11 +155,20 @@ mod tests {
         let j = job_with(FailureSpec {
             policy: FailurePolicyKind::Retry,
             max_retries: Some(5),
-            backoff: Some(BackoffSpec { kind: BackoffKind::Fixed, base_ms: Some(1000), max_ms: None, jitter: Some(true) }),
+            backoff: Some(BackoffSpec {
+                kind: BackoffKind::Fixed,
+                base_ms: Some(1000),
+                max_ms: None,
+                jitter: Some(true),
+            }),
         });
         assert_eq!(retry_delay_ms(&j, 1, 0.0), Some(800));
         assert_eq!(retry_delay_ms(&j, 1, 0.999_999), Some(1200));
-        let d = job_with(FailureSpec { policy: FailurePolicyKind::Discard, max_retries: Some(0), backoff: None });
+        let d = job_with(FailureSpec {
+            policy: FailurePolicyKind::Discard,
+            max_retries: Some(0),
+            backoff: None,
+        });
         assert_eq!(retry_delay_ms(&d, 1, 0.5), None);
     }
 }

@@ -66,9 +66,15 @@ pub struct ClaimParams {
 
 /// What the dispatch transaction decided.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // built once per dispatch, never stored in bulk
 pub enum DispatchDecision {
     /// Now `dispatching` as `attempt`, committed; send it.
-    Dispatch { run: Run, job: Job, webhook_id: String, covered: Vec<Run> },
+    Dispatch {
+        run: Run,
+        job: Job,
+        webhook_id: String,
+        covered: Vec<Run>,
+    },
     /// Not ours any more (another node, a lost lease, a cancel, a deleted job): do nothing.
     Gone,
     /// A `serial` job's previous run is still in flight: stays queued; try again later.
@@ -82,7 +88,10 @@ pub enum DispatchDecision {
 pub enum AttemptResult {
     Succeeded,
     /// Failed; `retry_at_ms` when the failure policy allows another attempt.
-    Failed { reason: sundial_core::run_state::FailReason, retry_at_ms: Option<i64> },
+    Failed {
+        reason: sundial_core::run_state::FailReason,
+        retry_at_ms: Option<i64>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -96,13 +105,20 @@ pub struct FinishAttempt {
 }
 
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // built once per result, never stored in bulk
 pub enum FinishOutcome {
     /// Recorded; the run is now in `run.state`. `children` are the child runs fired.
-    Applied { run: Run, children: Vec<Run> },
+    Applied {
+        run: Run,
+        children: Vec<Run>,
+    },
     /// The same result was already recorded for this attempt: nothing changed.
     Duplicate,
     /// Refused: not the current attempt, or the run is no longer dispatching/running.
-    Conflict { state: RunState, attempt: i64 },
+    Conflict {
+        state: RunState,
+        attempt: i64,
+    },
     NotFound,
 }
 
@@ -179,43 +195,97 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Insert generated runs (duplicates of a fire key are ignored) and move the job's
     /// `generated_until_ms`, if the job is still at `job_version`. Returns the number
     /// inserted, or `None` if the job changed meanwhile (nothing written).
-    async fn run_generate(&self, job_id: &str, job_version: i64, runs: &[Run], generated_until_ms: i64) -> Result<Option<usize>>;
+    async fn run_generate(
+        &self,
+        job_id: &str,
+        job_version: i64,
+        runs: &[Run],
+        generated_until_ms: i64,
+    ) -> Result<Option<usize>>;
     /// Atomically claim due `pending` runs (→ `queued`) and due `retrying` runs
     /// (owner set) for a node, oldest first.
     async fn run_claim(&self, p: &ClaimParams) -> Result<Vec<Run>>;
     /// A claimed run the misfire policy drops: `queued` → `expired`, if still ours.
-    async fn run_expire(&self, run_id: &str, node_id: &str, message: &str, now_ms: i64) -> Result<bool>;
+    async fn run_expire(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        message: &str,
+        now_ms: i64,
+    ) -> Result<bool>;
     /// Does the job have a later pending-or-queued schedule run also scheduled before `before_ms`? (misfire `fire_once`)
-    async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool>;
+    async fn run_has_later_overdue(
+        &self,
+        job_id: &str,
+        scheduled_at_ms: i64,
+        before_ms: i64,
+    ) -> Result<bool>;
     /// Hand claimed runs not yet dispatched back (`queued` → `pending`, retrying runs lose their owner).
     async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64>;
     /// The dispatch transaction: move a claimed run to `dispatching` as its next attempt,
     /// conditional on state, owner and lease, reading the job's current definition and
     /// deciding block strategy and max concurrency under the job's lock.
-    async fn run_dispatch_begin(&self, run_id: &str, node_id: &str, now_ms: i64, lease_ms: i64) -> Result<DispatchDecision>;
+    async fn run_dispatch_begin(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<DispatchDecision>;
     /// Record where an attempt went and the dispatch trail.
-    async fn attempt_set_target(&self, run_id: &str, attempt: i64, executor_id: Option<&str>, address: Option<&str>, trail: &serde_json::Value) -> Result<()>;
+    async fn attempt_set_target(
+        &self,
+        run_id: &str,
+        attempt: i64,
+        executor_id: Option<&str>,
+        address: Option<&str>,
+        trail: &serde_json::Value,
+    ) -> Result<()>;
     /// `dispatching` → `running` (the executor answered 202), for the current attempt only.
     async fn run_mark_running(&self, run_id: &str, attempt: i64, now_ms: i64) -> Result<bool>;
     /// Record how the current attempt ended, through the state machine, conditional on
     /// state and attempt. Success fires the job's children (`p:<run id>`) in the same transaction.
     async fn run_finish_attempt(&self, p: &FinishAttempt) -> Result<FinishOutcome>;
     /// Cancel a non-terminal run. Returns the run as it was before, if it was cancelled.
-    async fn run_cancel(&self, tenant_id: &str, run_id: &str, message: &str, now_ms: i64) -> Result<Option<Run>>;
+    async fn run_cancel(
+        &self,
+        tenant_id: &str,
+        run_id: &str,
+        message: &str,
+        now_ms: i64,
+    ) -> Result<Option<Run>>;
     /// Make a `retrying` run due now.
     async fn run_retry_now(&self, tenant_id: &str, run_id: &str, now_ms: i64) -> Result<bool>;
     /// `running` runs past their deadline, up to `limit`.
     async fn run_overdue(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>>;
     async fn run_attempts(&self, run_id: &str) -> Result<Vec<Attempt>>;
-    async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()>;
+    async fn run_log_append(
+        &self,
+        run_id: &str,
+        attempt: i64,
+        lines: &[(i64, String, String)],
+    ) -> Result<()>;
     async fn run_logs(&self, run_id: &str, limit: i64) -> Result<Vec<RunLog>>;
 
     /// An app by id alone, for executor calls authenticated by the app's signature.
     async fn app_by_id(&self, id: &str) -> Result<Option<App>>;
     /// Insert or refresh an executor by (app, address); returns the stored row (its id is stable).
     async fn executor_upsert(&self, e: &Executor) -> Result<Executor>;
-    async fn executor_heartbeat(&self, app_id: &str, executor_id: &str, running: i64, metadata: Option<&serde_json::Value>, now_ms: i64) -> Result<bool>;
-    async fn executor_set_state(&self, app_id: &str, executor_id: &str, state: sundial_core::types::ExecutorState, now_ms: i64) -> Result<bool>;
+    async fn executor_heartbeat(
+        &self,
+        app_id: &str,
+        executor_id: &str,
+        running: i64,
+        metadata: Option<&serde_json::Value>,
+        now_ms: i64,
+    ) -> Result<bool>;
+    async fn executor_set_state(
+        &self,
+        app_id: &str,
+        executor_id: &str,
+        state: sundial_core::types::ExecutorState,
+        now_ms: i64,
+    ) -> Result<bool>;
     async fn executor_list(&self, app_id: &str) -> Result<Vec<Executor>>;
     /// Insert a registration-created job unless one exists for its registration key.
     async fn job_insert_if_absent(&self, job: &Job) -> Result<bool>;

@@ -16,9 +16,9 @@ use sundial_core::types::{BlockStrategy, ExecutorState, JobState, Role, RunState
 
 use crate::error::conflict_on;
 use crate::{
-    Attempt, AttemptResult, ClaimParams, DispatchDecision, Executor, FinishAttempt, FinishOutcome, RunLog,
-    ApiKey, App, Dialect, Job, JobFilter, Page, Result, Run, RunFilter, Script, Store, StoreError,
-    Tenant, migrate,
+    ApiKey, App, Attempt, AttemptResult, ClaimParams, Dialect, DispatchDecision, Executor,
+    FinishAttempt, FinishOutcome, Job, JobFilter, Page, Result, Run, RunFilter, RunLog, Script,
+    Store, StoreError, Tenant, migrate,
 };
 
 #[derive(Debug, Clone)]
@@ -385,7 +385,10 @@ const CLAIM_UPDATE_SQL: &str = "UPDATE runs SET state = CASE WHEN state = 'pendi
     lease_until_ms = ?, updated_at_ms = ? WHERE id IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 fn refused(e: sundial_core::run_state::Refused) -> StoreError {
-    StoreError::Refused { field: "state".into(), message: e.to_string() }
+    StoreError::Refused {
+        field: "state".into(),
+        message: e.to_string(),
+    }
 }
 
 fn sha256_hex(s: &str) -> String {
@@ -448,8 +451,16 @@ async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Ru
 
 /// Move a run to a terminal state through the state machine, conditional on the
 /// state it was read in; the current attempt follows. False if refused or raced.
-async fn set_terminal(tx: &mut Transaction<'static, Any>, run: &Run, event: RunEvent, message: &str, now_ms: i64) -> Result<bool> {
-    let Ok(t) = transition(run.state, &event) else { return Ok(false) };
+async fn set_terminal(
+    tx: &mut Transaction<'static, Any>,
+    run: &Run,
+    event: RunEvent,
+    message: &str,
+    now_ms: i64,
+) -> Result<bool> {
+    let Ok(t) = transition(run.state, &event) else {
+        return Ok(false);
+    };
     let r = sqlx::query(
         "UPDATE runs SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, lease_until_ms = NULL \
          WHERE id = ? AND state = ? AND attempt = ?",
@@ -1044,7 +1055,13 @@ impl Store for SqlStore {
         .collect()
     }
 
-    async fn run_generate(&self, job_id: &str, job_version: i64, runs: &[Run], generated_until_ms: i64) -> Result<Option<usize>> {
+    async fn run_generate(
+        &self,
+        job_id: &str,
+        job_version: i64,
+        runs: &[Run],
+        generated_until_ms: i64,
+    ) -> Result<Option<usize>> {
         let mut tx = self.begin().await?;
         let moved = sqlx::query("UPDATE jobs SET generated_until_ms = ? WHERE id = ? AND version = ? AND state = 'active'")
             .bind(generated_until_ms)
@@ -1121,8 +1138,16 @@ impl Store for SqlStore {
         Ok(claimed)
     }
 
-    async fn run_expire(&self, run_id: &str, node_id: &str, message: &str, now_ms: i64) -> Result<bool> {
-        let to = transition(RunState::Queued, &RunEvent::Expire).map_err(refused)?.to;
+    async fn run_expire(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        message: &str,
+        now_ms: i64,
+    ) -> Result<bool> {
+        let to = transition(RunState::Queued, &RunEvent::Expire)
+            .map_err(refused)?
+            .to;
         let r = sqlx::query(
             "UPDATE runs SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, lease_until_ms = NULL \
              WHERE id = ? AND state = 'queued' AND owner_node = ?",
@@ -1138,7 +1163,12 @@ impl Store for SqlStore {
         Ok(r.rows_affected() > 0)
     }
 
-    async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool> {
+    async fn run_has_later_overdue(
+        &self,
+        job_id: &str,
+        scheduled_at_ms: i64,
+        before_ms: i64,
+    ) -> Result<bool> {
         Ok(sqlx::query(
             "SELECT 1 FROM runs WHERE job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule' \
              AND scheduled_at_ms > ? AND scheduled_at_ms < ? LIMIT 1",
@@ -1170,33 +1200,51 @@ impl Store for SqlStore {
         Ok(n)
     }
 
-    async fn run_dispatch_begin(&self, run_id: &str, node_id: &str, now_ms: i64, lease_ms: i64) -> Result<DispatchDecision> {
+    async fn run_dispatch_begin(
+        &self,
+        run_id: &str,
+        node_id: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<DispatchDecision> {
         let lock = self.lock_clause();
         let mut tx = self.begin().await?;
-        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ?{lock}")))
-            .bind(run_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .as_ref()
-            .map(run_row)
-            .transpose()?
+        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT * FROM runs WHERE id = ?{lock}"
+        )))
+        .bind(run_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .as_ref()
+        .map(run_row)
+        .transpose()?
         else {
             return Ok(DispatchDecision::Gone);
         };
-        let ours = run.owner_node.as_deref() == Some(node_id) && run.lease_until_ms.is_some_and(|l| l >= now_ms);
+        let ours = run.owner_node.as_deref() == Some(node_id)
+            && run.lease_until_ms.is_some_and(|l| l >= now_ms);
         if !ours || !matches!(run.state, RunState::Queued | RunState::Retrying) {
             return Ok(DispatchDecision::Gone);
         }
         // The job row lock serialises dispatch decisions of one job across nodes.
-        let job = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ?{lock}")))
-            .bind(&run.job_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .as_ref()
-            .map(job_row)
-            .transpose()?;
+        let job = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {JOB_COLS} FROM jobs WHERE id = ?{lock}"
+        )))
+        .bind(&run.job_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .as_ref()
+        .map(job_row)
+        .transpose()?;
         let Some(job) = job else {
-            set_terminal(&mut tx, &run, RunEvent::Cancel, "the job was deleted", now_ms).await?;
+            set_terminal(
+                &mut tx,
+                &run,
+                RunEvent::Cancel,
+                "the job was deleted",
+                now_ms,
+            )
+            .await?;
             tx.commit().await?;
             return Ok(DispatchDecision::Gone);
         };
@@ -1227,14 +1275,30 @@ impl Store for SqlStore {
                         return Ok(DispatchDecision::Blocked);
                     }
                     BlockStrategy::DiscardLater => {
-                        set_terminal(&mut tx, &run, RunEvent::Skip, "discard_later: the previous run is still in flight", now_ms)
-                            .await?;
+                        set_terminal(
+                            &mut tx,
+                            &run,
+                            RunEvent::Skip,
+                            "discard_later: the previous run is still in flight",
+                            now_ms,
+                        )
+                        .await?;
                         tx.commit().await?;
-                        return Ok(DispatchDecision::Skipped { reason: "discard_later" });
+                        return Ok(DispatchDecision::Skipped {
+                            reason: "discard_later",
+                        });
                     }
                     BlockStrategy::CoverEarly => {
                         for r in inflight {
-                            if set_terminal(&mut tx, &r, RunEvent::Cancel, "cover_early: replaced by a newer run", now_ms).await? {
+                            if set_terminal(
+                                &mut tx,
+                                &r,
+                                RunEvent::Cancel,
+                                "cover_early: replaced by a newer run",
+                                now_ms,
+                            )
+                            .await?
+                            {
                                 still -= 1;
                                 covered.push(r);
                             }
@@ -1243,9 +1307,18 @@ impl Store for SqlStore {
                 }
             }
             if job.max_concurrency.is_some_and(|m| still >= m) {
-                set_terminal(&mut tx, &run, RunEvent::Skip, "max_concurrency reached", now_ms).await?;
+                set_terminal(
+                    &mut tx,
+                    &run,
+                    RunEvent::Skip,
+                    "max_concurrency reached",
+                    now_ms,
+                )
+                .await?;
                 tx.commit().await?;
-                return Ok(DispatchDecision::Skipped { reason: "max_concurrency" });
+                return Ok(DispatchDecision::Skipped {
+                    reason: "max_concurrency",
+                });
             }
         }
         let t = transition(run.state, &RunEvent::Dispatch).map_err(refused)?;
@@ -1289,10 +1362,22 @@ impl Store for SqlStore {
         run.deadline_ms = Some(now_ms + job.timeout_ms);
         run.started_at_ms = run.started_at_ms.or(Some(now_ms));
         run.job_version = job.version;
-        Ok(DispatchDecision::Dispatch { run, job, webhook_id, covered })
+        Ok(DispatchDecision::Dispatch {
+            run,
+            job,
+            webhook_id,
+            covered,
+        })
     }
 
-    async fn attempt_set_target(&self, run_id: &str, attempt: i64, executor_id: Option<&str>, address: Option<&str>, trail: &Value) -> Result<()> {
+    async fn attempt_set_target(
+        &self,
+        run_id: &str,
+        attempt: i64,
+        executor_id: Option<&str>,
+        address: Option<&str>,
+        trail: &Value,
+    ) -> Result<()> {
         sqlx::query("UPDATE attempts SET executor_id = ?, address = ?, trail = ? WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
             .bind(executor_id)
             .bind(address)
@@ -1305,7 +1390,9 @@ impl Store for SqlStore {
     }
 
     async fn run_mark_running(&self, run_id: &str, attempt: i64, now_ms: i64) -> Result<bool> {
-        let to = transition(RunState::Dispatching, &RunEvent::Accepted).map_err(refused)?.to;
+        let to = transition(RunState::Dispatching, &RunEvent::Accepted)
+            .map_err(refused)?
+            .to;
         let mut tx = self.begin().await?;
         let r = sqlx::query("UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ?")
             .bind(to.as_str())
@@ -1326,23 +1413,33 @@ impl Store for SqlStore {
     async fn run_finish_attempt(&self, p: &FinishAttempt) -> Result<FinishOutcome> {
         let lock = self.lock_clause();
         let mut tx = self.begin().await?;
-        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ?{lock}")))
-            .bind(&p.run_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .as_ref()
-            .map(run_row)
-            .transpose()?
+        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT * FROM runs WHERE id = ?{lock}"
+        )))
+        .bind(&p.run_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .as_ref()
+        .map(run_row)
+        .transpose()?
         else {
             return Ok(FinishOutcome::NotFound);
         };
         let (status, event) = match &p.result {
             AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
-            AttemptResult::Failed { reason, retry_at_ms } => {
-                ("failed", RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
-            }
+            AttemptResult::Failed {
+                reason,
+                retry_at_ms,
+            } => (
+                "failed",
+                RunEvent::AttemptFailed {
+                    reason: *reason,
+                    retry: retry_at_ms.is_some(),
+                },
+            ),
         };
-        let current = run.attempt == p.attempt && matches!(run.state, RunState::Dispatching | RunState::Running);
+        let current = run.attempt == p.attempt
+            && matches!(run.state, RunState::Dispatching | RunState::Running);
         if !current {
             let prior = sqlx::query("SELECT state, output FROM attempts WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
                 .bind(&p.run_id)
@@ -1356,12 +1453,18 @@ impl Store for SqlStore {
                     return Ok(FinishOutcome::Duplicate);
                 }
             }
-            return Ok(FinishOutcome::Conflict { state: run.state, attempt: run.attempt });
+            return Ok(FinishOutcome::Conflict {
+                state: run.state,
+                attempt: run.attempt,
+            });
         }
         let t = transition(run.state, &event).map_err(refused)?;
         let (reason, retry_at) = match &p.result {
             AttemptResult::Succeeded => (None, None),
-            AttemptResult::Failed { reason, retry_at_ms } => (Some(reason.as_str()), *retry_at_ms),
+            AttemptResult::Failed {
+                reason,
+                retry_at_ms,
+            } => (Some(reason.as_str()), *retry_at_ms),
         };
         let finished = t.to.is_terminal().then_some(p.now_ms);
         let output = p.output.as_ref().map(to_json);
@@ -1382,7 +1485,10 @@ impl Store for SqlStore {
         .execute(&mut *tx)
         .await?;
         if updated.rows_affected() == 0 {
-            return Ok(FinishOutcome::Conflict { state: run.state, attempt: run.attempt });
+            return Ok(FinishOutcome::Conflict {
+                state: run.state,
+                attempt: run.attempt,
+            });
         }
         sqlx::query(
             "UPDATE attempts SET state = ?, reason = ?, message = ?, output = ?, finished_at_ms = ? WHERE run_id = ? AND shard_index = 0 AND attempt = ?",
@@ -1452,17 +1558,25 @@ impl Store for SqlStore {
         Ok(FinishOutcome::Applied { run, children })
     }
 
-    async fn run_cancel(&self, tenant_id: &str, run_id: &str, message: &str, now_ms: i64) -> Result<Option<Run>> {
+    async fn run_cancel(
+        &self,
+        tenant_id: &str,
+        run_id: &str,
+        message: &str,
+        now_ms: i64,
+    ) -> Result<Option<Run>> {
         let lock = self.lock_clause();
         let mut tx = self.begin().await?;
-        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ? AND tenant_id = ?{lock}")))
-            .bind(run_id)
-            .bind(tenant_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .as_ref()
-            .map(run_row)
-            .transpose()?
+        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT * FROM runs WHERE id = ? AND tenant_id = ?{lock}"
+        )))
+        .bind(run_id)
+        .bind(tenant_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .as_ref()
+        .map(run_row)
+        .transpose()?
         else {
             return Ok(None);
         };
@@ -1522,7 +1636,12 @@ impl Store for SqlStore {
             .collect()
     }
 
-    async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()> {
+    async fn run_log_append(
+        &self,
+        run_id: &str,
+        attempt: i64,
+        lines: &[(i64, String, String)],
+    ) -> Result<()> {
         let mut tx = self.begin().await?;
         for (at, level, message) in lines {
             sqlx::query("INSERT INTO run_logs (run_id, shard_index, attempt, at_ms, level, message) VALUES (?, 0, ?, ?, ?, ?)")
@@ -1575,14 +1694,15 @@ impl Store for SqlStore {
     async fn executor_upsert(&self, e: &Executor) -> Result<Executor> {
         let address_hash = sha256_hex(&e.address);
         let mut tx = self.begin().await?;
-        let existing: Option<String> = sqlx::query("SELECT id FROM executors WHERE app_id = ? AND address_hash = ?")
-            .bind(&e.app_id)
-            .bind(&address_hash)
-            .fetch_optional(&mut *tx)
-            .await?
-            .as_ref()
-            .map(|r| col(r, "id"))
-            .transpose()?;
+        let existing: Option<String> =
+            sqlx::query("SELECT id FROM executors WHERE app_id = ? AND address_hash = ?")
+                .bind(&e.app_id)
+                .bind(&address_hash)
+                .fetch_optional(&mut *tx)
+                .await?
+                .as_ref()
+                .map(|r| col(r, "id"))
+                .transpose()?;
         let id = match existing {
             Some(id) => {
                 sqlx::query(
@@ -1631,7 +1751,14 @@ impl Store for SqlStore {
         Ok(Executor { id, ..e.clone() })
     }
 
-    async fn executor_heartbeat(&self, app_id: &str, executor_id: &str, running: i64, metadata: Option<&Value>, now_ms: i64) -> Result<bool> {
+    async fn executor_heartbeat(
+        &self,
+        app_id: &str,
+        executor_id: &str,
+        running: i64,
+        metadata: Option<&Value>,
+        now_ms: i64,
+    ) -> Result<bool> {
         let r = sqlx::query(
             "UPDATE executors SET state = 'online', running = ?, last_heartbeat_ms = ?, \
              metadata = COALESCE(?, metadata), last_metadata_ms = CASE WHEN ? IS NULL THEN last_metadata_ms ELSE ? END \
@@ -1649,7 +1776,13 @@ impl Store for SqlStore {
         Ok(r.rows_affected() > 0)
     }
 
-    async fn executor_set_state(&self, app_id: &str, executor_id: &str, state: ExecutorState, _now_ms: i64) -> Result<bool> {
+    async fn executor_set_state(
+        &self,
+        app_id: &str,
+        executor_id: &str,
+        state: ExecutorState,
+        _now_ms: i64,
+    ) -> Result<bool> {
         let r = sqlx::query("UPDATE executors SET state = ? WHERE id = ? AND app_id = ?")
             .bind(state.as_str())
             .bind(executor_id)
@@ -1688,18 +1821,23 @@ impl Store for SqlStore {
     async fn job_insert_if_absent(&self, job: &Job) -> Result<bool> {
         match self.job_insert(job, &[]).await {
             Ok(()) => Ok(true),
-            Err(StoreError::Conflict { what: "job_registration", .. }) => Ok(false),
+            Err(StoreError::Conflict {
+                what: "job_registration",
+                ..
+            }) => Ok(false),
             Err(e) => Err(e),
         }
     }
 
     async fn webhook_seen(&self, app_id: &str, webhook_id: &str, now_ms: i64) -> Result<bool> {
-        let r = sqlx::query("INSERT INTO seen_webhooks (app_id, webhook_id, seen_at_ms) VALUES (?, ?, ?)")
-            .bind(app_id)
-            .bind(webhook_id)
-            .bind(now_ms)
-            .execute(&self.pool)
-            .await;
+        let r = sqlx::query(
+            "INSERT INTO seen_webhooks (app_id, webhook_id, seen_at_ms) VALUES (?, ?, ?)",
+        )
+        .bind(app_id)
+        .bind(webhook_id)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await;
         match r {
             Ok(_) => Ok(true),
             Err(sqlx::Error::Database(d)) if d.is_unique_violation() => Ok(false),
@@ -1708,7 +1846,10 @@ impl Store for SqlStore {
     }
 
     async fn webhook_forget(&self, before_ms: i64) -> Result<u64> {
-        let r = sqlx::query("DELETE FROM seen_webhooks WHERE seen_at_ms < ?").bind(before_ms).execute(&self.pool).await?;
+        let r = sqlx::query("DELETE FROM seen_webhooks WHERE seen_at_ms < ?")
+            .bind(before_ms)
+            .execute(&self.pool)
+            .await?;
         Ok(r.rows_affected())
     }
 
@@ -1724,7 +1865,10 @@ impl Store for SqlStore {
 
     async fn setting_set(&self, name: &str, value: &str, now_ms: i64) -> Result<()> {
         let mut tx = self.begin().await?;
-        sqlx::query("DELETE FROM settings WHERE name = ?").bind(name).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM settings WHERE name = ?")
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
         sqlx::query("INSERT INTO settings (name, value, updated_at_ms) VALUES (?, ?, ?)")
             .bind(name)
             .bind(value)

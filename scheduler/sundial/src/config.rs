@@ -116,14 +116,23 @@ impl Settings {
             secret_grace_secs >= 0,
             "secret_grace_secs: must not be negative"
         );
-        let claim_window_ms = self.claim_window_ms.or(file.claim_window_ms).unwrap_or(5_000);
-        anyhow::ensure!((100..=60_000).contains(&claim_window_ms), "claim_window_ms: must be 100-60000");
+        let claim_window_ms = self
+            .claim_window_ms
+            .or(file.claim_window_ms)
+            .unwrap_or(5_000);
+        anyhow::ensure!(
+            (100..=60_000).contains(&claim_window_ms),
+            "claim_window_ms: must be 100-60000"
+        );
         let horizon_ms = self.horizon_ms.or(file.horizon_ms).unwrap_or(180_000);
         anyhow::ensure!(
             horizon_ms >= claim_window_ms && horizon_ms <= 86_400_000,
             "horizon_ms: must be at least claim_window_ms ({claim_window_ms}) and at most one day"
         );
-        let timer_capacity = self.timer_capacity.or(file.timer_capacity).unwrap_or(10_000);
+        let timer_capacity = self
+            .timer_capacity
+            .or(file.timer_capacity)
+            .unwrap_or(10_000);
         anyhow::ensure!(timer_capacity >= 1, "timer_capacity: must be at least 1");
         let max_inflight = self.max_inflight.or(file.max_inflight).unwrap_or(512);
         anyhow::ensure!(max_inflight >= 1, "max_inflight: must be at least 1");
@@ -145,12 +154,18 @@ impl Settings {
                 .or(file.max_body_bytes)
                 .unwrap_or(1024 * 1024),
             secret_grace_secs,
-            node_id: self.node_id.or(file.node_id).unwrap_or_else(|| sundial_core::ids::new_id(sundial_core::ids::NODE)),
+            node_id: self
+                .node_id
+                .or(file.node_id)
+                .unwrap_or_else(|| sundial_core::ids::new_id(sundial_core::ids::NODE)),
             horizon_ms,
             claim_window_ms,
             timer_capacity,
             max_inflight,
-            shutdown_grace_secs: self.shutdown_grace_secs.or(file.shutdown_grace_secs).unwrap_or(30),
+            shutdown_grace_secs: self
+                .shutdown_grace_secs
+                .or(file.shutdown_grace_secs)
+                .unwrap_or(30),
         })
     }
 }

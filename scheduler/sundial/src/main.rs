@@ -83,7 +83,10 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     let state = AppState::new(
         store.clone(),
         clock.clone(),
-        ApiConfig { max_body_bytes: cfg.max_body_bytes, secret_grace_ms: cfg.secret_grace_secs * 1000 },
+        ApiConfig {
+            max_body_bytes: cfg.max_body_bytes,
+            secret_grace_ms: cfg.secret_grace_secs * 1000,
+        },
         wake.clone(),
     );
     let mut engine_cfg = EngineConfig::new(cfg.node_id.clone());
@@ -111,7 +114,9 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     tracing::info!("shutting down: no more claiming; handing back claimed runs");
-    engine.shutdown(std::time::Duration::from_secs(cfg.shutdown_grace_secs)).await;
+    engine
+        .shutdown(std::time::Duration::from_secs(cfg.shutdown_grace_secs))
+        .await;
     store.close().await;
     tracing::info!("stopped");
     Ok(())

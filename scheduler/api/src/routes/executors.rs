@@ -73,8 +73,22 @@ pub struct Ack {
 }
 
 fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> Job {
-    let name: String = handler.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).take(100).collect();
-    let name = if name.starts_with(|c: char| c.is_ascii_alphanumeric()) { name } else { format!("h{}", &name[..name.len().min(99)]) };
+    let name: String = handler
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(100)
+        .collect();
+    let name = if name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        name
+    } else {
+        format!("h{}", &name[..name.len().min(99)])
+    };
     Job {
         id: new_id(ids::JOB),
         tenant_id: tenant_id.to_string(),
@@ -97,10 +111,21 @@ fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> J
         params: json!({}),
         route: Route::RoundRobin,
         block: BlockStrategy::Serial,
-        misfire: MisfireSpec { policy: MisfirePolicy::FireOnce, threshold_ms: None, catchup_window_ms: None, max_catchup: None }
-            .resolve()
-            .expect("defaults are valid"),
-        failure: FailureSpec { policy: FailurePolicyKind::Retry, max_retries: None, backoff: None }.resolve().expect("defaults are valid"),
+        misfire: MisfireSpec {
+            policy: MisfirePolicy::FireOnce,
+            threshold_ms: None,
+            catchup_window_ms: None,
+            max_catchup: None,
+        }
+        .resolve()
+        .expect("defaults are valid"),
+        failure: FailureSpec {
+            policy: FailurePolicyKind::Retry,
+            max_retries: None,
+            backoff: None,
+        }
+        .resolve()
+        .expect("defaults are valid"),
         timeout_ms: DEFAULT_TIMEOUT_MS,
         max_concurrency: None,
         state: JobState::Stopped,
@@ -117,7 +142,11 @@ fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> J
 #[utoipa::path(post, path = "/api/v1/executors/register", tag = "executors", request_body = RegisterRequest, security(()),
     params(("sundial-app-id" = String, Header), ("webhook-id" = String, Header), ("webhook-timestamp" = String, Header), ("webhook-signature" = String, Header)),
     responses((status = 200, body = Registered), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
-pub async fn register(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Registered>> {
+pub async fn register(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<axum::Json<Registered>> {
     let (app, req): (_, RegisterRequest) = verify(&st, &headers, &body).await?;
     let address = WebhookUrl::parse("address", &req.address)?;
     let handlers = req
@@ -165,13 +194,31 @@ pub async fn register(State(st): State<AppState>, headers: HeaderMap, body: Byte
 /// Heartbeat (every 3 s), optionally with metadata (every 30 s). Signed.
 #[utoipa::path(post, path = "/api/v1/executors/heartbeat", tag = "executors", request_body = HeartbeatRequest, security(()),
     responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn heartbeat(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
+pub async fn heartbeat(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<axum::Json<Ack>> {
     let (app, req): (_, HeartbeatRequest) = verify(&st, &headers, &body).await?;
     let running = req.running.unwrap_or(0);
     if running < 0 {
-        return Err(ApiError::field("running", "invalid_field", "must not be negative"));
+        return Err(ApiError::field(
+            "running",
+            "invalid_field",
+            "must not be negative",
+        ));
     }
-    if !st.store.executor_heartbeat(&app.id, &req.executor_id, running, req.metadata.as_ref(), st.now_ms()).await? {
+    if !st
+        .store
+        .executor_heartbeat(
+            &app.id,
+            &req.executor_id,
+            running,
+            req.metadata.as_ref(),
+            st.now_ms(),
+        )
+        .await?
+    {
         return Err(ApiError::not_found("executor (register first)"));
     }
     Ok(axum::Json(Ack { ok: true }))
@@ -180,9 +227,22 @@ pub async fn heartbeat(State(st): State<AppState>, headers: HeaderMap, body: Byt
 /// Deregister on shutdown: the executor is offline at once. Signed.
 #[utoipa::path(post, path = "/api/v1/executors/deregister", tag = "executors", request_body = DeregisterRequest, security(()),
     responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn deregister(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
+pub async fn deregister(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<axum::Json<Ack>> {
     let (app, req): (_, DeregisterRequest) = verify(&st, &headers, &body).await?;
-    if !st.store.executor_set_state(&app.id, &req.executor_id, ExecutorState::Offline, st.now_ms()).await? {
+    if !st
+        .store
+        .executor_set_state(
+            &app.id,
+            &req.executor_id,
+            ExecutorState::Offline,
+            st.now_ms(),
+        )
+        .await?
+    {
         return Err(ApiError::not_found("executor"));
     }
     tracing::info!(app_id = %app.id, executor_id = %req.executor_id, "executor deregistered");
@@ -220,9 +280,21 @@ pub struct ResultAccepted {
     pub duplicate: bool,
 }
 
-async fn run_of_app(st: &AppState, app: &sundial_store::App, run_id: &str) -> ApiResult<(sundial_store::Run, Job)> {
-    let run = st.store.run_get(&app.tenant_id, run_id).await?.ok_or_else(|| ApiError::not_found("run"))?;
-    let job = st.store.job_get(&app.tenant_id, &run.job_id).await?.ok_or_else(|| ApiError::not_found("run"))?;
+async fn run_of_app(
+    st: &AppState,
+    app: &sundial_store::App,
+    run_id: &str,
+) -> ApiResult<(sundial_store::Run, Job)> {
+    let run = st
+        .store
+        .run_get(&app.tenant_id, run_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run"))?;
+    let job = st
+        .store
+        .job_get(&app.tenant_id, &run.job_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run"))?;
     if job.app_id != app.id {
         return Err(ApiError::not_found("run"));
     }
@@ -235,10 +307,19 @@ async fn run_of_app(st: &AppState, app: &sundial_store::App, run_id: &str) -> Ap
 #[utoipa::path(post, path = "/api/v1/runs/{id}/result", tag = "executors", request_body = ResultRequest, security(()),
     params(("id" = String, Path)),
     responses((status = 200, body = ResultAccepted), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
-pub async fn result(State(st): State<AppState>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<ResultAccepted>> {
+pub async fn result(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<axum::Json<ResultAccepted>> {
     let (app, req): (_, ResultRequest) = verify(&st, &headers, &body).await?;
     if req.shard.is_some_and(|s| s != 0) {
-        return Err(ApiError::field("shard", "invalid_field", "this run is not sharded; use 0 or omit it"));
+        return Err(ApiError::field(
+            "shard",
+            "invalid_field",
+            "this run is not sharded; use 0 or omit it",
+        ));
     }
     let (_, job) = run_of_app(&st, &app, &id).await?;
     let result = sundial_engine::ExecutorResult {
@@ -290,27 +371,48 @@ pub struct LogsRequest {
 #[utoipa::path(post, path = "/api/v1/runs/{id}/logs", tag = "executors", request_body = LogsRequest, security(()),
     params(("id" = String, Path)),
     responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
-pub async fn logs(State(st): State<AppState>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
+pub async fn logs(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<axum::Json<Ack>> {
     let (app, req): (_, LogsRequest) = verify(&st, &headers, &body).await?;
     if req.lines.len() > 1000 {
-        return Err(ApiError::field("lines", "invalid_field", "at most 1000 lines per call"));
+        return Err(ApiError::field(
+            "lines",
+            "invalid_field",
+            "at most 1000 lines per call",
+        ));
     }
     let now = st.now_ms();
     let mut lines = Vec::with_capacity(req.lines.len());
     for (i, l) in req.lines.iter().enumerate() {
         let level = l.level.clone().unwrap_or_else(|| "info".into());
         if !["debug", "info", "warn", "error"].contains(&level.as_str()) {
-            return Err(ApiError::field(&format!("lines[{i}].level"), "unknown_variant", "expected one of: debug, info, warn, error"));
+            return Err(ApiError::field(
+                &format!("lines[{i}].level"),
+                "unknown_variant",
+                "expected one of: debug, info, warn, error",
+            ));
         }
         let at = match &l.at {
             Some(a) => sundial_core::time::parse_rfc3339(&format!("lines[{i}].at"), a)?,
             None => now,
         };
-        lines.push((at, level, bounded_text(&format!("lines[{i}].message"), &l.message, 10_000)?));
+        lines.push((
+            at,
+            level,
+            bounded_text(&format!("lines[{i}].message"), &l.message, 10_000)?,
+        ));
     }
     let (run, _) = run_of_app(&st, &app, &id).await?;
     if req.attempt < 1 || req.attempt > run.attempt {
-        return Err(ApiError::field("attempt", "invalid_field", format!("the run has no attempt {}", req.attempt)));
+        return Err(ApiError::field(
+            "attempt",
+            "invalid_field",
+            format!("the run has no attempt {}", req.attempt),
+        ));
     }
     st.store.run_log_append(&id, req.attempt, &lines).await?;
     Ok(axum::Json(Ack { ok: true }))
@@ -339,8 +441,16 @@ pub struct ExecutorList {
 
 #[utoipa::path(get, path = "/api/v1/apps/{id}/executors", tag = "apps", params(("id" = String, Path, description = "App id or name")),
     responses((status = 200, body = ExecutorList), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn list(State(st): State<AppState>, caller: crate::auth::TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<ExecutorList>> {
-    let app = st.store.app_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("app"))?;
+pub async fn list(
+    State(st): State<AppState>,
+    caller: crate::auth::TenantCaller,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<ExecutorList>> {
+    let app = st
+        .store
+        .app_get(&caller.tenant_id, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("app"))?;
     let now = st.now_ms();
     let items = st
         .store
@@ -365,4 +475,3 @@ pub async fn list(State(st): State<AppState>, caller: crate::auth::TenantCaller,
         .collect();
     Ok(axum::Json(ExecutorList { items }))
 }
-

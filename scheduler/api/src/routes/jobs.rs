@@ -340,32 +340,55 @@ pub async fn trigger(
 ) -> ApiResult<(StatusCode, axum::Json<RunOut>)> {
     caller.require_editor()?;
     let req: TriggerRequest = if body.iter().all(|b| b.is_ascii_whitespace()) {
-        TriggerRequest { params: None, at: None }
+        TriggerRequest {
+            params: None,
+            at: None,
+        }
     } else {
         crate::extract::parse_json(&body)?
     };
     let key = match headers.get("idempotency-key") {
         Some(v) => {
-            let k = v.to_str().ok().filter(|k| !k.is_empty() && k.len() <= 200).ok_or_else(|| {
-                ApiError::field("Idempotency-Key", "invalid_field", "must be 1-200 visible ASCII characters")
-            })?;
+            let k = v
+                .to_str()
+                .ok()
+                .filter(|k| !k.is_empty() && k.len() <= 200)
+                .ok_or_else(|| {
+                    ApiError::field(
+                        "Idempotency-Key",
+                        "invalid_field",
+                        "must be 1-200 visible ASCII characters",
+                    )
+                })?;
             Some(k.to_string())
         }
         None => None,
     };
     let now = st.now_ms();
-    let at = req.at.as_deref().map(|a| sundial_core::time::parse_rfc3339("at", a)).transpose()?.unwrap_or(now);
+    let at = req
+        .at
+        .as_deref()
+        .map(|a| sundial_core::time::parse_rfc3339("at", a))
+        .transpose()?
+        .unwrap_or(now);
     if let Some(p) = &req.params {
         let size = serde_json::to_vec(p).map(|v| v.len()).unwrap_or(usize::MAX);
         if size > sundial_core::job::MAX_PARAMS_BYTES {
-            return Err(ApiError::field("params", "invalid_field", format!("is {size} bytes; at most 65536 are allowed")));
+            return Err(ApiError::field(
+                "params",
+                "invalid_field",
+                format!("is {size} bytes; at most 65536 are allowed"),
+            ));
         }
     }
     let job = load(&st, &caller, &id).await?;
     let run_id = new_id(ids::RUN);
     let (fire_key, trigger) = match &key {
         Some(k) => (format!("i:{k}"), sundial_core::types::TriggerKind::Api),
-        None => (format!("m:{run_id}"), sundial_core::types::TriggerKind::Manual),
+        None => (
+            format!("m:{run_id}"),
+            sundial_core::types::TriggerKind::Manual,
+        ),
     };
     let run = sundial_store::Run {
         id: run_id,
@@ -399,6 +422,10 @@ pub async fn trigger(
         st.wake.notify_one();
         return Ok((StatusCode::CREATED, axum::Json(run.into())));
     }
-    let existing = st.store.run_by_fire_key(&job.id, &fire_key).await?.ok_or_else(|| ApiError::not_found("run"))?;
+    let existing = st
+        .store
+        .run_by_fire_key(&job.id, &fire_key)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run"))?;
     Ok((StatusCode::OK, axum::Json(existing.into())))
 }

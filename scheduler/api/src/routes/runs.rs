@@ -56,41 +56,82 @@ pub async fn list(
     Ok(axum::Json(RunList { items, next_cursor }))
 }
 
-
 /// One run with its attempts (executor, dispatch trail, timings, result) and log lines.
 #[utoipa::path(get, path = "/api/v1/runs/{id}", tag = "runs", params(("id" = String, Path)),
     responses((status = 200, body = RunDetail), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn get(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<RunDetail>> {
-    let run = st.store.run_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
-    let attempts = st.store.run_attempts(&run.id).await?.into_iter().map(AttemptOut::from).collect();
+pub async fn get(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<RunDetail>> {
+    let run = st
+        .store
+        .run_get(&caller.tenant_id, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run"))?;
+    let attempts = st
+        .store
+        .run_attempts(&run.id)
+        .await?
+        .into_iter()
+        .map(AttemptOut::from)
+        .collect();
     let logs = st
         .store
         .run_logs(&run.id, 1000)
         .await?
         .into_iter()
-        .map(|l| LogOut { attempt: l.attempt, at: sundial_core::time::rfc3339_utc(l.at_ms), level: l.level, message: l.message })
+        .map(|l| LogOut {
+            attempt: l.attempt,
+            at: sundial_core::time::rfc3339_utc(l.at_ms),
+            level: l.level,
+            message: l.message,
+        })
         .collect();
-    Ok(axum::Json(RunDetail { run: run.into(), attempts, logs }))
+    Ok(axum::Json(RunDetail {
+        run: run.into(),
+        attempts,
+        logs,
+    }))
 }
 
 /// Cancel a run that has not finished (editor). A delivered attempt gets a signed
 /// best-effort cancel at its executor.
 #[utoipa::path(post, path = "/api/v1/runs/{id}/cancel", tag = "runs", params(("id" = String, Path)),
     responses((status = 200, body = RunOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
-pub async fn cancel(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<RunOut>> {
+pub async fn cancel(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<RunOut>> {
     caller.require_editor()?;
     let now = st.now_ms();
-    match st.store.run_cancel(&caller.tenant_id, &id, "cancelled through the API", now).await? {
+    match st
+        .store
+        .run_cancel(&caller.tenant_id, &id, "cancelled through the API", now)
+        .await?
+    {
         Some(before) => {
             if matches!(before.state, RunState::Dispatching | RunState::Running) {
                 sundial_engine::cancel_remote(st.store.as_ref(), &st.delivery, &before).await;
             }
-            let run = st.store.run_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
+            let run = st
+                .store
+                .run_get(&caller.tenant_id, &id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("run"))?;
             Ok(axum::Json(run.into()))
         }
         None => {
-            let run = st.store.run_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
-            Err(ApiError::conflict("not_cancellable", format!("the run is already `{}`", run.state)))
+            let run = st
+                .store
+                .run_get(&caller.tenant_id, &id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("run"))?;
+            Err(ApiError::conflict(
+                "not_cancellable",
+                format!("the run is already `{}`", run.state),
+            ))
         }
     }
 }
@@ -98,12 +139,29 @@ pub async fn cancel(State(st): State<AppState>, caller: TenantCaller, Path(id): 
 /// Skip the backoff of a `retrying` run: its next attempt starts now (editor).
 #[utoipa::path(post, path = "/api/v1/runs/{id}/retry", tag = "runs", params(("id" = String, Path)),
     responses((status = 200, body = RunOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
-pub async fn retry(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<axum::Json<RunOut>> {
+pub async fn retry(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<RunOut>> {
     caller.require_editor()?;
-    let done = st.store.run_retry_now(&caller.tenant_id, &id, st.now_ms()).await?;
-    let run = st.store.run_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
+    let done = st
+        .store
+        .run_retry_now(&caller.tenant_id, &id, st.now_ms())
+        .await?;
+    let run = st
+        .store
+        .run_get(&caller.tenant_id, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run"))?;
     if !done {
-        return Err(ApiError::conflict("not_retrying", format!("only a `retrying` run can be retried now; this one is `{}`", run.state)));
+        return Err(ApiError::conflict(
+            "not_retrying",
+            format!(
+                "only a `retrying` run can be retried now; this one is `{}`",
+                run.state
+            ),
+        ));
     }
     st.wake.notify_one();
     Ok(axum::Json(run.into()))

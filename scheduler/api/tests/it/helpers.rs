@@ -36,11 +36,19 @@ pub async fn spawn_app(dialect: Dialect) -> TestApp {
     let state = AppState::new(
         db.store(),
         Arc::new(clock.clone()),
-        ApiConfig { max_body_bytes: MAX_BODY, secret_grace_ms: GRACE_MS },
+        ApiConfig {
+            max_body_bytes: MAX_BODY,
+            secret_grace_ms: GRACE_MS,
+        },
         wake.clone(),
     );
     // The engine is not started: tests turn it by hand (`engine.tick()`) with the manual clock.
-    let engine = Engine::new(db.store(), Arc::new(clock.clone()), EngineConfig::new("node_test"), wake);
+    let engine = Engine::new(
+        db.store(),
+        Arc::new(clock.clone()),
+        EngineConfig::new("node_test"),
+        wake,
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(async move {

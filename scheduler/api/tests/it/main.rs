@@ -1,10 +1,12 @@
 //! API tests over real HTTP on 127.0.0.1:0, each on a fresh database, run on
 //! SQLite and on MariaDB.
 
+mod executor;
 mod helpers;
 
 mod auth;
 mod bad_input;
+mod engine;
 mod objects;
 mod openapi;
 
