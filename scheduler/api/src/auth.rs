@@ -33,20 +33,14 @@ impl TenantCaller {
         if self.role.can_edit() {
             Ok(())
         } else {
-            Err(ApiError::forbidden(format!(
-                "a `{}` key may only read; this needs an editor or admin key",
-                self.role
-            )))
+            Err(ApiError::forbidden(format!("a `{}` key may only read; this needs an editor or admin key", self.role)))
         }
     }
     pub fn require_admin(&self) -> Result<(), ApiError> {
         if self.role == Role::Admin {
             Ok(())
         } else {
-            Err(ApiError::forbidden(format!(
-                "a `{}` key cannot do this; it needs an admin key",
-                self.role
-            )))
+            Err(ApiError::forbidden(format!("a `{}` key cannot do this; it needs an admin key", self.role)))
         }
     }
 }
@@ -54,25 +48,18 @@ impl TenantCaller {
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let header = parts.headers.get(AUTHORIZATION).ok_or_else(|| {
-            ApiError::unauthorized("missing `Authorization: Bearer <api key>` header")
-        })?;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let header = parts
+            .headers
+            .get(AUTHORIZATION)
+            .ok_or_else(|| ApiError::unauthorized("missing `Authorization: Bearer <api key>` header"))?;
         let token = header
             .to_str()
             .ok()
-            .and_then(|h| {
-                h.strip_prefix("Bearer ")
-                    .or_else(|| h.strip_prefix("bearer "))
-            })
+            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
             .map(str::trim)
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                ApiError::unauthorized("the Authorization header must be `Bearer <api key>`")
-            })?;
+            .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <api key>`"))?;
         let key = state
             .store
             .api_key_by_hash(&hash_api_key(token))
@@ -90,17 +77,10 @@ impl FromRequestParts<AppState> for Caller {
 impl FromRequestParts<AppState> for TenantCaller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let Caller { key } = Caller::from_request_parts(parts, state).await?;
         match key.tenant_id {
-            Some(tenant_id) => Ok(TenantCaller {
-                tenant_id,
-                role: key.role,
-                key_id: key.id,
-            }),
+            Some(tenant_id) => Ok(TenantCaller { tenant_id, role: key.role, key_id: key.id }),
             None => Err(ApiError::forbidden(
                 "operator keys manage tenants only; use a key of the tenant (POST /api/v1/tenants returns its first admin key)",
             )),
@@ -117,10 +97,7 @@ pub struct OperatorCaller {
 impl FromRequestParts<AppState> for OperatorCaller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let Caller { key } = Caller::from_request_parts(parts, state).await?;
         if key.role == Role::Operator {
             Ok(OperatorCaller { key_id: key.id })

@@ -33,12 +33,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            code,
-            message: message.into(),
-            details: json!({}),
-        }
+        Self { status, code, message: message.into(), details: json!({}) }
     }
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = details;
@@ -55,11 +50,7 @@ impl ApiError {
         }
     }
     pub fn not_found(what: &str) -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("{what} not found"),
-        )
+        Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
     }
     pub fn unauthorized(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
@@ -79,21 +70,13 @@ impl ApiError {
             src = s.source();
         }
         tracing::error!(error = %chain, "internal error");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "internal error; see the server log",
-        )
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = ErrorBody {
-            code: self.code.to_string(),
-            message: self.message,
-            details: self.details,
-        };
+        let body = ErrorBody { code: self.code.to_string(), message: self.message, details: self.details };
         (self.status, Json(body)).into_response()
     }
 }
@@ -118,13 +101,9 @@ impl From<StoreError> for ApiError {
             }
             StoreError::Stale(what) => ApiError::conflict(
                 "stale",
-                format!(
-                    "the {what} was changed by another request meanwhile; reload it and try again"
-                ),
+                format!("the {what} was changed by another request meanwhile; reload it and try again"),
             ),
-            StoreError::Refused { field, message } => {
-                ApiError::field(&field, "invalid_field", message)
-            }
+            StoreError::Refused { field, message } => ApiError::field(&field, "invalid_field", message),
             StoreError::Database(ref d) if is_unavailable(d) => {
                 tracing::warn!(error = %e, "database unavailable");
                 ApiError::new(
@@ -139,8 +118,5 @@ impl From<StoreError> for ApiError {
 }
 
 fn is_unavailable(e: &sqlx::Error) -> bool {
-    matches!(
-        e,
-        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed
-    )
+    matches!(e, sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed)
 }

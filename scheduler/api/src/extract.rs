@@ -47,17 +47,9 @@ fn data_error(path: &str, msg: &str) -> ApiError {
         let leaf = between_backticks(msg).unwrap_or("?");
         let field = join(path, leaf);
         let expected = msg.split_once(", expected ").map(|(_, e)| e).unwrap_or("");
-        return ApiError::field(
-            &field,
-            "unknown_field",
-            format!("is not a known field; expected {expected}"),
-        );
+        return ApiError::field(&field, "unknown_field", format!("is not a known field; expected {expected}"));
     }
-    let field = if path.is_empty() || path == "." {
-        "body"
-    } else {
-        path
-    };
+    let field = if path.is_empty() || path == "." { "body" } else { path };
     if msg.starts_with("unknown variant") {
         return ApiError::field(field, "unknown_variant", msg.to_string());
     }
@@ -75,16 +67,20 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         let inner = e.into_inner();
         match inner.classify() {
             serde_json::error::Category::Data => data_error(&path, &inner.to_string()),
-            serde_json::error::Category::Eof if bytes.iter().all(|b| b.is_ascii_whitespace()) => {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", "the request body is empty; a JSON object is expected")
-                    .with_details(json!({"field": "body", "problem": "empty"}))
-            }
+            serde_json::error::Category::Eof if bytes.iter().all(|b| b.is_ascii_whitespace()) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_json",
+                "the request body is empty; a JSON object is expected",
+            )
+            .with_details(json!({"field": "body", "problem": "empty"})),
             _ => ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "invalid_json",
                 format!("the request body is not valid JSON: {inner}"),
             )
-            .with_details(json!({"field": "body", "problem": inner.to_string(), "line": inner.line(), "column": inner.column()})),
+            .with_details(
+                json!({"field": "body", "problem": inner.to_string(), "line": inner.line(), "column": inner.column()}),
+            ),
         }
     })
 }
@@ -109,11 +105,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
         match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
             Some(b'{') | None => {}
             Some(_) if serde_json::from_slice::<serde_json::Value>(&bytes).is_ok() => {
-                return Err(ApiError::field(
-                    "body",
-                    "wrong_type",
-                    "must be a JSON object",
-                ));
+                return Err(ApiError::field("body", "wrong_type", "must be a JSON object"));
             }
             Some(_) => {}
         }

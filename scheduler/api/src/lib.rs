@@ -37,16 +37,10 @@ pub fn router(state: AppState) -> Router {
         .route("/keys", post(keys::create).get(keys::list))
         .route("/keys/{id}", axum::routing::delete(keys::delete))
         .route("/apps", post(apps::create).get(apps::list))
-        .route(
-            "/apps/{id}",
-            get(apps::get).patch(apps::update).delete(apps::delete),
-        )
+        .route("/apps/{id}", get(apps::get).patch(apps::update).delete(apps::delete))
         .route("/apps/{id}/rotate-secret", post(apps::rotate_secret))
         .route("/jobs", post(jobs::create).get(jobs::list))
-        .route(
-            "/jobs/{id}",
-            get(jobs::get).put(jobs::replace).delete(jobs::delete),
-        )
+        .route("/jobs/{id}", get(jobs::get).put(jobs::replace).delete(jobs::delete))
         .route("/jobs/{id}/start", post(jobs::start))
         .route("/jobs/{id}/stop", post(jobs::stop))
         .route("/jobs/{id}/preview", get(jobs::preview))
@@ -62,10 +56,7 @@ pub fn router(state: AppState) -> Router {
         .route("/executors/register", post(executors::register))
         .route("/executors/heartbeat", post(executors::heartbeat))
         .route("/executors/deregister", post(executors::deregister))
-        .route(
-            "/settings/scheduling",
-            get(settings::get).put(settings::put),
-        );
+        .route("/settings/scheduling", get(settings::get).put(settings::put));
 
     let max_body = state.config.max_body_bytes;
     Router::new()

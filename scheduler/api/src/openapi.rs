@@ -66,9 +66,7 @@ pub fn document() -> String {
         if let Some(item) = doc.paths.paths.get_mut(path)
             && let Some(op) = item.get.as_mut()
         {
-            op.security = Some(vec![
-                utoipa::openapi::security::SecurityRequirement::default(),
-            ]);
+            op.security = Some(vec![utoipa::openapi::security::SecurityRequirement::default()]);
         }
     }
     let mut s = serde_json::to_string_pretty(&doc).expect("OpenAPI serialises");
@@ -77,8 +75,5 @@ pub fn document() -> String {
 }
 
 pub async fn serve() -> impl axum::response::IntoResponse {
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        document(),
-    )
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], document())
 }

@@ -30,19 +30,11 @@ pub async fn verify<T: DeserializeOwned>(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<(App, T), ApiError> {
-    let app_id = header(headers, HEADER_APP_ID)
-        .ok_or_else(|| bad_signature(format!("missing header `{HEADER_APP_ID}`")))?;
-    let app = st
-        .store
-        .app_by_id(app_id)
-        .await?
-        .ok_or_else(|| bad_signature("unknown app"))?;
+    let app_id =
+        header(headers, HEADER_APP_ID).ok_or_else(|| bad_signature(format!("missing header `{HEADER_APP_ID}`")))?;
+    let app = st.store.app_by_id(app_id).await?.ok_or_else(|| bad_signature("unknown app"))?;
     let now = st.now_ms();
-    let keys: Vec<SigningKey> = app
-        .valid_secrets(now)
-        .into_iter()
-        .filter_map(|s| SigningKey::parse(s).ok())
-        .collect();
+    let keys: Vec<SigningKey> = app.valid_secrets(now).into_iter().filter_map(|s| SigningKey::parse(s).ok()).collect();
     signing::verify(
         &keys,
         header(headers, signing::HEADER_ID),
@@ -55,12 +47,8 @@ pub async fn verify<T: DeserializeOwned>(
     let parsed: T = parse_json(body)?;
     let msg_id = header(headers, signing::HEADER_ID).unwrap_or_default();
     if !st.store.webhook_seen(&app.id, msg_id, now).await? {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "replayed",
-            "this webhook-id was already used",
-        )
-        .with_details(json!({"field": "webhook-id"})));
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "replayed", "this webhook-id was already used")
+            .with_details(json!({"field": "webhook-id"})));
     }
     Ok((app, parsed))
 }

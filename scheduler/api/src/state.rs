@@ -14,10 +14,7 @@ pub struct ApiConfig {
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        Self {
-            max_body_bytes: 1024 * 1024,
-            secret_grace_ms: 24 * 3_600_000,
-        }
+        Self { max_body_bytes: 1024 * 1024, secret_grace_ms: 24 * 3_600_000 }
     }
 }
 
@@ -34,20 +31,9 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(
-        store: Arc<dyn Store>,
-        clock: SharedClock,
-        config: ApiConfig,
-        wake: Arc<tokio::sync::Notify>,
-    ) -> Self {
+    pub fn new(store: Arc<dyn Store>, clock: SharedClock, config: ApiConfig, wake: Arc<tokio::sync::Notify>) -> Self {
         let delivery = sundial_engine::DeliveryClient::new(clock.clone());
-        Self {
-            store,
-            clock,
-            config: Arc::new(config),
-            wake,
-            delivery,
-        }
+        Self { store, clock, config: Arc::new(config), wake, delivery }
     }
 }
 

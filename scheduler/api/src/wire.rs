@@ -27,17 +27,10 @@ impl PageQuery {
     pub fn page(&self) -> Result<sundial_store::Page, ApiError> {
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(ApiError::field(
-                "limit",
-                "invalid_field",
-                format!("{limit} is out of range 1-{MAX_LIMIT}"),
-            ));
+            return Err(ApiError::field("limit", "invalid_field", format!("{limit} is out of range 1-{MAX_LIMIT}")));
         }
         // Fetch one more than asked to know whether a next page exists.
-        Ok(sundial_store::Page {
-            limit: limit + 1,
-            after: self.cursor.clone(),
-        })
+        Ok(sundial_store::Page { limit: limit + 1, after: self.cursor.clone() })
     }
 }
 
@@ -87,11 +80,7 @@ pub struct TenantOut {
 
 impl From<Tenant> for TenantOut {
     fn from(t: Tenant) -> Self {
-        TenantOut {
-            id: t.id,
-            name: t.name,
-            created_at: rfc3339_utc(t.created_at_ms),
-        }
+        TenantOut { id: t.id, name: t.name, created_at: rfc3339_utc(t.created_at_ms) }
     }
 }
 

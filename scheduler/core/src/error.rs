@@ -12,11 +12,7 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            code,
-            message: message.into(),
-        }
+        Self { field: field.into(), code, message: message.into() }
     }
 
     /// An invalid value (`code = "invalid"`).

@@ -19,9 +19,7 @@ pub fn looks_like(prefix: &str, id: &str) -> bool {
     id.len() == prefix.len() + 33
         && id.starts_with(prefix)
         && id.as_bytes()[prefix.len()] == b'_'
-        && id[prefix.len() + 1..]
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit())
+        && id[prefix.len() + 1..].bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 #[cfg(test)]

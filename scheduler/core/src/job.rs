@@ -5,10 +5,7 @@ use serde_json::Value;
 
 use crate::FieldError;
 use crate::schedule::{Schedule, ScheduleSpec};
-use crate::types::{
-    BackoffKind, BlockStrategy, FailurePolicyKind, JobState, MisfirePolicy, Name, Route,
-    bounded_text,
-};
+use crate::types::{BackoffKind, BlockStrategy, FailurePolicyKind, JobState, MisfirePolicy, Name, Route, bounded_text};
 
 pub const DEFAULT_MISFIRE_THRESHOLD_MS: i64 = 5_000;
 pub const DEFAULT_CATCHUP_WINDOW_MS: i64 = 3_600_000;
@@ -141,10 +138,7 @@ pub struct JobDef {
 
 fn in_range(field: &str, v: i64, lo: i64, hi: i64) -> Result<i64, FieldError> {
     if !(lo..=hi).contains(&v) {
-        return Err(FieldError::invalid(
-            field,
-            format!("{v} is out of range {lo}-{hi}"),
-        ));
+        return Err(FieldError::invalid(field, format!("{v} is out of range {lo}-{hi}")));
     }
     Ok(v)
 }
@@ -155,10 +149,7 @@ pub fn parse_handler(field: &str, s: &str) -> Result<String, FieldError> {
         return Err(FieldError::invalid(field, "must not be empty"));
     }
     if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(FieldError::invalid(
-            field,
-            format!("`{s}` must not contain whitespace"),
-        ));
+        return Err(FieldError::invalid(field, format!("`{s}` must not contain whitespace")));
     }
     bounded_text(field, s, 200)
 }
@@ -166,24 +157,15 @@ pub fn parse_handler(field: &str, s: &str) -> Result<String, FieldError> {
 impl MisfireSpec {
     /// Fill defaults and check ranges.
     pub fn resolve(&self) -> Result<MisfireSpec, FieldError> {
-        let threshold = in_range(
-            "threshold_ms",
-            self.threshold_ms.unwrap_or(DEFAULT_MISFIRE_THRESHOLD_MS),
-            0,
-            3_600_000,
-        )?;
+        let threshold =
+            in_range("threshold_ms", self.threshold_ms.unwrap_or(DEFAULT_MISFIRE_THRESHOLD_MS), 0, 3_600_000)?;
         let window = in_range(
             "catchup_window_ms",
             self.catchup_window_ms.unwrap_or(DEFAULT_CATCHUP_WINDOW_MS),
             0,
             7 * 24 * 3_600_000,
         )?;
-        let cap = in_range(
-            "max_catchup",
-            self.max_catchup.unwrap_or(DEFAULT_MAX_CATCHUP),
-            1,
-            10_000,
-        )?;
+        let cap = in_range("max_catchup", self.max_catchup.unwrap_or(DEFAULT_MAX_CATCHUP), 1, 10_000)?;
         Ok(MisfireSpec {
             policy: self.policy,
             threshold_ms: Some(threshold),
@@ -196,18 +178,12 @@ impl MisfireSpec {
 impl FailureSpec {
     pub fn resolve(&self) -> Result<FailureSpec, FieldError> {
         let max_retries = match self.policy {
-            FailurePolicyKind::Retry => in_range(
-                "max_retries",
-                self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
-                0,
-                100,
-            )?,
+            FailurePolicyKind::Retry => {
+                in_range("max_retries", self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES), 0, 100)?
+            }
             FailurePolicyKind::Discard => {
                 if self.max_retries.is_some_and(|n| n != 0) {
-                    return Err(FieldError::invalid(
-                        "max_retries",
-                        "must be 0 or absent with policy `discard`",
-                    ));
+                    return Err(FieldError::invalid("max_retries", "must be 0 or absent with policy `discard`"));
                 }
                 0
             }
@@ -219,17 +195,9 @@ impl FailureSpec {
             jitter: None,
         });
         let base = in_range("backoff.base_ms", b.base_ms.unwrap_or(1_000), 0, 86_400_000)?;
-        let max = in_range(
-            "backoff.max_ms",
-            b.max_ms.unwrap_or(300_000.max(base)),
-            0,
-            86_400_000,
-        )?;
+        let max = in_range("backoff.max_ms", b.max_ms.unwrap_or(300_000.max(base)), 0, 86_400_000)?;
         if max < base {
-            return Err(FieldError::invalid(
-                "backoff.max_ms",
-                "must not be less than backoff.base_ms",
-            ));
+            return Err(FieldError::invalid("backoff.max_ms", "must not be less than backoff.base_ms"));
         }
         Ok(FailureSpec {
             policy: self.policy,
@@ -248,44 +216,24 @@ impl JobDef {
     /// Validate everything that needs no lookup. `now_ms` anchors fixed-rate schedules.
     pub fn parse(input: &JobInput, now_ms: i64) -> Result<JobDef, FieldError> {
         let name = Name::parse("name", &input.name)?;
-        let description = bounded_text(
-            "description",
-            input.description.as_deref().unwrap_or(""),
-            2000,
-        )?;
+        let description = bounded_text("description", input.description.as_deref().unwrap_or(""), 2000)?;
         if input.app.is_empty() {
-            return Err(FieldError::invalid(
-                "app",
-                "must name an app (its name or id)",
-            ));
+            return Err(FieldError::invalid("app", "must name an app (its name or id)"));
         }
         let target = match (&input.handler, &input.script) {
             (Some(h), None) => Target::Handler(parse_handler("handler", h)?),
             (None, Some(s)) if !s.is_empty() => Target::Script(s.clone()),
             (None, Some(_)) => return Err(FieldError::invalid("script", "must not be empty")),
             (Some(_), Some(_)) => {
-                return Err(FieldError::invalid(
-                    "script",
-                    "give either `handler` or `script`, not both",
-                ));
+                return Err(FieldError::invalid("script", "give either `handler` or `script`, not both"));
             }
             (None, None) => {
-                return Err(FieldError::new(
-                    "handler",
-                    "missing_field",
-                    "one of `handler` or `script` is required",
-                ));
+                return Err(FieldError::new("handler", "missing_field", "one of `handler` or `script` is required"));
             }
         };
-        let schedule =
-            Schedule::parse(&input.schedule, now_ms).map_err(|e| e.within("schedule"))?;
-        let params = input
-            .params
-            .clone()
-            .unwrap_or(Value::Object(Default::default()));
-        let size = serde_json::to_vec(&params)
-            .map(|v| v.len())
-            .unwrap_or(usize::MAX);
+        let schedule = Schedule::parse(&input.schedule, now_ms).map_err(|e| e.within("schedule"))?;
+        let params = input.params.clone().unwrap_or(Value::Object(Default::default()));
+        let size = serde_json::to_vec(&params).map(|v| v.len()).unwrap_or(usize::MAX);
         if size > MAX_PARAMS_BYTES {
             return Err(FieldError::invalid(
                 "params",
@@ -306,46 +254,25 @@ impl JobDef {
         let failure = input
             .failure
             .clone()
-            .unwrap_or(FailureSpec {
-                policy: FailurePolicyKind::Retry,
-                max_retries: None,
-                backoff: None,
-            })
+            .unwrap_or(FailureSpec { policy: FailurePolicyKind::Retry, max_retries: None, backoff: None })
             .resolve()
             .map_err(|e| e.within("failure"))?;
-        let timeout_ms = in_range(
-            "timeout_ms",
-            input.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS),
-            1_000,
-            86_400_000,
-        )?;
-        let max_concurrency = input
-            .max_concurrency
-            .map(|n| in_range("max_concurrency", n, 1, 10_000))
-            .transpose()?;
+        let timeout_ms = in_range("timeout_ms", input.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS), 1_000, 86_400_000)?;
+        let max_concurrency = input.max_concurrency.map(|n| in_range("max_concurrency", n, 1, 10_000)).transpose()?;
         let children = input.children.clone().unwrap_or_default();
         if children.len() > MAX_CHILDREN {
-            return Err(FieldError::invalid(
-                "children",
-                format!("at most {MAX_CHILDREN} child jobs"),
-            ));
+            return Err(FieldError::invalid("children", format!("at most {MAX_CHILDREN} child jobs")));
         }
         for (i, c) in children.iter().enumerate() {
             if !crate::ids::looks_like(crate::ids::JOB, c) {
-                return Err(FieldError::invalid(
-                    format!("children[{i}]"),
-                    format!("`{c}` is not a job id"),
-                ));
+                return Err(FieldError::invalid(format!("children[{i}]"), format!("`{c}` is not a job id")));
             }
         }
         let mut dedup = children.clone();
         dedup.sort();
         dedup.dedup();
         if dedup.len() != children.len() {
-            return Err(FieldError::invalid(
-                "children",
-                "lists a job more than once",
-            ));
+            return Err(FieldError::invalid("children", "lists a job more than once"));
         }
         Ok(JobDef {
             name,
@@ -401,15 +328,8 @@ mod tests {
         i.schedule.timezone = Some("Nowhere/Land".into());
         assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "schedule.timezone");
         let mut i = input();
-        i.failure = Some(FailureSpec {
-            policy: FailurePolicyKind::Retry,
-            max_retries: Some(1000),
-            backoff: None,
-        });
-        assert_eq!(
-            JobDef::parse(&i, 0).unwrap_err().field,
-            "failure.max_retries"
-        );
+        i.failure = Some(FailureSpec { policy: FailurePolicyKind::Retry, max_retries: Some(1000), backoff: None });
+        assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "failure.max_retries");
         let mut i = input();
         i.children = Some(vec!["nope".into()]);
         assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "children[0]");

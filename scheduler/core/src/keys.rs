@@ -15,10 +15,7 @@ pub const SECRET_PREFIX: &str = "whsec_";
 pub fn generate_api_key() -> String {
     let mut b = [0u8; 32];
     rand::rng().fill_bytes(&mut b);
-    format!(
-        "{API_KEY_PREFIX}{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
-    )
+    format!("{API_KEY_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b))
 }
 
 /// The stored form of an API key.
@@ -35,10 +32,7 @@ pub fn display_prefix(key: &str) -> String {
 pub fn generate_signing_secret() -> String {
     let mut b = [0u8; 32];
     rand::rng().fill_bytes(&mut b);
-    format!(
-        "{SECRET_PREFIX}{}",
-        base64::engine::general_purpose::STANDARD.encode(b)
-    )
+    format!("{SECRET_PREFIX}{}", base64::engine::general_purpose::STANDARD.encode(b))
 }
 
 #[cfg(test)]

@@ -212,12 +212,7 @@ impl RouteState {
     /// A state remembering at most `max_keys` (at least 1) job keys per kind
     /// of memory.
     pub fn with_max_keys(max_keys: usize) -> Self {
-        RouteState {
-            counters: HashMap::new(),
-            usage: HashMap::new(),
-            rings: HashMap::new(),
-            max_keys: max_keys.max(1),
-        }
+        RouteState { counters: HashMap::new(), usage: HashMap::new(), rings: HashMap::new(), max_keys: max_keys.max(1) }
     }
 
     /// Plans one attempt. `key` is the job id: round robin, LRU and LFU memory
@@ -282,18 +277,10 @@ impl RouteState {
             }
         };
         for (i, c) in eligible.iter().enumerate() {
-            let o = if i == chosen {
-                outcome::CHOSEN
-            } else {
-                outcome::NOT_CHOSEN
-            };
+            let o = if i == chosen { outcome::CHOSEN } else { outcome::NOT_CHOSEN };
             trail.push(TrailEntry::new(c, o));
         }
-        Ok(Plan {
-            targets: vec![eligible[chosen].clone()],
-            shard_total: None,
-            trail,
-        })
+        Ok(Plan { targets: vec![eligible[chosen].clone()], shard_total: None, trail })
     }
 
     /// Tell LRU/LFU that `executor_id` got a delivery of job `key` at `now_ms`.
@@ -306,18 +293,12 @@ impl RouteState {
             return;
         };
         if !per.contains_key(executor_id) && per.len() >= MAX_EXECUTORS_PER_KEY {
-            let oldest = per
-                .iter()
-                .min_by_key(|(_, u)| (u.last_ms, u.count))
-                .map(|(k, _)| k.clone());
+            let oldest = per.iter().min_by_key(|(_, u)| (u.last_ms, u.count)).map(|(k, _)| k.clone());
             if let Some(k) = oldest {
                 per.remove(&k);
             }
         }
-        let u = per.entry(executor_id.to_owned()).or_insert(Usage {
-            last_ms: i64::MIN,
-            count: 0,
-        });
+        let u = per.entry(executor_id.to_owned()).or_insert(Usage { last_ms: i64::MIN, count: 0 });
         u.last_ms = u.last_ms.max(now_ms);
         u.count = u.count.saturating_add(1);
     }
@@ -327,8 +308,7 @@ impl RouteState {
     fn next_round_robin(&mut self, key: &str) -> u64 {
         if !self.counters.contains_key(key) {
             make_room(&mut self.counters, self.max_keys);
-            self.counters
-                .insert(key.to_owned(), stable_hash(key.as_bytes()));
+            self.counters.insert(key.to_owned(), stable_hash(key.as_bytes()));
         }
         let Some(c) = self.counters.get_mut(key) else {
             return 0;
@@ -371,11 +351,7 @@ fn busyover(mut trail: Vec<TrailEntry>, eligible: &[&Candidate]) -> Plan {
             };
             trail.push(TrailEntry::new(c, o));
         }
-        return Plan {
-            targets: vec![eligible[idle].clone()],
-            shard_total: None,
-            trail,
-        };
+        return Plan { targets: vec![eligible[idle].clone()], shard_total: None, trail };
     }
     // Everyone is busy: say so, then fall back to the least busy (stable sort
     // keeps registration order among equals).
@@ -383,11 +359,7 @@ fn busyover(mut trail: Vec<TrailEntry>, eligible: &[&Candidate]) -> Plan {
     let mut targets: Vec<&Candidate> = eligible.to_vec();
     targets.sort_by_key(|c| c.running);
     trail.extend(targets.iter().map(|c| TrailEntry::new(c, outcome::CHOSEN)));
-    Plan {
-        targets: targets.into_iter().cloned().collect(),
-        shard_total: None,
-        trail,
-    }
+    Plan { targets: targets.into_iter().cloned().collect(), shard_total: None, trail }
 }
 
 #[cfg(test)]
@@ -417,10 +389,7 @@ mod tests {
     }
 
     fn trail(plan: &Plan) -> Vec<(&str, &str)> {
-        plan.trail
-            .iter()
-            .map(|e| (e.executor_id.as_str(), e.outcome.as_str()))
-            .collect()
+        plan.trail.iter().map(|e| (e.executor_id.as_str(), e.outcome.as_str())).collect()
     }
 
     fn ids(targets: &[Candidate]) -> Vec<&str> {
@@ -429,11 +398,7 @@ mod tests {
 
     fn three() -> Vec<Candidate> {
         // Deliberately not in registration order.
-        vec![
-            exec("c", 30, &["h"]),
-            exec("a", 10, &["h"]),
-            exec("b", 20, &["h"]),
-        ]
+        vec![exec("c", 30, &["h"]), exec("a", 10, &["h"]), exec("b", 20, &["h"])]
     }
 
     fn pick(st: &mut RouteState, route: Route, key: &str, cs: &[Candidate]) -> String {
@@ -449,19 +414,10 @@ mod tests {
         let other = exec("other", 2, &["x"]);
         let ok = exec("ok", 3, &["x", "h"]);
         let mut st = RouteState::new();
-        let p = st
-            .plan(Route::First, Some("h"), "j", &[ok, other, off])
-            .unwrap();
+        let p = st.plan(Route::First, Some("h"), "j", &[ok, other, off]).unwrap();
         assert_eq!(ids(&p.targets), ["ok"]);
         assert_eq!(p.shard_total, None);
-        assert_eq!(
-            trail(&p),
-            [
-                ("off", "offline"),
-                ("other", "lacks_handler"),
-                ("ok", "chosen")
-            ]
-        );
+        assert_eq!(trail(&p), [("off", "offline"), ("other", "lacks_handler"), ("ok", "chosen")]);
         assert_eq!(p.trail[2].address, "http://ok.test/run");
     }
 
@@ -469,52 +425,29 @@ mod tests {
     fn offline_wins_over_lacks_handler() {
         let mut c = exec("c", 1, &["x"]);
         c.online = false;
-        let e = RouteState::new()
-            .plan(Route::First, Some("h"), "j", &[c])
-            .unwrap_err();
+        let e = RouteState::new().plan(Route::First, Some("h"), "j", &[c]).unwrap_err();
         assert_eq!(e.trail[0].outcome, "offline");
     }
 
     #[test]
     fn static_endpoint_serves_every_handler() {
         let s = static_endpoint("https://hooks.example.com/x");
-        let p = RouteState::new()
-            .plan(
-                Route::First,
-                Some("anything"),
-                "j",
-                &[exec("e", -1, &["h"]), s],
-            )
-            .unwrap();
+        let p = RouteState::new().plan(Route::First, Some("anything"), "j", &[exec("e", -1, &["h"]), s]).unwrap();
         assert_eq!(ids(&p.targets), ["static:https://hooks.example.com/x"]);
-        assert_eq!(
-            trail(&p),
-            [
-                ("e", "lacks_handler"),
-                ("static:https://hooks.example.com/x", "chosen")
-            ]
-        );
+        assert_eq!(trail(&p), [("e", "lacks_handler"), ("static:https://hooks.example.com/x", "chosen")]);
     }
 
     #[test]
     fn script_job_may_run_on_any_executor() {
         let cs = [exec("a", 1, &["x"]), exec("b", 2, &[])];
-        let p = RouteState::new()
-            .plan(Route::Failover, None, "j", &cs)
-            .unwrap();
+        let p = RouteState::new().plan(Route::Failover, None, "j", &cs).unwrap();
         assert_eq!(ids(&p.targets), ["a", "b"]);
     }
 
     #[test]
     fn eligible_sorted_by_registration_then_id() {
-        let cs = [
-            exec("z", 5, &["h"]),
-            exec("b", 1, &["h"]),
-            exec("a", 5, &["h"]),
-        ];
-        let p = RouteState::new()
-            .plan(Route::Failover, Some("h"), "j", &cs)
-            .unwrap();
+        let cs = [exec("z", 5, &["h"]), exec("b", 1, &["h"]), exec("a", 5, &["h"])];
+        let p = RouteState::new().plan(Route::Failover, Some("h"), "j", &cs).unwrap();
         assert_eq!(ids(&p.targets), ["b", "a", "z"]);
     }
 
@@ -523,16 +456,10 @@ mod tests {
         let mut st = RouteState::new();
         let p = st.plan(Route::First, Some("h"), "j", &three()).unwrap();
         assert_eq!(ids(&p.targets), ["a"]);
-        assert_eq!(
-            trail(&p),
-            [("a", "chosen"), ("b", "not_chosen"), ("c", "not_chosen")]
-        );
+        assert_eq!(trail(&p), [("a", "chosen"), ("b", "not_chosen"), ("c", "not_chosen")]);
         let p = st.plan(Route::Last, Some("h"), "j", &three()).unwrap();
         assert_eq!(ids(&p.targets), ["c"]);
-        assert_eq!(
-            trail(&p),
-            [("a", "not_chosen"), ("b", "not_chosen"), ("c", "chosen")]
-        );
+        assert_eq!(trail(&p), [("a", "not_chosen"), ("b", "not_chosen"), ("c", "chosen")]);
     }
 
     #[test]
@@ -568,22 +495,16 @@ mod tests {
             assert_eq!(pick(&mut st, Route::RoundRobin, "job-1", &cs), order[i]);
         }
         // job-2 cycles on its own, through all three.
-        let seen: std::collections::BTreeSet<_> = (0..3)
-            .map(|_| pick(&mut st, Route::RoundRobin, "job-2", &cs))
-            .collect();
+        let seen: std::collections::BTreeSet<_> =
+            (0..3).map(|_| pick(&mut st, Route::RoundRobin, "job-2", &cs)).collect();
         assert_eq!(seen.len(), 3);
         // A fresh state starts a key at the same hash-derived position.
-        assert_eq!(
-            pick(&mut RouteState::new(), Route::RoundRobin, "job-1", &cs),
-            first
-        );
+        assert_eq!(pick(&mut RouteState::new(), Route::RoundRobin, "job-1", &cs), first);
     }
 
     #[test]
     fn round_robin_trail() {
-        let p = RouteState::new()
-            .plan(Route::RoundRobin, Some("h"), "k", &three())
-            .unwrap();
+        let p = RouteState::new().plan(Route::RoundRobin, Some("h"), "k", &three()).unwrap();
         let t = trail(&p);
         assert_eq!(t.len(), 3);
         assert_eq!(t.iter().filter(|(_, o)| *o == "chosen").count(), 1);
@@ -617,10 +538,7 @@ mod tests {
         let cs: Vec<_> = (0..5).map(|i| exec(&format!("e{i}"), i, &["h"])).collect();
         let mut st = RouteState::new();
         let keys: Vec<String> = (0..1000).map(|k| format!("job-{k}")).collect();
-        let before: Vec<String> = keys
-            .iter()
-            .map(|k| pick(&mut st, Route::ConsistentHash, k, &cs))
-            .collect();
+        let before: Vec<String> = keys.iter().map(|k| pick(&mut st, Route::ConsistentHash, k, &cs)).collect();
         // Roughly balanced: 200 each expected.
         for i in 0..5 {
             let n = before.iter().filter(|e| **e == format!("e{i}")).count();
@@ -655,13 +573,8 @@ mod tests {
         st.record_use("j", "c", 300);
         assert_eq!(pick(&mut st, Route::LeastRecentlyUsed, "j", &cs), "a");
         st.record_use("j", "a", 400);
-        let p = st
-            .plan(Route::LeastRecentlyUsed, Some("h"), "j", &cs)
-            .unwrap();
-        assert_eq!(
-            trail(&p),
-            [("a", "not_chosen"), ("b", "chosen"), ("c", "not_chosen")]
-        );
+        let p = st.plan(Route::LeastRecentlyUsed, Some("h"), "j", &cs).unwrap();
+        assert_eq!(trail(&p), [("a", "not_chosen"), ("b", "chosen"), ("c", "not_chosen")]);
         // Memory is per job.
         assert_eq!(pick(&mut st, Route::LeastRecentlyUsed, "other", &cs), "a");
     }
@@ -712,19 +625,12 @@ mod tests {
         let mut cs = three();
         cs[1].running = 2; // a
         cs[0].running = 1; // c
-        let p = RouteState::new()
-            .plan(Route::Busyover, Some("h"), "j", &cs)
-            .unwrap();
+        let p = RouteState::new().plan(Route::Busyover, Some("h"), "j", &cs).unwrap();
         assert_eq!(ids(&p.targets), ["b"]);
         assert_eq!(trail(&p), [("a", "busy"), ("b", "chosen"), ("c", "busy")]);
 
-        let p = RouteState::new()
-            .plan(Route::Busyover, Some("h"), "j", &three())
-            .unwrap();
-        assert_eq!(
-            trail(&p),
-            [("a", "chosen"), ("b", "not_chosen"), ("c", "not_chosen")]
-        );
+        let p = RouteState::new().plan(Route::Busyover, Some("h"), "j", &three()).unwrap();
+        assert_eq!(trail(&p), [("a", "chosen"), ("b", "not_chosen"), ("c", "not_chosen")]);
     }
 
     #[test]
@@ -736,9 +642,7 @@ mod tests {
         let mut off = exec("d", 40, &["h"]);
         off.online = false;
         cs.push(off);
-        let p = RouteState::new()
-            .plan(Route::Busyover, Some("h"), "j", &cs)
-            .unwrap();
+        let p = RouteState::new().plan(Route::Busyover, Some("h"), "j", &cs).unwrap();
         assert_eq!(ids(&p.targets), ["b", "c", "a"]);
         assert_eq!(p.shard_total, None);
         assert_eq!(
@@ -759,20 +663,10 @@ mod tests {
     fn failover_lists_all_eligible_in_order() {
         let mut cs = three();
         cs.push(exec("x", 0, &["other"]));
-        let p = RouteState::new()
-            .plan(Route::Failover, Some("h"), "j", &cs)
-            .unwrap();
+        let p = RouteState::new().plan(Route::Failover, Some("h"), "j", &cs).unwrap();
         assert_eq!(ids(&p.targets), ["a", "b", "c"]);
         assert_eq!(p.shard_total, None);
-        assert_eq!(
-            trail(&p),
-            [
-                ("x", "lacks_handler"),
-                ("a", "chosen"),
-                ("b", "chosen"),
-                ("c", "chosen")
-            ]
-        );
+        assert_eq!(trail(&p), [("x", "lacks_handler"), ("a", "chosen"), ("b", "chosen"), ("c", "chosen")]);
     }
 
     #[test]
@@ -780,17 +674,13 @@ mod tests {
         let mut cs = three();
         cs[0].online = false; // c
         cs.push(static_endpoint("https://s.example.com"));
-        let p = RouteState::new()
-            .plan(Route::Sharding, Some("h"), "j", &cs)
-            .unwrap();
+        let p = RouteState::new().plan(Route::Sharding, Some("h"), "j", &cs).unwrap();
         assert_eq!(ids(&p.targets), ["static:https://s.example.com", "a", "b"]);
         assert_eq!(p.shard_total, Some(3));
         assert_eq!(p.trail.len(), 4);
         assert_eq!(trail(&p)[0], ("c", "offline"));
 
-        let p = RouteState::new()
-            .plan(Route::Sharding, Some("h"), "j", &three()[..1])
-            .unwrap();
+        let p = RouteState::new().plan(Route::Sharding, Some("h"), "j", &three()[..1]).unwrap();
         assert_eq!(p.shard_total, Some(1));
     }
 
@@ -800,26 +690,16 @@ mod tests {
         off.online = false;
         let cs = [off, exec("other", 2, &["x"])];
         for route in Route::ALL {
-            let e = RouteState::new()
-                .plan(*route, Some("h"), "j", &cs)
-                .unwrap_err();
+            let e = RouteState::new().plan(*route, Some("h"), "j", &cs).unwrap_err();
             assert_eq!(e.handler, "h");
             assert_eq!(e.passed_over, 2);
             assert_eq!(
-                e.trail
-                    .iter()
-                    .map(|t| (t.executor_id.as_str(), t.outcome.as_str()))
-                    .collect::<Vec<_>>(),
+                e.trail.iter().map(|t| (t.executor_id.as_str(), t.outcome.as_str())).collect::<Vec<_>>(),
                 [("off", "offline"), ("other", "lacks_handler")]
             );
-            assert_eq!(
-                e.to_string(),
-                "no online executor serves handler `h` (2 passed over)"
-            );
+            assert_eq!(e.to_string(), "no online executor serves handler `h` (2 passed over)");
         }
-        let e = RouteState::new()
-            .plan(Route::Random, None, "j", &[])
-            .unwrap_err();
+        let e = RouteState::new().plan(Route::Random, None, "j", &[]).unwrap_err();
         assert_eq!((e.handler.as_str(), e.passed_over), ("*", 0));
         assert!(e.trail.is_empty());
     }
@@ -828,10 +708,7 @@ mod tests {
     fn trail_entry_serializes() {
         let e = TrailEntry::new(&exec("a", 1, &[]), outcome::BUSY);
         let v = serde_json::to_value(&e).unwrap();
-        assert_eq!(
-            v,
-            serde_json::json!({"executor_id": "a", "address": "http://a.test/run", "outcome": "busy"})
-        );
+        assert_eq!(v, serde_json::json!({"executor_id": "a", "address": "http://a.test/run", "outcome": "busy"}));
         assert_eq!(serde_json::from_value::<TrailEntry>(v).unwrap(), e);
     }
 }

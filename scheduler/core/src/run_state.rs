@@ -29,13 +29,8 @@ pub enum FailReason {
 }
 
 impl FailReason {
-    pub const ALL: &'static [FailReason] = &[
-        FailReason::Error,
-        FailReason::Timeout,
-        FailReason::Lost,
-        FailReason::Discarded,
-        FailReason::NoExecutor,
-    ];
+    pub const ALL: &'static [FailReason] =
+        &[FailReason::Error, FailReason::Timeout, FailReason::Lost, FailReason::Discarded, FailReason::NoExecutor];
 
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -93,14 +88,8 @@ impl RunEvent {
         RunEvent::Redeliver,
         RunEvent::Accepted,
         RunEvent::Succeeded,
-        RunEvent::AttemptFailed {
-            reason: FailReason::Error,
-            retry: true,
-        },
-        RunEvent::AttemptFailed {
-            reason: FailReason::Error,
-            retry: false,
-        },
+        RunEvent::AttemptFailed { reason: FailReason::Error, retry: true },
+        RunEvent::AttemptFailed { reason: FailReason::Error, retry: false },
         RunEvent::Cancel,
         RunEvent::Expire,
         RunEvent::Skip,
@@ -170,23 +159,14 @@ pub fn transition(from: RunState, event: &RunEvent) -> Result<Transition, Refuse
         (S::Dispatching | S::Running, E::Succeeded) => S::Succeeded,
         (S::Dispatching | S::Running, E::AttemptFailed { retry: true, .. }) => S::Retrying,
         (S::Dispatching | S::Running, E::AttemptFailed { retry: false, .. }) => S::Failed,
-        (S::Pending | S::Queued | S::Dispatching | S::Running | S::Retrying, E::Cancel) => {
-            S::Cancelled
-        }
+        (S::Pending | S::Queued | S::Dispatching | S::Running | S::Retrying, E::Cancel) => S::Cancelled,
         (S::Pending | S::Queued, E::Expire) => S::Expired,
         (S::Pending | S::Queued, E::Skip) => S::Skipped,
         _ => {
-            return Err(Refused {
-                from,
-                event: event.name(),
-            });
+            return Err(Refused { from, event: event.name() });
         }
     };
-    Ok(Transition {
-        from,
-        to,
-        new_attempt: matches!(event, E::Dispatch),
-    })
+    Ok(Transition { from, to, new_attempt: matches!(event, E::Dispatch) })
 }
 
 /// The names of the events a run in `from` accepts, in a fixed order (empty
@@ -209,10 +189,7 @@ pub fn mermaid() -> String {
     for &from in RunState::ALL {
         for event in RunEvent::REPRESENTATIVE {
             if let Ok(t) = transition(from, event) {
-                match edges
-                    .iter_mut()
-                    .find(|(f, to, _)| *f == t.from && *to == t.to)
-                {
+                match edges.iter_mut().find(|(f, to, _)| *f == t.from && *to == t.to) {
                     Some((_, _, labels)) => labels.push(event.label()),
                     None => edges.push((t.from, t.to, vec![event.label()])),
                 }
@@ -269,23 +246,13 @@ mod tests {
         (Skipped,     [NO,           NO,          NO,                NO,                NO,            NO,              NO,             NO,           NO,              NO,            NO]),
     ];
 
-    const REASONS: [FailReason; 5] = [
-        FailReason::Error,
-        FailReason::Timeout,
-        FailReason::Lost,
-        FailReason::Discarded,
-        FailReason::NoExecutor,
-    ];
+    const REASONS: [FailReason; 5] =
+        [FailReason::Error, FailReason::Timeout, FailReason::Lost, FailReason::Discarded, FailReason::NoExecutor];
 
     /// Every concrete event for a column: one for most, every reason for the
     /// two `AttemptFailed` columns.
     fn events_for(column: usize) -> Vec<RunEvent> {
-        let failed = |retry| {
-            REASONS
-                .iter()
-                .map(|&reason| RunEvent::AttemptFailed { reason, retry })
-                .collect()
-        };
+        let failed = |retry| REASONS.iter().map(|&reason| RunEvent::AttemptFailed { reason, retry }).collect();
         match column {
             0 => vec![RunEvent::Claim],
             1 => vec![RunEvent::Release],
@@ -320,20 +287,13 @@ mod tests {
                     match expected {
                         Some(to) => assert_eq!(
                             got,
-                            Ok(Transition {
-                                from,
-                                to: *to,
-                                new_attempt: column == 2
-                            }),
+                            Ok(Transition { from, to: *to, new_attempt: column == 2 }),
                             "{from} × {event:?} ({})",
                             COLUMNS[column]
                         ),
                         None => assert_eq!(
                             got,
-                            Err(Refused {
-                                from,
-                                event: event.name()
-                            }),
+                            Err(Refused { from, event: event.name() }),
                             "{from} × {event:?} ({}) should be refused",
                             COLUMNS[column]
                         ),
@@ -350,10 +310,7 @@ mod tests {
     fn terminal_states_refuse_everything() {
         for &from in RunState::ALL.iter().filter(|s| s.is_terminal()) {
             for event in all_events() {
-                assert!(
-                    transition(from, &event).is_err(),
-                    "{from} accepted {event:?}"
-                );
+                assert!(transition(from, &event).is_err(), "{from} accepted {event:?}");
             }
             assert!(allowed_events(from).is_empty());
         }
@@ -373,10 +330,7 @@ mod tests {
         // A run must be claimed before it is dispatched.
         assert!(transition(Pending, &RunEvent::Dispatch).is_err());
         for &from in RunState::ALL {
-            assert_eq!(
-                transition(from, &RunEvent::Redeliver).is_ok(),
-                from == Dispatching
-            );
+            assert_eq!(transition(from, &RunEvent::Redeliver).is_ok(), from == Dispatching);
         }
     }
 
@@ -385,28 +339,17 @@ mod tests {
         for &from in RunState::ALL {
             for event in all_events() {
                 if let Ok(t) = transition(from, &event) {
-                    assert_eq!(
-                        t.new_attempt,
-                        event == RunEvent::Dispatch,
-                        "{from} × {event:?}"
-                    );
+                    assert_eq!(t.new_attempt, event == RunEvent::Dispatch, "{from} × {event:?}");
                 }
             }
         }
-        assert!(
-            !transition(Dispatching, &RunEvent::Redeliver)
-                .unwrap()
-                .new_attempt
-        );
+        assert!(!transition(Dispatching, &RunEvent::Redeliver).unwrap().new_attempt);
     }
 
     #[test]
     fn refusal_message_and_names() {
         let err = transition(Succeeded, &RunEvent::Accepted).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "a run in state `succeeded` cannot accepted"
-        );
+        assert_eq!(err.to_string(), "a run in state `succeeded` cannot accepted");
         let names: Vec<&str> = RunEvent::REPRESENTATIVE.iter().map(|e| e.name()).collect();
         assert_eq!(
             names,
@@ -425,37 +368,16 @@ mod tests {
             ]
         );
         let reasons: Vec<&str> = REASONS.iter().map(|r| r.as_str()).collect();
-        assert_eq!(
-            reasons,
-            ["error", "timeout", "lost", "discarded", "no_executor"]
-        );
+        assert_eq!(reasons, ["error", "timeout", "lost", "discarded", "no_executor"]);
         assert_eq!(FailReason::ALL, REASONS);
     }
 
     #[test]
     fn allowed_events_per_state() {
-        assert_eq!(
-            allowed_events(Pending),
-            ["claim", "cancel", "expire", "skip"]
-        );
-        assert_eq!(
-            allowed_events(Queued),
-            ["release", "dispatch", "cancel", "expire", "skip"]
-        );
-        assert_eq!(
-            allowed_events(Dispatching),
-            [
-                "redeliver",
-                "accepted",
-                "succeeded",
-                "attempt_failed",
-                "cancel"
-            ]
-        );
-        assert_eq!(
-            allowed_events(Running),
-            ["succeeded", "attempt_failed", "cancel"]
-        );
+        assert_eq!(allowed_events(Pending), ["claim", "cancel", "expire", "skip"]);
+        assert_eq!(allowed_events(Queued), ["release", "dispatch", "cancel", "expire", "skip"]);
+        assert_eq!(allowed_events(Dispatching), ["redeliver", "accepted", "succeeded", "attempt_failed", "cancel"]);
+        assert_eq!(allowed_events(Running), ["succeeded", "attempt_failed", "cancel"]);
         assert_eq!(allowed_events(Retrying), ["dispatch", "cancel"]);
     }
 
@@ -463,23 +385,16 @@ mod tests {
     fn mermaid_names_every_state() {
         let diagram = mermaid();
         for &state in RunState::ALL {
-            assert!(
-                diagram.contains(&format!(" {state} ")),
-                "{state} missing from diagram"
-            );
+            assert!(diagram.contains(&format!(" {state} ")), "{state} missing from diagram");
         }
     }
 
     #[test]
     fn docs_diagram_is_current() {
         let doc = include_str!("../../../docs/state-machine.md");
-        let start = doc
-            .find("```mermaid\n")
-            .expect("docs/state-machine.md has no ```mermaid block")
-            + "```mermaid\n".len();
-        let len = doc[start..]
-            .find("```")
-            .expect("docs/state-machine.md: unclosed ```mermaid block");
+        let start =
+            doc.find("```mermaid\n").expect("docs/state-machine.md has no ```mermaid block") + "```mermaid\n".len();
+        let len = doc[start..].find("```").expect("docs/state-machine.md: unclosed ```mermaid block");
         let in_doc = &doc[start..start + len];
         let generated = mermaid();
         assert!(

@@ -64,22 +64,13 @@ pub struct Schedule {
 
 fn refuse_extra(kind: ScheduleKind, field: &str, present: bool) -> Result<(), FieldError> {
     if present {
-        return Err(FieldError::invalid(
-            field,
-            format!("does not apply to schedule kind `{kind}`"),
-        ));
+        return Err(FieldError::invalid(field, format!("does not apply to schedule kind `{kind}`")));
     }
     Ok(())
 }
 
 fn required<'a, T>(kind: ScheduleKind, field: &str, v: &'a Option<T>) -> Result<&'a T, FieldError> {
-    v.as_ref().ok_or_else(|| {
-        FieldError::new(
-            field,
-            "missing_field",
-            format!("is required for schedule kind `{kind}`"),
-        )
-    })
+    v.as_ref().ok_or_else(|| FieldError::new(field, "missing_field", format!("is required for schedule kind `{kind}`")))
 }
 
 impl Schedule {
@@ -114,19 +105,14 @@ impl Schedule {
                 if !(MIN_EVERY_MS..=MAX_EVERY_MS).contains(&every_ms) {
                     return Err(FieldError::invalid(
                         "every_ms",
-                        format!(
-                            "{every_ms} is out of range {MIN_EVERY_MS}-{MAX_EVERY_MS} (one second to 366 days)"
-                        ),
+                        format!("{every_ms} is out of range {MIN_EVERY_MS}-{MAX_EVERY_MS} (one second to 366 days)"),
                     ));
                 }
                 let anchor_ms = match &spec.anchor {
                     Some(a) => parse_rfc3339("anchor", a)?,
                     None => now_ms,
                 };
-                Trigger::FixedRate {
-                    every_ms,
-                    anchor_ms,
-                }
+                Trigger::FixedRate { every_ms, anchor_ms }
             }
             ScheduleKind::Once => {
                 refuse_extra(kind, "expression", spec.expression.is_some())?;
@@ -134,9 +120,7 @@ impl Schedule {
                 refuse_extra(kind, "every_ms", spec.every_ms.is_some())?;
                 refuse_extra(kind, "anchor", spec.anchor.is_some())?;
                 let at = required(kind, "at", &spec.at)?;
-                Trigger::Once {
-                    at_ms: parse_rfc3339("at", at)?,
-                }
+                Trigger::Once { at_ms: parse_rfc3339("at", at)? }
             }
             ScheduleKind::Manual => {
                 refuse_extra(kind, "expression", spec.expression.is_some())?;
@@ -149,26 +133,14 @@ impl Schedule {
                 Trigger::Manual
             }
         };
-        let start_ms = spec
-            .start_at
-            .as_deref()
-            .map(|s| parse_rfc3339("start_at", s))
-            .transpose()?;
-        let end_ms = spec
-            .end_at
-            .as_deref()
-            .map(|s| parse_rfc3339("end_at", s))
-            .transpose()?;
+        let start_ms = spec.start_at.as_deref().map(|s| parse_rfc3339("start_at", s)).transpose()?;
+        let end_ms = spec.end_at.as_deref().map(|s| parse_rfc3339("end_at", s)).transpose()?;
         if let (Some(s), Some(e)) = (start_ms, end_ms)
             && e <= s
         {
             return Err(FieldError::invalid("end_at", "must be later than start_at"));
         }
-        Ok(Schedule {
-            trigger,
-            start_ms,
-            end_ms,
-        })
+        Ok(Schedule { trigger, start_ms, end_ms })
     }
 
     /// The canonical spec: what is stored, with defaults (anchor, time zone) made explicit.
@@ -188,10 +160,7 @@ impl Schedule {
                 spec.expression = Some(cron.source().to_string());
                 spec.timezone = Some(tz.name().to_string());
             }
-            Trigger::FixedRate {
-                every_ms,
-                anchor_ms,
-            } => {
+            Trigger::FixedRate { every_ms, anchor_ms } => {
                 spec.every_ms = Some(*every_ms);
                 spec.anchor = Some(rfc3339_utc(*anchor_ms));
             }
@@ -230,13 +199,8 @@ impl Schedule {
             _ => after_ms,
         };
         let next = match &self.trigger {
-            Trigger::Cron { cron, tz } => cron
-                .next_after(ms_to_utc(after), *tz)
-                .map(|t| t.timestamp_millis()),
-            Trigger::FixedRate {
-                every_ms,
-                anchor_ms,
-            } => {
+            Trigger::Cron { cron, tz } => cron.next_after(ms_to_utc(after), *tz).map(|t| t.timestamp_millis()),
+            Trigger::FixedRate { every_ms, anchor_ms } => {
                 if after < *anchor_ms {
                     Some(*anchor_ms)
                 } else {
@@ -310,10 +274,7 @@ mod tests {
         let mut s = spec(ScheduleKind::FixedRate);
         s.every_ms = Some(60_000);
         let sch = Schedule::parse(&s, T0).unwrap();
-        assert_eq!(
-            sch.fires_after(T0 + 1, 3),
-            vec![T0 + 60_000, T0 + 120_000, T0 + 180_000]
-        );
+        assert_eq!(sch.fires_after(T0 + 1, 3), vec![T0 + 60_000, T0 + 120_000, T0 + 180_000]);
         assert_eq!(sch.next_after(T0 - 5), Some(T0));
         // The anchor is made explicit, so a reload computes the same grid.
         let again = Schedule::parse(&sch.to_spec(), T0 + 12_345).unwrap();
@@ -330,13 +291,7 @@ mod tests {
         let sch = Schedule::parse(&s, T0).unwrap();
         let fires = sch.fires_after(0, 10);
         let shown: Vec<String> = fires.iter().map(|t| sch.format(*t)).collect();
-        assert_eq!(
-            shown,
-            vec![
-                "2026-07-01T09:00:00.000+02:00",
-                "2026-07-02T09:00:00.000+02:00"
-            ]
-        );
+        assert_eq!(shown, vec!["2026-07-01T09:00:00.000+02:00", "2026-07-02T09:00:00.000+02:00"]);
     }
 
     #[test]
@@ -345,12 +300,7 @@ mod tests {
         s.at = Some("2026-12-24T18:00:00+01:00".into());
         let sch = Schedule::parse(&s, T0).unwrap();
         assert_eq!(sch.fires_after(T0, 5).len(), 1);
-        assert_eq!(
-            Schedule::parse(&spec(ScheduleKind::Manual), T0)
-                .unwrap()
-                .fires_after(T0, 5),
-            Vec::<i64>::new()
-        );
+        assert_eq!(Schedule::parse(&spec(ScheduleKind::Manual), T0).unwrap().fires_after(T0, 5), Vec::<i64>::new());
     }
 
     #[test]

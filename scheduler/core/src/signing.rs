@@ -44,9 +44,7 @@ impl std::fmt::Debug for SigningKey {
 
 impl SigningKey {
     pub fn parse(secret: &str) -> Result<Self, SignatureError> {
-        let b = secret
-            .strip_prefix(SECRET_PREFIX)
-            .ok_or(SignatureError::BadSecret)?;
+        let b = secret.strip_prefix(SECRET_PREFIX).ok_or(SignatureError::BadSecret)?;
         let bytes = B64.decode(b).map_err(|_| SignatureError::BadSecret)?;
         if bytes.is_empty() {
             return Err(SignatureError::BadSecret);
@@ -72,16 +70,8 @@ impl SigningKey {
 
 /// The `webhook-signature` value for a message signed with every given key
 /// (the current secret first, then any still-valid previous one).
-pub fn signature_header(
-    keys: &[SigningKey],
-    msg_id: &str,
-    timestamp_secs: i64,
-    body: &[u8],
-) -> String {
-    keys.iter()
-        .map(|k| k.sign(msg_id, timestamp_secs, body))
-        .collect::<Vec<_>>()
-        .join(" ")
+pub fn signature_header(keys: &[SigningKey], msg_id: &str, timestamp_secs: i64, body: &[u8]) -> String {
+    keys.iter().map(|k| k.sign(msg_id, timestamp_secs, body)).collect::<Vec<_>>().join(" ")
 }
 
 /// Verify a message against any of `keys`. `now_secs` comes from the injected clock.
@@ -93,15 +83,10 @@ pub fn verify(
     body: &[u8],
     now_secs: i64,
 ) -> Result<(), SignatureError> {
-    let msg_id = msg_id
-        .filter(|s| !s.is_empty())
-        .ok_or(SignatureError::MissingHeader(HEADER_ID))?;
+    let msg_id = msg_id.filter(|s| !s.is_empty()).ok_or(SignatureError::MissingHeader(HEADER_ID))?;
     let ts = timestamp.ok_or(SignatureError::MissingHeader(HEADER_TIMESTAMP))?;
     let signature = signature.ok_or(SignatureError::MissingHeader(HEADER_SIGNATURE))?;
-    let ts: i64 = ts
-        .trim()
-        .parse()
-        .map_err(|_| SignatureError::BadTimestamp)?;
+    let ts: i64 = ts.trim().parse().map_err(|_| SignatureError::BadTimestamp)?;
     if (now_secs - ts).abs() > TOLERANCE_SECS {
         return Err(SignatureError::Stale);
     }
@@ -130,11 +115,7 @@ mod tests {
     #[test]
     fn matches_the_reference_implementation() {
         let key = SigningKey::parse(SECRET).unwrap();
-        let sig = key.sign(
-            "msg_p5jXN8AQM9LWM0D4loKWxJek",
-            1614265330,
-            br#"{"test": 2432232314}"#,
-        );
+        let sig = key.sign("msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, br#"{"test": 2432232314}"#);
         assert_eq!(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
     }
 
@@ -144,59 +125,18 @@ mod tests {
         let new = SigningKey::parse(&crate::keys::generate_signing_secret()).unwrap();
         let body = b"{}";
         let header = signature_header(&[new.clone(), old.clone()], "id1", 1000, body);
-        assert!(
-            verify(
-                std::slice::from_ref(&old),
-                Some("id1"),
-                Some("1000"),
-                Some(&header),
-                body,
-                1100
-            )
-            .is_ok()
-        );
-        assert!(
-            verify(
-                std::slice::from_ref(&new),
-                Some("id1"),
-                Some("1000"),
-                Some(&header),
-                body,
-                1100
-            )
-            .is_ok()
-        );
+        assert!(verify(std::slice::from_ref(&old), Some("id1"), Some("1000"), Some(&header), body, 1100).is_ok());
+        assert!(verify(std::slice::from_ref(&new), Some("id1"), Some("1000"), Some(&header), body, 1100).is_ok());
         assert_eq!(
-            verify(
-                std::slice::from_ref(&old),
-                Some("id1"),
-                Some("1000"),
-                Some(&header),
-                body,
-                1301
-            ),
+            verify(std::slice::from_ref(&old), Some("id1"), Some("1000"), Some(&header), body, 1301),
             Err(SignatureError::Stale)
         );
         assert_eq!(
-            verify(
-                std::slice::from_ref(&old),
-                Some("id2"),
-                Some("1000"),
-                Some(&header),
-                body,
-                1000
-            ),
+            verify(std::slice::from_ref(&old), Some("id2"), Some("1000"), Some(&header), body, 1000),
             Err(SignatureError::NoMatch)
         );
         assert_eq!(
-            verify(
-                std::slice::from_ref(&old),
-                Some("id1"),
-                Some("1000"),
-                Some(&header),
-                b"{ }",
-                1000
-            ),
+            verify(std::slice::from_ref(&old), Some("id1"), Some("1000"), Some(&header), b"{ }", 1000),
             Err(SignatureError::NoMatch)
         );
         assert_eq!(

@@ -6,9 +6,7 @@ use chrono_tz::Tz;
 use crate::FieldError;
 
 pub fn ms_to_utc(ms: i64) -> DateTime<Utc> {
-    Utc.timestamp_millis_opt(ms)
-        .single()
-        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+    Utc.timestamp_millis_opt(ms).single().unwrap_or(DateTime::<Utc>::MIN_UTC)
 }
 
 /// RFC 3339 with milliseconds, in UTC (`Z`).
@@ -18,9 +16,7 @@ pub fn rfc3339_utc(ms: i64) -> String {
 
 /// RFC 3339 with milliseconds and the zone's offset at that instant.
 pub fn rfc3339_in(ms: i64, tz: Tz) -> String {
-    ms_to_utc(ms)
-        .with_timezone(&tz)
-        .to_rfc3339_opts(SecondsFormat::Millis, false)
+    ms_to_utc(ms).with_timezone(&tz).to_rfc3339_opts(SecondsFormat::Millis, false)
 }
 
 /// Parse an RFC 3339 timestamp (an offset is required) into epoch milliseconds.
@@ -35,9 +31,6 @@ pub fn parse_rfc3339(field: &str, s: &str) -> Result<i64, FieldError> {
 
 pub fn parse_timezone(field: &str, s: &str) -> Result<Tz, FieldError> {
     s.parse::<Tz>().map_err(|_| {
-        FieldError::invalid(
-            field,
-            format!("`{s}` is not an IANA time zone name (e.g. Europe/Berlin, UTC)"),
-        )
+        FieldError::invalid(field, format!("`{s}` is not an IANA time zone name (e.g. Europe/Berlin, UTC)"))
     })
 }

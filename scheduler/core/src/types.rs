@@ -120,11 +120,7 @@ impl RunState {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            RunState::Succeeded
-                | RunState::Failed
-                | RunState::Cancelled
-                | RunState::Expired
-                | RunState::Skipped
+            RunState::Succeeded | RunState::Failed | RunState::Cancelled | RunState::Expired | RunState::Skipped
         )
     }
 }
@@ -145,8 +141,7 @@ str_enum!(
 
 /// Parse an enum field, naming the field in the error.
 pub fn parse_enum<T: FromStr<Err = String>>(field: &str, s: &str) -> Result<T, FieldError> {
-    s.parse::<T>()
-        .map_err(|m| FieldError::new(field, "unknown_variant", m))
+    s.parse::<T>().map_err(|m| FieldError::new(field, "unknown_variant", m))
 }
 
 /// A name unique within its tenant: 1-100 chars of letters, digits, `-`, `_`, `.`, starting with a letter or digit.
@@ -160,21 +155,12 @@ impl Name {
             return Err(FieldError::invalid(field, "must not be empty"));
         }
         if s.len() > 100 {
-            return Err(FieldError::invalid(
-                field,
-                format!("is {} characters long; at most 100 are allowed", s.len()),
-            ));
+            return Err(FieldError::invalid(field, format!("is {} characters long; at most 100 are allowed", s.len())));
         }
-        if !ok_start
-            || !s
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        {
+        if !ok_start || !s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
             return Err(FieldError::invalid(
                 field,
-                format!(
-                    "`{s}` may use only letters, digits, `-`, `_` and `.`, and must start with a letter or digit"
-                ),
+                format!("`{s}` may use only letters, digits, `-`, `_` and `.`, and must start with a letter or digit"),
             ));
         }
         Ok(Name(s.to_string()))
@@ -193,13 +179,9 @@ pub struct WebhookUrl(String);
 
 impl WebhookUrl {
     pub fn parse(field: &str, s: &str) -> Result<WebhookUrl, FieldError> {
-        let u = url::Url::parse(s)
-            .map_err(|e| FieldError::invalid(field, format!("`{s}` is not a valid URL: {e}")))?;
+        let u = url::Url::parse(s).map_err(|e| FieldError::invalid(field, format!("`{s}` is not a valid URL: {e}")))?;
         if u.scheme() != "http" && u.scheme() != "https" {
-            return Err(FieldError::invalid(
-                field,
-                format!("`{s}` must use http or https, not `{}`", u.scheme()),
-            ));
+            return Err(FieldError::invalid(field, format!("`{s}` must use http or https, not `{}`", u.scheme())));
         }
         if u.host_str().is_none_or(|h| h.is_empty()) {
             return Err(FieldError::invalid(field, format!("`{s}` has no host")));
@@ -217,10 +199,7 @@ impl WebhookUrl {
 /// A bounded free-text field (descriptions, handler names).
 pub fn bounded_text(field: &str, s: &str, max: usize) -> Result<String, FieldError> {
     if s.chars().count() > max {
-        return Err(FieldError::invalid(
-            field,
-            format!("is longer than {max} characters"),
-        ));
+        return Err(FieldError::invalid(field, format!("is longer than {max} characters")));
     }
     Ok(s.to_string())
 }

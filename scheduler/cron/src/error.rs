@@ -57,10 +57,6 @@ pub struct CronError {
 
 impl CronError {
     pub(crate) fn new(field: CronField, value: &str, message: impl Into<String>) -> Self {
-        CronError {
-            field,
-            value: value.to_string(),
-            message: message.into(),
-        }
+        CronError { field, value: value.to_string(), message: message.into() }
     }
 }

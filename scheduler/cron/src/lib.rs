@@ -140,14 +140,8 @@ impl Cron {
 
     /// Iterator of successive fires strictly after `after` (each strictly
     /// greater than the previous).
-    pub fn iter_after(
-        &self,
-        after: DateTime<Utc>,
-        tz: Tz,
-    ) -> impl Iterator<Item = DateTime<Utc>> + '_ {
-        std::iter::successors(self.next_after(after, tz), move |&prev| {
-            self.next_after(prev, tz)
-        })
+    pub fn iter_after(&self, after: DateTime<Utc>, tz: Tz) -> impl Iterator<Item = DateTime<Utc>> + '_ {
+        std::iter::successors(self.next_after(after, tz), move |&prev| self.next_after(prev, tz))
     }
 
     /// The expression as given (trimmed).

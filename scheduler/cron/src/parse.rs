@@ -13,9 +13,7 @@ enum Mode {
     Quartz,
 }
 
-const MONTH_NAMES: &[&str] = &[
-    "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
-];
+const MONTH_NAMES: &[&str] = &["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"];
 const DAY_NAMES: &[&str] = &["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
 
 /// Static description of one field.
@@ -74,16 +72,7 @@ const DOW_QUARTZ: Spec = Spec {
 };
 
 const fn plain(field: CronField, min: u32, max: u32, wrap: bool) -> Spec {
-    Spec {
-        field,
-        min,
-        max,
-        star_max: max,
-        names: &[],
-        name_base: 0,
-        names_hint: "",
-        wrap,
-    }
+    Spec { field, min, max, star_max: max, names: &[], name_base: 0, names_hint: "", wrap }
 }
 
 const WRAP_FIELDS: &str = "second, minute, hour, month and day_of_week";
@@ -97,18 +86,9 @@ pub(crate) fn parse(expr: &str) -> Result<Cron, CronError> {
     let (mode, sec, rest, year) = match fields.len() {
         5 => (Mode::Unix, None, &fields[..], None),
         6 => (Mode::Quartz, Some(fields[0]), &fields[1..], None),
-        7 => (
-            Mode::Quartz,
-            Some(fields[0]),
-            &fields[1..6],
-            Some(fields[6]),
-        ),
+        7 => (Mode::Quartz, Some(fields[0]), &fields[1..6], Some(fields[6])),
         n => {
-            return Err(CronError::new(
-                CronField::Expression,
-                source,
-                format!("expected 5, 6 or 7 fields, found {n}"),
-            ));
+            return Err(CronError::new(CronField::Expression, source, format!("expected 5, 6 or 7 fields, found {n}")));
         }
     };
     let seconds = match sec {
@@ -178,9 +158,7 @@ fn parse_macro(source: &str, fields: &[&str]) -> Result<Cron, CronError> {
 /// Parses a plain numeric/name field into a bit mask of its values.
 fn mask_field(tok: &str, spec: &Spec) -> Result<u64, CronError> {
     let mut mask = 0u64;
-    for_each_element(tok, spec, |elem| {
-        element_values(elem, spec, &mut |v| mask |= 1u64 << v)
-    })?;
+    for_each_element(tok, spec, |elem| element_values(elem, spec, &mut |v| mask |= 1u64 << v))?;
     Ok(mask)
 }
 
@@ -189,9 +167,7 @@ fn parse_year(tok: &str) -> Result<Option<YearSet>, CronError> {
         return Ok(None);
     }
     let mut set = YearSet::default();
-    for_each_element(tok, &YEAR, |elem| {
-        element_values(elem, &YEAR, &mut |v| set.insert(v as i32))
-    })?;
+    for_each_element(tok, &YEAR, |elem| element_values(elem, &YEAR, &mut |v| set.insert(v as i32)))?;
     Ok(Some(set))
 }
 
@@ -209,15 +185,13 @@ fn parse_dom(tok: &str) -> Result<Option<DomSet>, CronError> {
         } else if up == "LW" {
             set.last_weekday = true;
         } else if let Some(off) = up.strip_prefix("L-") {
-            let n = parse_small(off)
-                .ok_or_else(|| format!("invalid offset in '{elem}'; expected L-n with n 0-30"))?;
+            let n = parse_small(off).ok_or_else(|| format!("invalid offset in '{elem}'; expected L-n with n 0-30"))?;
             if n > 30 {
                 return Err(format!("offset {off} is out of range 0-30"));
             }
             set.last_offsets |= 1 << n;
         } else if let Some(day) = up.strip_suffix('W').filter(|d| !d.is_empty()) {
-            let n = parse_small(day)
-                .ok_or_else(|| "'W' must be written as nW (e.g. 15W) or LW".to_string())?;
+            let n = parse_small(day).ok_or_else(|| "'W' must be written as nW (e.g. 15W) or LW".to_string())?;
             if !(1..=31).contains(&n) {
                 return Err(format!("day {day} is out of range 1-31"));
             }
@@ -252,15 +226,13 @@ fn parse_dow(tok: &str, mode: Mode) -> Result<Option<DowSet>, CronError> {
             set.days |= 1 << 6;
         } else if let Some((day, nth)) = up.split_once('#') {
             let wd = internal(parse_value(day, spec)?);
-            let k = parse_small(nth)
-                .ok_or_else(|| format!("invalid occurrence '{nth}' after '#'; expected 1-5"))?;
+            let k = parse_small(nth).ok_or_else(|| format!("invalid occurrence '{nth}' after '#'; expected 1-5"))?;
             if !(1..=5).contains(&k) {
                 return Err(format!("occurrence {nth} after '#' is out of range 1-5"));
             }
             set.nth |= 1 << (wd * 8 + k);
-        } else if let Some(day) = up
-            .strip_suffix('L')
-            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_alphanumeric()))
+        } else if let Some(day) =
+            up.strip_suffix('L').filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_alphanumeric()))
         {
             let wd = internal(parse_value(day, spec)?);
             set.last |= 1 << wd;
@@ -274,11 +246,7 @@ fn parse_dow(tok: &str, mode: Mode) -> Result<Option<DowSet>, CronError> {
 
 /// Splits a field on commas and runs `f` on each element; errors from `f`
 /// become [`CronError`]s naming the element.
-fn for_each_element(
-    tok: &str,
-    spec: &Spec,
-    mut f: impl FnMut(&str) -> Result<(), String>,
-) -> Result<(), CronError> {
+fn for_each_element(tok: &str, spec: &Spec, mut f: impl FnMut(&str) -> Result<(), String>) -> Result<(), CronError> {
     for elem in tok.split(',') {
         if elem.is_empty() {
             return Err(CronError::new(spec.field, tok, "empty list element"));
@@ -347,10 +315,7 @@ fn parse_step(step: &str, spec: &Spec) -> Result<u32, String> {
     let size = spec.max - spec.min + 1;
     let Some(n) = parse_small(step) else {
         if step.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!(
-                "step {step} is larger than the range {}-{}",
-                spec.min, spec.max
-            ));
+            return Err(format!("step {step} is larger than the range {}-{}", spec.min, spec.max));
         }
         return Err(format!("invalid step '{step}'; expected a number"));
     };
@@ -358,10 +323,7 @@ fn parse_step(step: &str, spec: &Spec) -> Result<u32, String> {
         return Err("step must be at least 1, found 0".to_string());
     }
     if n > size {
-        return Err(format!(
-            "step {n} is larger than the range {}-{}",
-            spec.min, spec.max
-        ));
+        return Err(format!("step {n} is larger than the range {}-{}", spec.min, spec.max));
     }
     Ok(n)
 }
@@ -382,10 +344,7 @@ fn parse_value(tok: &str, spec: &Spec) -> Result<u32, String> {
     if tok.bytes().all(|b| b.is_ascii_digit()) {
         return match parse_small(tok) {
             Some(v) if (spec.min..=spec.max).contains(&v) => Ok(v),
-            _ => Err(format!(
-                "value {tok} is out of range {}-{}",
-                spec.min, spec.max
-            )),
+            _ => Err(format!("value {tok} is out of range {}-{}", spec.min, spec.max)),
         };
     }
     let up = tok.to_ascii_uppercase();
@@ -417,16 +376,8 @@ fn misuse(tok: &str, up: &str, spec: &Spec) -> String {
         return format!("invalid character '{c}' in '{tok}'");
     }
     let alphabetic = up.bytes().all(|b| b.is_ascii_alphabetic());
-    let has_l = if alphabetic {
-        up == "L" || up == "LW"
-    } else {
-        up.contains('L')
-    };
-    let has_w = if alphabetic {
-        up == "W"
-    } else {
-        up.contains('W')
-    };
+    let has_l = if alphabetic { up == "L" || up == "LW" } else { up.contains('L') };
+    let has_w = if alphabetic { up == "W" } else { up.contains('W') };
     if has_l {
         return if dom {
             "'L' must be written as L, L-n or LW".to_string()
@@ -447,10 +398,7 @@ fn misuse(tok: &str, up: &str, spec: &Spec) -> String {
         return format!("unknown name '{tok}'; expected {}", spec.names_hint);
     }
     if spec.names.is_empty() {
-        format!(
-            "invalid value '{tok}'; expected a number {}-{}",
-            spec.min, spec.max
-        )
+        format!("invalid value '{tok}'; expected a number {}-{}", spec.min, spec.max)
     } else {
         format!("invalid value '{tok}'; expected {}", spec.names_hint)
     }

@@ -275,8 +275,7 @@ pub(crate) fn resolve(tz: Tz, local: NaiveDateTime) -> DateTime<Utc> {
 /// First instant whose local time is later than the non-existent `local`,
 /// i.e. the instant at which the gap containing `local` ends.
 fn gap_end(tz: Tz, local: NaiveDateTime) -> DateTime<Utc> {
-    let local_of =
-        |ts: i64| DateTime::from_timestamp(ts, 0).map(|dt| dt.with_timezone(&tz).naive_local());
+    let local_of = |ts: i64| DateTime::from_timestamp(ts, 0).map(|dt| dt.with_timezone(&tz).naive_local());
     let t = local.and_utc().timestamp();
     // Offsets are within ±30h, so local(lo) < local < local(hi).
     let (mut lo, mut hi) = (t - 30 * 3600, t + 30 * 3600);

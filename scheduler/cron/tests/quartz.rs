@@ -18,15 +18,9 @@ fn last_day_of_month() {
             utc(2026, 4, 30, 10, 15, 0)
         ]
     );
-    assert_eq!(
-        fires("0 15 10 L 2 ?", utc(2027, 3, 1, 0, 0, 0), 1),
-        vec![utc(2028, 2, 29, 10, 15, 0)]
-    );
+    assert_eq!(fires("0 15 10 L 2 ?", utc(2027, 3, 1, 0, 0, 0), 1), vec![utc(2028, 2, 29, 10, 15, 0)]);
     // 5-field and lower case.
-    assert_eq!(
-        fires("0 0 l * *", utc(2026, 1, 1, 0, 0, 0), 1),
-        vec![utc(2026, 1, 31, 0, 0, 0)]
-    );
+    assert_eq!(fires("0 0 l * *", utc(2026, 1, 1, 0, 0, 0), 1), vec![utc(2026, 1, 31, 0, 0, 0)]);
 }
 
 #[test]
@@ -43,16 +37,9 @@ fn days_before_last_day() {
     // L-30 is the 1st of 31-day months only; no fire in shorter months.
     assert_eq!(
         fires("0 0 0 L-30 * ?", utc(2026, 1, 1, 0, 0, 0), 3),
-        vec![
-            utc(2026, 3, 1, 0, 0, 0),
-            utc(2026, 5, 1, 0, 0, 0),
-            utc(2026, 7, 1, 0, 0, 0)
-        ]
+        vec![utc(2026, 3, 1, 0, 0, 0), utc(2026, 5, 1, 0, 0, 0), utc(2026, 7, 1, 0, 0, 0)]
     );
-    assert_eq!(
-        fires("0 0 0 L-0 * ?", utc(2026, 1, 1, 0, 0, 0), 1),
-        vec![utc(2026, 1, 31, 0, 0, 0)]
-    );
+    assert_eq!(fires("0 0 0 L-0 * ?", utc(2026, 1, 1, 0, 0, 0), 1), vec![utc(2026, 1, 31, 0, 0, 0)]);
 }
 
 #[test]
@@ -83,34 +70,19 @@ fn nearest_weekday() {
         ]
     );
     // Aug 15 2026 is a Saturday -> Friday 14th.
-    assert_eq!(
-        fires("0 0 12 15W * ?", utc(2026, 8, 1, 0, 0, 0), 1),
-        vec![utc(2026, 8, 14, 12, 0, 0)]
-    );
+    assert_eq!(fires("0 0 12 15W * ?", utc(2026, 8, 1, 0, 0, 0), 1), vec![utc(2026, 8, 14, 12, 0, 0)]);
 }
 
 #[test]
 fn nearest_weekday_does_not_leave_the_month() {
     // Aug 2026 starts on a Saturday: 1W -> Monday 3rd (not Friday July 31st).
-    assert_eq!(
-        fires("0 0 12 1W * ?", utc(2026, 7, 15, 0, 0, 0), 1),
-        vec![utc(2026, 8, 3, 12, 0, 0)]
-    );
+    assert_eq!(fires("0 0 12 1W * ?", utc(2026, 7, 15, 0, 0, 0), 1), vec![utc(2026, 8, 3, 12, 0, 0)]);
     // Nov 1 2026 is a Sunday -> Monday 2nd.
-    assert_eq!(
-        fires("0 0 12 1W * ?", utc(2026, 10, 15, 0, 0, 0), 1),
-        vec![utc(2026, 11, 2, 12, 0, 0)]
-    );
+    assert_eq!(fires("0 0 12 1W * ?", utc(2026, 10, 15, 0, 0, 0), 1), vec![utc(2026, 11, 2, 12, 0, 0)]);
     // May 31 2026 is a Sunday: 31W -> Friday 29th (not Monday June 1st).
-    assert_eq!(
-        fires("0 0 12 31W * ?", utc(2026, 5, 1, 0, 0, 0), 1),
-        vec![utc(2026, 5, 29, 12, 0, 0)]
-    );
+    assert_eq!(fires("0 0 12 31W * ?", utc(2026, 5, 1, 0, 0, 0), 1), vec![utc(2026, 5, 29, 12, 0, 0)]);
     // 31W skips 30-day months: after May comes July 31 (a Friday).
-    assert_eq!(
-        fires("0 0 12 31W * ?", utc(2026, 5, 30, 0, 0, 0), 1),
-        vec![utc(2026, 7, 31, 12, 0, 0)]
-    );
+    assert_eq!(fires("0 0 12 31W * ?", utc(2026, 5, 30, 0, 0, 0), 1), vec![utc(2026, 7, 31, 12, 0, 0)]);
 }
 
 #[test]
@@ -129,10 +101,7 @@ fn last_weekday_of_kind() {
     // Unix numbering in 5-field expressions: 5 = Friday.
     assert_eq!(fires("15 10 * * 5L", after, 4), expected);
     // Last Saturday: Jan 31.
-    assert_eq!(
-        fires("0 0 0 ? * SATL", after, 1),
-        vec![utc(2026, 1, 31, 0, 0, 0)]
-    );
+    assert_eq!(fires("0 0 0 ? * SATL", after, 1), vec![utc(2026, 1, 31, 0, 0, 0)]);
 }
 
 #[test]
@@ -151,11 +120,7 @@ fn nth_weekday() {
     // First Monday, in a list with the first Thursday.
     assert_eq!(
         fires("0 0 9 ? * MON#1,THU#1", after, 3),
-        vec![
-            utc(2026, 1, 1, 9, 0, 0),
-            utc(2026, 1, 5, 9, 0, 0),
-            utc(2026, 2, 2, 9, 0, 0)
-        ]
+        vec![utc(2026, 1, 1, 9, 0, 0), utc(2026, 1, 5, 9, 0, 0), utc(2026, 2, 2, 9, 0, 0)]
     );
 }
 
@@ -164,11 +129,7 @@ fn fifth_weekday_skips_months_without_one() {
     // Quartz 5 = Thursday: fifth Thursdays are Jan 29, Apr 30, Jul 30 2026.
     assert_eq!(
         fires("0 0 0 ? * 5#5", utc(2026, 1, 1, 0, 0, 0), 3),
-        vec![
-            utc(2026, 1, 29, 0, 0, 0),
-            utc(2026, 4, 30, 0, 0, 0),
-            utc(2026, 7, 30, 0, 0, 0)
-        ]
+        vec![utc(2026, 1, 29, 0, 0, 0), utc(2026, 4, 30, 0, 0, 0), utc(2026, 7, 30, 0, 0, 0)]
     );
 }
 

@@ -11,11 +11,7 @@ use sundial_cron::Cron;
 fn every_five_minutes_unix() {
     assert_eq!(
         fires("*/5 * * * *", utc(2026, 1, 1, 0, 2, 30), 3),
-        vec![
-            utc(2026, 1, 1, 0, 5, 0),
-            utc(2026, 1, 1, 0, 10, 0),
-            utc(2026, 1, 1, 0, 15, 0)
-        ]
+        vec![utc(2026, 1, 1, 0, 5, 0), utc(2026, 1, 1, 0, 10, 0), utc(2026, 1, 1, 0, 15, 0)]
     );
 }
 
@@ -49,52 +45,24 @@ fn unix_sunday_is_zero_and_seven() {
 #[test]
 fn quartz_day_of_week_numbering() {
     let after = utc(2026, 1, 1, 0, 0, 0); // Thursday
-    assert_eq!(
-        fires("0 0 0 ? * 1", after, 1),
-        vec![utc(2026, 1, 4, 0, 0, 0)]
-    ); // SUN
-    assert_eq!(
-        fires("0 0 0 ? * 2", after, 1),
-        vec![utc(2026, 1, 5, 0, 0, 0)]
-    ); // MON
-    assert_eq!(
-        fires("0 0 0 ? * 7", after, 1),
-        vec![utc(2026, 1, 3, 0, 0, 0)]
-    ); // SAT
-    assert_eq!(
-        fires("0 0 0 ? * SAT", after, 1),
-        vec![utc(2026, 1, 3, 0, 0, 0)]
-    );
-    assert_eq!(
-        fires("0 0 0 ? * sun", after, 1),
-        vec![utc(2026, 1, 4, 0, 0, 0)]
-    );
+    assert_eq!(fires("0 0 0 ? * 1", after, 1), vec![utc(2026, 1, 4, 0, 0, 0)]); // SUN
+    assert_eq!(fires("0 0 0 ? * 2", after, 1), vec![utc(2026, 1, 5, 0, 0, 0)]); // MON
+    assert_eq!(fires("0 0 0 ? * 7", after, 1), vec![utc(2026, 1, 3, 0, 0, 0)]); // SAT
+    assert_eq!(fires("0 0 0 ? * SAT", after, 1), vec![utc(2026, 1, 3, 0, 0, 0)]);
+    assert_eq!(fires("0 0 0 ? * sun", after, 1), vec![utc(2026, 1, 4, 0, 0, 0)]);
 }
 
 #[test]
 fn month_and_day_names_case_insensitive() {
     let after = utc(2026, 1, 1, 0, 0, 0);
-    let expected = vec![
-        utc(2026, 3, 1, 0, 0, 0),
-        utc(2027, 1, 1, 0, 0, 0),
-        utc(2027, 3, 1, 0, 0, 0),
-    ];
+    let expected = vec![utc(2026, 3, 1, 0, 0, 0), utc(2027, 1, 1, 0, 0, 0), utc(2027, 3, 1, 0, 0, 0)];
     assert_eq!(fires("0 0 1 JAN,MAR *", after, 3), expected);
     assert_eq!(fires("0 0 1 jan,Mar *", after, 3), expected);
     assert_eq!(fires("0 0 0 1 JAN,MAR ?", after, 3), expected);
     let friday = utc(2026, 1, 2, 10, 0, 0);
-    assert_eq!(
-        fires("0 0 * * mon-fri", friday, 1),
-        vec![utc(2026, 1, 5, 0, 0, 0)]
-    );
-    assert_eq!(
-        fires("0 0 0 ? * MON-FRI", friday, 1),
-        vec![utc(2026, 1, 5, 0, 0, 0)]
-    );
-    assert_eq!(
-        fires("0 0 1 FEB-APR *", after, 4).last(),
-        Some(&utc(2027, 2, 1, 0, 0, 0))
-    );
+    assert_eq!(fires("0 0 * * mon-fri", friday, 1), vec![utc(2026, 1, 5, 0, 0, 0)]);
+    assert_eq!(fires("0 0 0 ? * MON-FRI", friday, 1), vec![utc(2026, 1, 5, 0, 0, 0)]);
+    assert_eq!(fires("0 0 1 FEB-APR *", after, 4).last(), Some(&utc(2027, 2, 1, 0, 0, 0)));
 }
 
 #[test]
@@ -129,11 +97,7 @@ fn wrap_around_day_of_week() {
     // SAT-SUN in Unix numbering goes 6,7,0.
     assert_eq!(
         fires("0 0 * * SAT-SUN", after, 3),
-        vec![
-            utc(2026, 1, 3, 0, 0, 0),
-            utc(2026, 1, 4, 0, 0, 0),
-            utc(2026, 1, 10, 0, 0, 0)
-        ]
+        vec![utc(2026, 1, 3, 0, 0, 0), utc(2026, 1, 4, 0, 0, 0), utc(2026, 1, 10, 0, 0, 0)]
     );
 }
 
@@ -177,12 +141,7 @@ fn steps() {
     let after = utc(2026, 1, 1, 0, 0, 0);
     assert_eq!(
         fires("0 0 1/10 * *", after, 4),
-        vec![
-            utc(2026, 1, 11, 0, 0, 0),
-            utc(2026, 1, 21, 0, 0, 0),
-            utc(2026, 1, 31, 0, 0, 0),
-            utc(2026, 2, 1, 0, 0, 0)
-        ]
+        vec![utc(2026, 1, 11, 0, 0, 0), utc(2026, 1, 21, 0, 0, 0), utc(2026, 1, 31, 0, 0, 0), utc(2026, 2, 1, 0, 0, 0)]
     );
     assert_eq!(
         fires("10-30/10 * * * *", after, 4),
@@ -195,47 +154,25 @@ fn steps() {
     );
     assert_eq!(
         fires("*/15 * * * * *", after, 4),
-        vec![
-            utc(2026, 1, 1, 0, 0, 15),
-            utc(2026, 1, 1, 0, 0, 30),
-            utc(2026, 1, 1, 0, 0, 45),
-            utc(2026, 1, 1, 0, 1, 0)
-        ]
+        vec![utc(2026, 1, 1, 0, 0, 15), utc(2026, 1, 1, 0, 0, 30), utc(2026, 1, 1, 0, 0, 45), utc(2026, 1, 1, 0, 1, 0)]
     );
     assert_eq!(
         fires("0 0 */6 * * ?", after, 4),
-        vec![
-            utc(2026, 1, 1, 6, 0, 0),
-            utc(2026, 1, 1, 12, 0, 0),
-            utc(2026, 1, 1, 18, 0, 0),
-            utc(2026, 1, 2, 0, 0, 0)
-        ]
+        vec![utc(2026, 1, 1, 6, 0, 0), utc(2026, 1, 1, 12, 0, 0), utc(2026, 1, 1, 18, 0, 0), utc(2026, 1, 2, 0, 0, 0)]
     );
     // `a/n` in Unix day-of-week runs to 6 (Saturday): 1,3,5 = MON, WED, FRI.
     assert_eq!(
         fires("0 0 * * 1/2", after, 4),
-        vec![
-            utc(2026, 1, 2, 0, 0, 0),
-            utc(2026, 1, 5, 0, 0, 0),
-            utc(2026, 1, 7, 0, 0, 0),
-            utc(2026, 1, 9, 0, 0, 0)
-        ]
+        vec![utc(2026, 1, 2, 0, 0, 0), utc(2026, 1, 5, 0, 0, 0), utc(2026, 1, 7, 0, 0, 0), utc(2026, 1, 9, 0, 0, 0)]
     );
-    assert_eq!(
-        fires("0 0 1 */3 *", after, 3).last(),
-        Some(&utc(2026, 10, 1, 0, 0, 0))
-    );
+    assert_eq!(fires("0 0 1 */3 *", after, 3).last(), Some(&utc(2026, 10, 1, 0, 0, 0)));
 }
 
 #[test]
 fn lists() {
     assert_eq!(
         fires("0 0,12 * * *", utc(2026, 1, 1, 6, 0, 0), 3),
-        vec![
-            utc(2026, 1, 1, 12, 0, 0),
-            utc(2026, 1, 2, 0, 0, 0),
-            utc(2026, 1, 2, 12, 0, 0)
-        ]
+        vec![utc(2026, 1, 1, 12, 0, 0), utc(2026, 1, 2, 0, 0, 0), utc(2026, 1, 2, 12, 0, 0)]
     );
     assert_eq!(
         fires("0 5,10-12,50-55/5 * * * ?", utc(2026, 1, 1, 0, 0, 0), 7),
@@ -276,17 +213,10 @@ fn macros() {
 #[test]
 fn year_field() {
     let after = utc(2026, 1, 1, 0, 0, 0);
-    assert_eq!(
-        fires("0 0 0 1 1 ? 2030", after, 5),
-        vec![utc(2030, 1, 1, 0, 0, 0)]
-    );
+    assert_eq!(fires("0 0 0 1 1 ? 2030", after, 5), vec![utc(2030, 1, 1, 0, 0, 0)]);
     assert_eq!(
         fires("0 0 0 1 1 ? 2027-2029", after, 5),
-        vec![
-            utc(2027, 1, 1, 0, 0, 0),
-            utc(2028, 1, 1, 0, 0, 0),
-            utc(2029, 1, 1, 0, 0, 0)
-        ]
+        vec![utc(2027, 1, 1, 0, 0, 0), utc(2028, 1, 1, 0, 0, 0), utc(2029, 1, 1, 0, 0, 0)]
     );
     let decades = fires("0 0 0 1 1 ? 2030/10", after, 20);
     assert_eq!(decades.len(), 7);
@@ -295,44 +225,26 @@ fn year_field() {
         fires("0 30 12 4 7 ? 2026,2028", after, 5),
         vec![utc(2026, 7, 4, 12, 30, 0), utc(2028, 7, 4, 12, 30, 0)]
     );
-    assert_eq!(
-        fires("0 0 0 1 1 ? *", after, 2),
-        vec![utc(2027, 1, 1, 0, 0, 0), utc(2028, 1, 1, 0, 0, 0)]
-    );
+    assert_eq!(fires("0 0 0 1 1 ? *", after, 2), vec![utc(2027, 1, 1, 0, 0, 0), utc(2028, 1, 1, 0, 0, 0)]);
     assert_eq!(cron("0 0 0 1 1 ? 2020").next_after(after, Tz::UTC), None);
-    assert_eq!(
-        cron("0 0 0 1 1 ? 1970").next_after(utc(1960, 1, 1, 0, 0, 0), Tz::UTC),
-        Some(utc(1970, 1, 1, 0, 0, 0))
-    );
+    assert_eq!(cron("0 0 0 1 1 ? 1970").next_after(utc(1960, 1, 1, 0, 0, 0), Tz::UTC), Some(utc(1970, 1, 1, 0, 0, 0)));
     assert!(cron("0 0 0 1 1 ? 2099").has_seconds());
 }
 
 #[test]
 fn leap_day_jumps_to_next_leap_year() {
     let after = utc(2026, 1, 1, 0, 0, 0);
-    let expected = vec![
-        utc(2028, 2, 29, 0, 0, 0),
-        utc(2032, 2, 29, 0, 0, 0),
-        utc(2036, 2, 29, 0, 0, 0),
-    ];
+    let expected = vec![utc(2028, 2, 29, 0, 0, 0), utc(2032, 2, 29, 0, 0, 0), utc(2036, 2, 29, 0, 0, 0)];
     assert_eq!(fires("0 0 0 29 2 ?", after, 3), expected);
     assert_eq!(fires("0 0 29 2 *", after, 3), expected);
     // 2096 is the last leap year before the 2099 horizon.
-    assert_eq!(
-        cron("0 0 29 2 *").next_after(utc(2096, 3, 1, 0, 0, 0), Tz::UTC),
-        None
-    );
+    assert_eq!(cron("0 0 29 2 *").next_after(utc(2096, 3, 1, 0, 0, 0), Tz::UTC), None);
 }
 
 #[test]
 fn impossible_dates_return_none() {
     let after = utc(2026, 1, 1, 0, 0, 0);
-    for expr in [
-        "0 0 0 30 2 ?",
-        "0 0 31 4 *",
-        "0 0 0 31 2,4,6,9,11 ?",
-        "0 0 0 30 FEB ? 2030-2040",
-    ] {
+    for expr in ["0 0 0 30 2 ?", "0 0 31 4 *", "0 0 0 31 2,4,6,9,11 ?", "0 0 0 30 FEB ? 2030-2040"] {
         assert_eq!(cron(expr).next_after(after, Tz::UTC), None, "{expr}");
     }
 }
@@ -340,30 +252,13 @@ fn impossible_dates_return_none() {
 #[test]
 fn horizon_is_2099() {
     let c = cron("0 0 * * *");
-    assert_eq!(
-        c.next_after(utc(2099, 12, 30, 12, 0, 0), Tz::UTC),
-        Some(utc(2099, 12, 31, 0, 0, 0))
-    );
+    assert_eq!(c.next_after(utc(2099, 12, 30, 12, 0, 0), Tz::UTC), Some(utc(2099, 12, 31, 0, 0, 0)));
     assert_eq!(c.next_after(utc(2099, 12, 31, 0, 0, 0), Tz::UTC), None);
     assert_eq!(c.next_after(utc(2150, 1, 1, 0, 0, 0), Tz::UTC), None);
-    assert_eq!(
-        c.next_after(chrono::DateTime::<Utc>::MAX_UTC, Tz::UTC),
-        None
-    );
-    assert_eq!(
-        c.next_after(chrono::DateTime::<Utc>::MIN_UTC, Tz::UTC),
-        Some(utc(1970, 1, 1, 0, 0, 0))
-    );
-    assert_eq!(
-        cron("0 0 1 1 *").next_after(utc(1960, 6, 1, 0, 0, 0), Tz::UTC),
-        Some(utc(1970, 1, 1, 0, 0, 0))
-    );
-    assert_eq!(
-        cron("0 0 1 1 *")
-            .iter_after(utc(2090, 6, 1, 0, 0, 0), Tz::UTC)
-            .count(),
-        9
-    );
+    assert_eq!(c.next_after(chrono::DateTime::<Utc>::MAX_UTC, Tz::UTC), None);
+    assert_eq!(c.next_after(chrono::DateTime::<Utc>::MIN_UTC, Tz::UTC), Some(utc(1970, 1, 1, 0, 0, 0)));
+    assert_eq!(cron("0 0 1 1 *").next_after(utc(1960, 6, 1, 0, 0, 0), Tz::UTC), Some(utc(1970, 1, 1, 0, 0, 0)));
+    assert_eq!(cron("0 0 1 1 *").iter_after(utc(2090, 6, 1, 0, 0, 0), Tz::UTC).count(), 9);
 }
 
 #[test]
@@ -381,10 +276,7 @@ fn day_of_month_or_day_of_week() {
             utc(2026, 1, 30, 0, 0, 0),
         ]
     );
-    assert_eq!(
-        fires("0 0 0 13 * FRI", after, 3),
-        fires("0 0 13 * FRI", after, 3)
-    );
+    assert_eq!(fires("0 0 0 13 * FRI", after, 3), fires("0 0 13 * FRI", after, 3));
     // One of them `?` or `*`: the other decides.
     let thirteenths = vec![utc(2026, 1, 13, 0, 0, 0), utc(2026, 2, 13, 0, 0, 0)];
     let fridays = vec![utc(2026, 1, 2, 0, 0, 0), utc(2026, 1, 9, 0, 0, 0)];
@@ -396,14 +288,8 @@ fn day_of_month_or_day_of_week() {
     assert_eq!(fires("0 0 * * FRI", after, 2), fridays);
     assert_eq!(fires("0 0 ? * FRI", after, 2), fridays);
     // Both unrestricted: every day.
-    assert_eq!(
-        fires("0 0 0 * * ?", after, 1),
-        vec![utc(2026, 1, 2, 0, 0, 0)]
-    );
-    assert_eq!(
-        fires("0 0 0 ? * *", after, 1),
-        vec![utc(2026, 1, 2, 0, 0, 0)]
-    );
+    assert_eq!(fires("0 0 0 * * ?", after, 1), vec![utc(2026, 1, 2, 0, 0, 0)]);
+    assert_eq!(fires("0 0 0 ? * *", after, 1), vec![utc(2026, 1, 2, 0, 0, 0)]);
 }
 
 #[test]
@@ -414,10 +300,7 @@ fn has_seconds_and_source() {
     let c = cron("  */5\t *  * * *\t\n");
     assert_eq!(c.source(), "*/5\t *  * * *");
     assert_eq!(c.to_string(), c.source());
-    assert_eq!(
-        fires("\t0\t9 *   * 1-5 ", utc(2026, 1, 2, 10, 0, 0), 1),
-        vec![utc(2026, 1, 5, 9, 0, 0)]
-    );
+    assert_eq!(fires("\t0\t9 *   * 1-5 ", utc(2026, 1, 2, 10, 0, 0), 1), vec![utc(2026, 1, 5, 9, 0, 0)]);
     let parsed: Cron = "0 0 * * *".parse().unwrap();
     assert_eq!(parsed, cron("0 0 * * *"));
     assert_eq!(parsed.clone(), parsed);
@@ -428,15 +311,9 @@ fn has_seconds_and_source() {
 fn strictly_after() {
     let c = cron("0 0 * * *");
     let midnight = utc(2026, 1, 1, 0, 0, 0);
-    assert_eq!(
-        c.next_after(midnight, Tz::UTC),
-        Some(utc(2026, 1, 2, 0, 0, 0))
-    );
+    assert_eq!(c.next_after(midnight, Tz::UTC), Some(utc(2026, 1, 2, 0, 0, 0)));
     let half_past = midnight + TimeDelta::milliseconds(500);
-    assert_eq!(
-        c.next_after(half_past, Tz::UTC),
-        Some(utc(2026, 1, 2, 0, 0, 0))
-    );
+    assert_eq!(c.next_after(half_past, Tz::UTC), Some(utc(2026, 1, 2, 0, 0, 0)));
     let just_before = midnight - TimeDelta::nanoseconds(1);
     assert_eq!(c.next_after(just_before, Tz::UTC), Some(midnight));
 }
@@ -447,11 +324,7 @@ fn every_second() {
     let t = Utc.with_ymd_and_hms(2026, 12, 31, 23, 59, 58).unwrap();
     assert_eq!(
         c.iter_after(t, Tz::UTC).take(3).collect::<Vec<_>>(),
-        vec![
-            utc(2026, 12, 31, 23, 59, 59),
-            utc(2027, 1, 1, 0, 0, 0),
-            utc(2027, 1, 1, 0, 0, 1)
-        ]
+        vec![utc(2026, 12, 31, 23, 59, 59), utc(2027, 1, 1, 0, 0, 0), utc(2027, 1, 1, 0, 0, 1)]
     );
 }
 
@@ -468,12 +341,7 @@ fn iteration_is_strictly_increasing() {
         "0 0 13 * FRI",
         "0 0 29 2 *",
     ];
-    let zones = [
-        Tz::UTC,
-        Tz::Europe__Berlin,
-        Tz::America__New_York,
-        Tz::Australia__Lord_Howe,
-    ];
+    let zones = [Tz::UTC, Tz::Europe__Berlin, Tz::America__New_York, Tz::Australia__Lord_Howe];
     for expr in exprs {
         let c = cron(expr);
         for tz in zones {

@@ -47,11 +47,8 @@ impl DeliveryClient {
     ) -> reqwest::Result<reqwest::Response> {
         let now = self.clock.now_ms();
         let ts = now.div_euclid(1000);
-        let keys: Vec<SigningKey> = app
-            .valid_secrets(now)
-            .into_iter()
-            .filter_map(|s| SigningKey::parse(s).ok())
-            .collect();
+        let keys: Vec<SigningKey> =
+            app.valid_secrets(now).into_iter().filter_map(|s| SigningKey::parse(s).ok()).collect();
         let mut req = self
             .http
             .post(url)
@@ -59,10 +56,7 @@ impl DeliveryClient {
             .header("content-type", "application/json")
             .header(signing::HEADER_ID, msg_id)
             .header(signing::HEADER_TIMESTAMP, ts.to_string())
-            .header(
-                signing::HEADER_SIGNATURE,
-                signing::signature_header(&keys, msg_id, ts, body),
-            )
+            .header(signing::HEADER_SIGNATURE, signing::signature_header(&keys, msg_id, ts, body))
             .header("sundial-app-id", &app.id);
         for (k, v) in extra {
             req = req.header(*k, v);
@@ -90,10 +84,7 @@ async fn read_answer(resp: reqwest::Result<reqwest::Response>) -> Answer {
     let resp = match resp {
         Ok(r) => r,
         Err(e) if e.is_timeout() => {
-            return Answer::Failed(
-                FailReason::Timeout,
-                "no answer within the job's timeout".into(),
-            );
+            return Answer::Failed(FailReason::Timeout, "no answer within the job's timeout".into());
         }
         Err(e) => return Answer::Failed(FailReason::Error, format!("delivery failed: {e}")),
     };
@@ -107,10 +98,7 @@ async fn read_answer(resp: reqwest::Result<reqwest::Response>) -> Answer {
                 succeeded,
                 reason: FailReason::Error,
                 output: body.get("output").cloned(),
-                message: body
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map(String::from),
+                message: body.get("message").and_then(Value::as_str).map(String::from),
             })
         }
         (202, _) => Answer::Accepted,
@@ -120,12 +108,7 @@ async fn read_answer(resp: reqwest::Result<reqwest::Response>) -> Answer {
     }
 }
 
-fn candidates(
-    app: &App,
-    executors: &[sundial_store::Executor],
-    now: i64,
-    offline_ms: i64,
-) -> Vec<Candidate> {
+fn candidates(app: &App, executors: &[sundial_store::Executor], now: i64, offline_ms: i64) -> Vec<Candidate> {
     let statics = app.endpoints.iter().map(|url| Candidate {
         id: format!("static:{url}"),
         address: url.clone(),
@@ -182,17 +165,7 @@ pub async fn cancel_remote(store: &dyn Store, client: &DeliveryClient, run: &Run
     let url = format!("{}/cancel", address.trim_end_matches('/'));
     let body = json!({"run_id": run.id, "attempt": run.attempt}).to_string();
     let msg_id = format!("msg_cancel_{}_{}", run.id, run.attempt);
-    match client
-        .post_signed(
-            &app,
-            &url,
-            &msg_id,
-            body.as_bytes(),
-            &[],
-            Duration::from_secs(5),
-        )
-        .await
-    {
+    match client.post_signed(&app, &url, &msg_id, body.as_bytes(), &[], Duration::from_secs(5)).await {
         Ok(r) => tracing::info!(run_id = %run.id, status = r.status().as_u16(), "cancel sent"),
         Err(e) => {
             tracing::info!(run_id = %run.id, error = %e, "cancel not delivered (best effort)")
@@ -204,27 +177,19 @@ impl Engine {
     /// Dispatch one claimed run: commit `dispatching`, then route and deliver.
     pub(crate) async fn dispatch_one(self: &Arc<Self>, run_id: &str) -> Result<()> {
         let now = self.now_ms();
-        let (run, job, webhook_id, covered) = match self
-            .store
-            .run_dispatch_begin(run_id, &self.cfg.node_id, now, self.cfg.lease_ms)
-            .await?
-        {
-            DispatchDecision::Dispatch {
-                run,
-                job,
-                webhook_id,
-                covered,
-            } => (run, job, webhook_id, covered),
-            DispatchDecision::Gone => return Ok(()),
-            DispatchDecision::Blocked => {
-                self.timer.push(now + 500, run_id.to_string());
-                return Ok(());
-            }
-            DispatchDecision::Skipped { reason } => {
-                tracing::info!(run_id, reason, "run skipped");
-                return Ok(());
-            }
-        };
+        let (run, job, webhook_id, covered) =
+            match self.store.run_dispatch_begin(run_id, &self.cfg.node_id, now, self.cfg.lease_ms).await? {
+                DispatchDecision::Dispatch { run, job, webhook_id, covered } => (run, job, webhook_id, covered),
+                DispatchDecision::Gone => return Ok(()),
+                DispatchDecision::Blocked => {
+                    self.timer.push(now + 500, run_id.to_string());
+                    return Ok(());
+                }
+                DispatchDecision::Skipped { reason } => {
+                    tracing::info!(run_id, reason, "run skipped");
+                    return Ok(());
+                }
+            };
         for c in &covered {
             cancel_remote(self.store.as_ref(), &self.client, c).await;
         }
@@ -233,10 +198,8 @@ impl Engine {
             Some(a) => self.store.executor_list(&a.id).await?,
             None => Vec::new(),
         };
-        let mut cands = app
-            .as_ref()
-            .map(|a| candidates(a, &executors, now, self.cfg.executor_offline_ms))
-            .unwrap_or_default();
+        let mut cands =
+            app.as_ref().map(|a| candidates(a, &executors, now, self.cfg.executor_offline_ms)).unwrap_or_default();
         let body = serde_json::to_vec(&delivery_body(&run, &job)).expect("JSON");
         let headers = [
             ("sundial-run-id", run.id.clone()),
@@ -245,20 +208,13 @@ impl Engine {
             ("sundial-shard", "0/1".to_string()),
         ];
         let mut trail: Vec<TrailEntry> = Vec::new();
-        let mut last_failure = (
-            FailReason::NoExecutor,
-            "no online executor serves this handler".to_string(),
-        );
+        let mut last_failure = (FailReason::NoExecutor, "no online executor serves this handler".to_string());
         let mut retired = 0;
         let mut tried = 0;
         let mut chosen: Option<Candidate> = None;
         let mut answer_final: Option<Answer> = None;
         'replan: for _ in 0..8 {
-            let plan =
-                self.routes
-                    .lock()
-                    .await
-                    .plan(job.route, job.handler.as_deref(), &job.id, &cands);
+            let plan = self.routes.lock().await.plan(job.route, job.handler.as_deref(), &job.id, &cands);
             let plan = match plan {
                 Ok(p) => p,
                 Err(no) => {
@@ -274,8 +230,7 @@ impl Engine {
             for target in &plan.targets {
                 let Some(app) = &app else { break 'replan };
                 tried += 1;
-                let remaining =
-                    (run.deadline_ms.unwrap_or(now + job.timeout_ms) - self.now_ms()).max(1);
+                let remaining = (run.deadline_ms.unwrap_or(now + job.timeout_ms) - self.now_ms()).max(1);
                 let resp = self
                     .client
                     .post_signed(
@@ -287,21 +242,13 @@ impl Engine {
                         Duration::from_millis(remaining as u64),
                     )
                     .await;
-                self.routes
-                    .lock()
-                    .await
-                    .record_use(&job.id, &target.id, self.now_ms());
+                self.routes.lock().await.record_use(&job.id, &target.id, self.now_ms());
                 match read_answer(resp).await {
                     Answer::Offline => {
                         trail.push(TrailEntry::new(target, "executor_offline"));
                         if !target.id.starts_with("static:") {
                             self.store
-                                .executor_set_state(
-                                    &app.id,
-                                    &target.id,
-                                    ExecutorState::Offline,
-                                    self.now_ms(),
-                                )
+                                .executor_set_state(&app.id, &target.id, ExecutorState::Offline, self.now_ms())
                                 .await?;
                         }
                         for c in cands.iter_mut().filter(|c| c.id == target.id) {
@@ -312,10 +259,7 @@ impl Engine {
                     Answer::Retired => {
                         retired += 1;
                         trail.push(TrailEntry::new(target, "handler_retired"));
-                        last_failure = (
-                            FailReason::Error,
-                            format!("executor {} retired handler", target.id),
-                        );
+                        last_failure = (FailReason::Error, format!("executor {} retired handler", target.id));
                     }
                     Answer::Failed(reason, msg) => {
                         trail.push(TrailEntry::new(target, &format!("failed: {msg}")));
@@ -340,56 +284,25 @@ impl Engine {
             None => (None, None),
         };
         self.store
-            .attempt_set_target(
-                &run.id,
-                run.attempt,
-                exec_id,
-                address,
-                &serde_json::to_value(&trail).expect("JSON"),
-            )
+            .attempt_set_target(&run.id, run.attempt, exec_id, address, &serde_json::to_value(&trail).expect("JSON"))
             .await?;
         match answer_final {
             Some(Answer::Accepted) => {
-                self.store
-                    .run_mark_running(&run.id, run.attempt, self.now_ms())
-                    .await?;
+                self.store.run_mark_running(&run.id, run.attempt, self.now_ms()).await?;
             }
             Some(Answer::Done(result)) => {
-                finish_attempt(
-                    self.store.as_ref(),
-                    &job,
-                    &run.id,
-                    run.attempt,
-                    result,
-                    self.now_ms(),
-                )
-                .await?;
+                finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, self.now_ms()).await?;
                 self.wake.notify_one();
             }
             _ => {
                 if retired > 0 && retired == tried {
                     // Every executor asked says the handler is gone: stop the job.
-                    self.store
-                        .job_set_state(&job.tenant_id, &job.id, JobState::Stopped, self.now_ms())
-                        .await?;
+                    self.store.job_set_state(&job.tenant_id, &job.id, JobState::Stopped, self.now_ms()).await?;
                     tracing::warn!(job_id = %job.id, "every executor retired the handler; job stopped");
                 }
                 let (reason, message) = last_failure;
-                let result = ExecutorResult {
-                    succeeded: false,
-                    reason,
-                    output: None,
-                    message: Some(message),
-                };
-                finish_attempt(
-                    self.store.as_ref(),
-                    &job,
-                    &run.id,
-                    run.attempt,
-                    result,
-                    self.now_ms(),
-                )
-                .await?;
+                let result = ExecutorResult { succeeded: false, reason, output: None, message: Some(message) };
+                finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, self.now_ms()).await?;
                 if reason == FailReason::Timeout && chosen.is_some() {
                     cancel_remote(self.store.as_ref(), &self.client, &run).await;
                 }

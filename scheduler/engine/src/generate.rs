@@ -2,9 +2,7 @@
 //! unique fire key, so dispatch needs no computation on the hot path.
 
 use sundial_core::ids::{self, new_id};
-use sundial_core::job::{
-    DEFAULT_CATCHUP_WINDOW_MS, DEFAULT_MAX_CATCHUP, DEFAULT_MISFIRE_THRESHOLD_MS,
-};
+use sundial_core::job::{DEFAULT_CATCHUP_WINDOW_MS, DEFAULT_MAX_CATCHUP, DEFAULT_MISFIRE_THRESHOLD_MS};
 use sundial_core::schedule::Schedule;
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::{RunState, TriggerKind};
@@ -51,42 +49,21 @@ pub(crate) fn schedule_run(job: &Job, at_ms: i64, now_ms: i64) -> Run {
 /// The runs to write for `job`'s fires in `(from, until]`. Missed fires (older than the
 /// misfire threshold) beyond the catch-up window or the per-job cap are not written one
 /// by one: one `expired` record carries their count.
-pub(crate) fn plan_runs(
-    job: &Job,
-    schedule: &Schedule,
-    from: i64,
-    until: i64,
-    now: i64,
-) -> Vec<Run> {
-    let threshold = job
-        .misfire
-        .threshold_ms
-        .unwrap_or(DEFAULT_MISFIRE_THRESHOLD_MS);
-    let window = job
-        .misfire
-        .catchup_window_ms
-        .unwrap_or(DEFAULT_CATCHUP_WINDOW_MS);
-    let cap = job
-        .misfire
-        .max_catchup
-        .unwrap_or(DEFAULT_MAX_CATCHUP)
-        .max(1) as usize;
+pub(crate) fn plan_runs(job: &Job, schedule: &Schedule, from: i64, until: i64, now: i64) -> Vec<Run> {
+    let threshold = job.misfire.threshold_ms.unwrap_or(DEFAULT_MISFIRE_THRESHOLD_MS);
+    let window = job.misfire.catchup_window_ms.unwrap_or(DEFAULT_CATCHUP_WINDOW_MS);
+    let cap = job.misfire.max_catchup.unwrap_or(DEFAULT_MAX_CATCHUP).max(1) as usize;
     let fires = schedule.fires_between(from, until, MAX_WALK);
     let missed_end = fires.partition_point(|t| *t < now - threshold);
     let (missed, upcoming) = fires.split_at(missed_end);
     // Keep the most recent missed fires inside the window, at most `cap`; count the rest.
-    let keep_from = missed
-        .partition_point(|t| *t < now - window)
-        .max(missed.len().saturating_sub(cap));
+    let keep_from = missed.partition_point(|t| *t < now - window).max(missed.len().saturating_sub(cap));
     let (dropped, kept) = missed.split_at(keep_from);
     let mut runs = Vec::with_capacity(kept.len() + upcoming.len() + 1);
     if let (Some(first), Some(last)) = (dropped.first(), dropped.last()) {
         let mut r = schedule_run(job, *first, now);
-        let t = sundial_core::run_state::transition(
-            RunState::Pending,
-            &sundial_core::run_state::RunEvent::Expire,
-        )
-        .expect("pending runs may expire");
+        let t = sundial_core::run_state::transition(RunState::Pending, &sundial_core::run_state::RunEvent::Expire)
+            .expect("pending runs may expire");
         r.state = t.to;
         r.expired_count = dropped.len() as i64;
         r.finished_at_ms = Some(now);
@@ -98,11 +75,7 @@ pub(crate) fn plan_runs(
         ));
         runs.push(r);
     }
-    runs.extend(
-        kept.iter()
-            .chain(upcoming)
-            .map(|t| schedule_run(job, *t, now)),
-    );
+    runs.extend(kept.iter().chain(upcoming).map(|t| schedule_run(job, *t, now)));
     runs
 }
 
@@ -114,10 +87,7 @@ impl Engine {
         loop {
             let now = self.now_ms();
             let until = now + self.cfg.horizon_ms;
-            let jobs = self
-                .store
-                .job_due_for_generation(now + self.cfg.horizon_ms / 2, JOBS_PER_ROUND)
-                .await?;
+            let jobs = self.store.job_due_for_generation(now + self.cfg.horizon_ms / 2, JOBS_PER_ROUND).await?;
             let n = jobs.len() as i64;
             for job in jobs {
                 let Some(schedule) = Self::schedule_of(&job) else {
@@ -126,11 +96,7 @@ impl Engine {
                 };
                 let from = job.generated_until_ms.unwrap_or(job.updated_at_ms - 1);
                 let runs = plan_runs(&job, &schedule, from, until, now);
-                match self
-                    .store
-                    .run_generate(&job.id, job.version, &runs, until)
-                    .await?
-                {
+                match self.store.run_generate(&job.id, job.version, &runs, until).await? {
                     Some(k) => written += k,
                     None => {
                         tracing::debug!(job_id = %job.id, "job changed while generating; next round")
@@ -194,11 +160,7 @@ pub(crate) mod tests {
                 catchup_window_ms: Some(window),
                 max_catchup: Some(cap),
             },
-            failure: FailureSpec {
-                policy: FailurePolicyKind::Discard,
-                max_retries: Some(0),
-                backoff: None,
-            },
+            failure: FailureSpec { policy: FailurePolicyKind::Discard, max_retries: Some(0), backoff: None },
             timeout_ms: 1000,
             max_concurrency: None,
             state: JobState::Active,
@@ -217,10 +179,7 @@ pub(crate) mod tests {
         let (j, s) = job(MisfirePolicy::FireAll, 3_600_000, 100);
         let runs = plan_runs(&j, &s, 99_999, 110_000, 100_000);
         assert_eq!(runs.len(), 11, "100 s to 110 s inclusive");
-        assert!(
-            runs.iter().all(|r| r.state == RunState::Pending
-                && r.fire_key == format!("s:{}", r.scheduled_at_ms))
-        );
+        assert!(runs.iter().all(|r| r.state == RunState::Pending && r.fire_key == format!("s:{}", r.scheduled_at_ms)));
     }
 
     #[test]
@@ -229,27 +188,12 @@ pub(crate) mod tests {
         let (j, s) = job(MisfirePolicy::FireAll, 3_600_000, 100);
         let now = 86_400_000;
         let runs = plan_runs(&j, &s, 0, now + 10_000, now);
-        let expired: Vec<_> = runs
-            .iter()
-            .filter(|r| r.state == RunState::Expired)
-            .collect();
+        let expired: Vec<_> = runs.iter().filter(|r| r.state == RunState::Expired).collect();
         assert_eq!(expired.len(), 1);
-        let late_kept = runs
-            .iter()
-            .filter(|r| r.state == RunState::Pending && r.scheduled_at_ms < now - 5000)
-            .count();
+        let late_kept = runs.iter().filter(|r| r.state == RunState::Pending && r.scheduled_at_ms < now - 5000).count();
         assert_eq!(late_kept, 100, "the cap bounds catch-up deliveries");
         // Every fire is accounted for: delivered-late, upcoming, or counted as expired.
-        let total: i64 = runs
-            .iter()
-            .map(|r| {
-                if r.state == RunState::Expired {
-                    r.expired_count
-                } else {
-                    1
-                }
-            })
-            .sum();
+        let total: i64 = runs.iter().map(|r| if r.state == RunState::Expired { r.expired_count } else { 1 }).sum();
         assert_eq!(total, (now + 10_000) / 1000);
     }
 
@@ -258,13 +202,8 @@ pub(crate) mod tests {
         let (j, s) = job(MisfirePolicy::FireAll, 30_000, 100);
         let now = 1_000_000;
         let runs = plan_runs(&j, &s, 0, now, now);
-        let kept_missed = runs
-            .iter()
-            .filter(|r| r.state == RunState::Pending && r.scheduled_at_ms < now - 5000)
-            .count();
-        assert_eq!(
-            kept_missed, 25,
-            "fires within 30 s but older than the 5 s threshold"
-        );
+        let kept_missed =
+            runs.iter().filter(|r| r.state == RunState::Pending && r.scheduled_at_ms < now - 5000).count();
+        assert_eq!(kept_missed, 25, "fires within 30 s but older than the 5 s threshold");
     }
 }

@@ -52,6 +52,8 @@ pub struct EngineConfig {
     pub reaper_grace_ms: i64,
     /// An executor silent this long is offline (static endpoints never are).
     pub executor_offline_ms: i64,
+    /// An executor silent this long has lost the runs it was running.
+    pub executor_lost_ms: i64,
 }
 
 impl EngineConfig {
@@ -66,6 +68,7 @@ impl EngineConfig {
             max_inflight: 512,
             reaper_grace_ms: 5_000,
             executor_offline_ms: 10_000,
+            executor_lost_ms: 30_000,
         }
     }
 }
@@ -95,12 +98,7 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(
-        store: Arc<dyn Store>,
-        clock: SharedClock,
-        cfg: EngineConfig,
-        wake: Arc<Notify>,
-    ) -> Arc<Engine> {
+    pub fn new(store: Arc<dyn Store>, clock: SharedClock, cfg: EngineConfig, wake: Arc<Notify>) -> Arc<Engine> {
         let client = DeliveryClient::new(clock.clone());
         Arc::new(Engine {
             store,
@@ -128,11 +126,9 @@ impl Engine {
     pub async fn start(self: &Arc<Self>) {
         let mut tasks = self.tasks.lock().await;
         let tick = Duration::from_millis(self.cfg.tick_ms);
-        tasks.push(
-            self.spawn_loop("generator", Duration::from_millis(1000), |e| async move {
-                e.generate_once().await.map(|_| ())
-            }),
-        );
+        tasks.push(self.spawn_loop("generator", Duration::from_millis(1000), |e| async move {
+            e.generate_once().await.map(|_| ())
+        }));
         let e = self.clone();
         tasks.push(tokio::spawn(async move {
             loop {
@@ -150,18 +146,11 @@ impl Engine {
         let e = self.clone();
         tasks.push(tokio::spawn(async move { e.timer_loop().await }));
         tasks.push(
-            self.spawn_loop("reaper", Duration::from_millis(1000), |e| async move {
-                e.reap_once().await.map(|_| ())
-            }),
+            self.spawn_loop("reaper", Duration::from_millis(1000), |e| async move { e.reap_once().await.map(|_| ()) }),
         );
     }
 
-    fn spawn_loop<F, Fut>(
-        self: &Arc<Self>,
-        name: &'static str,
-        every: Duration,
-        step: F,
-    ) -> tokio::task::JoinHandle<()>
+    fn spawn_loop<F, Fut>(self: &Arc<Self>, name: &'static str, every: Duration, step: F) -> tokio::task::JoinHandle<()>
     where
         F: Fn(Arc<Engine>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<()>> + Send,
@@ -194,11 +183,7 @@ impl Engine {
         }
         let held = self.timer.drain();
         if !held.is_empty() {
-            match self
-                .store
-                .run_release(&self.cfg.node_id, &held, self.now_ms())
-                .await
-            {
+            match self.store.run_release(&self.cfg.node_id, &held, self.now_ms()).await {
                 Ok(n) => tracing::info!(released = n, "handed back claimed runs"),
                 Err(e) => {
                     tracing::warn!(error = %e, "could not hand back claimed runs; they return when their lease expires")
@@ -206,20 +191,13 @@ impl Engine {
             }
         }
         let all = self.cfg.max_inflight as u32;
-        if tokio::time::timeout(grace, self.inflight.acquire_many(all))
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(grace, self.inflight.acquire_many(all)).await.is_err() {
             tracing::warn!("deliveries still in flight after the grace period");
         }
     }
 
     pub(crate) async fn inflight_permit(&self) -> tokio::sync::OwnedSemaphorePermit {
-        self.inflight
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed")
+        self.inflight.clone().acquire_owned().await.expect("the semaphore is never closed")
     }
 
     pub(crate) fn cancel_token(&self) -> &CancellationToken {
@@ -233,11 +211,6 @@ impl Engine {
 
     /// Is the operator switch that stops schedules from firing on their own on?
     pub async fn schedules_paused(&self) -> Result<bool> {
-        Ok(self
-            .store
-            .setting_get(SETTING_SCHEDULES_PAUSED)
-            .await?
-            .as_deref()
-            == Some("true"))
+        Ok(self.store.setting_get(SETTING_SCHEDULES_PAUSED).await?.as_deref() == Some("true"))
     }
 }

@@ -24,9 +24,7 @@ pub fn retry_delay_ms(job: &Job, attempt: i64, unit: f64) -> Option<i64> {
     if f.policy == FailurePolicyKind::Discard {
         return None;
     }
-    let max_retries = f
-        .max_retries
-        .unwrap_or(sundial_core::job::DEFAULT_MAX_RETRIES);
+    let max_retries = f.max_retries.unwrap_or(sundial_core::job::DEFAULT_MAX_RETRIES);
     if attempt > max_retries {
         return None;
     }
@@ -35,16 +33,10 @@ pub fn retry_delay_ms(job: &Job, attempt: i64, unit: f64) -> Option<i64> {
     let max = b.and_then(|b| b.max_ms).unwrap_or(300_000).max(base);
     let delay = match b.map(|b| b.kind).unwrap_or(BackoffKind::Exponential) {
         BackoffKind::Fixed => base,
-        BackoffKind::Exponential => base
-            .saturating_mul(1_i64 << (attempt - 1).clamp(0, 30))
-            .min(max),
+        BackoffKind::Exponential => base.saturating_mul(1_i64 << (attempt - 1).clamp(0, 30)).min(max),
     };
     let jitter = b.and_then(|b| b.jitter).unwrap_or(true);
-    Some(if jitter {
-        ((delay as f64) * (0.8 + 0.4 * unit)).round() as i64
-    } else {
-        delay
-    })
+    Some(if jitter { ((delay as f64) * (0.8 + 0.4 * unit)).round() as i64 } else { delay })
 }
 
 /// Record an attempt's outcome, applying the job's failure policy.
@@ -83,13 +75,11 @@ pub async fn finish_attempt(
 
 impl Engine {
     /// Fail `running` runs whose deadline (plus grace) passed, with reason `timeout`,
-    /// after a best-effort signed cancel to their executor. Returns how many.
+    /// after a best-effort signed cancel to their executor, and runs whose executor
+    /// went silent, with reason `lost`. Returns how many.
     pub async fn reap_once(&self) -> Result<usize> {
         let now = self.now_ms();
-        let overdue = self
-            .store
-            .run_overdue(now - self.cfg.reaper_grace_ms, 500)
-            .await?;
+        let overdue = self.store.run_overdue(now - self.cfg.reaper_grace_ms, 500).await?;
         let mut n = 0;
         for run in overdue {
             let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
@@ -103,17 +93,32 @@ impl Engine {
                 message: Some(format!("no result within timeout_ms = {}", job.timeout_ms)),
             };
             if matches!(
-                finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, now)
-                    .await?,
+                finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, now).await?,
                 FinishOutcome::Applied { .. }
             ) {
                 n += 1;
             }
         }
+        // Executors silent past the grace period lose their runs (a missed heartbeat or two is not enough).
+        let lost = self.store.run_on_silent_executors(now - self.cfg.executor_lost_ms, 500).await?;
+        for run in lost {
+            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else { continue };
+            let result = ExecutorResult {
+                succeeded: false,
+                reason: FailReason::Lost,
+                output: None,
+                message: Some(format!("the executor sent no heartbeat for {} ms", self.cfg.executor_lost_ms)),
+            };
+            if matches!(
+                finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, now).await?,
+                FinishOutcome::Applied { .. }
+            ) {
+                tracing::warn!(run_id = %run.id, "executor lost; attempt failed");
+                n += 1;
+            }
+        }
         // Seen webhook ids only matter inside the signature tolerance window.
-        self.store
-            .webhook_forget(now - 2 * sundial_core::signing::TOLERANCE_SECS * 1000)
-            .await?;
+        self.store.webhook_forget(now - 2 * sundial_core::signing::TOLERANCE_SECS * 1000).await?;
         if n > 0 {
             self.wake.notify_one();
         }
@@ -164,11 +169,7 @@ mod tests {
         });
         assert_eq!(retry_delay_ms(&j, 1, 0.0), Some(800));
         assert_eq!(retry_delay_ms(&j, 1, 0.999_999), Some(1200));
-        let d = job_with(FailureSpec {
-            policy: FailurePolicyKind::Discard,
-            max_retries: Some(0),
-            backoff: None,
-        });
+        let d = job_with(FailureSpec { policy: FailurePolicyKind::Discard, max_retries: Some(0), backoff: None });
         assert_eq!(retry_delay_ms(&d, 1, 0.5), None);
     }
 }

@@ -32,12 +32,7 @@ impl Timer {
         self.inner.lock().expect("timer lock").1.len()
     }
     pub fn next_due(&self) -> Option<i64> {
-        self.inner
-            .lock()
-            .expect("timer lock")
-            .0
-            .peek()
-            .map(|r| r.0.0)
+        self.inner.lock().expect("timer lock").0.peek().map(|r| r.0.0)
     }
     /// Remove and return every run due at or before `now_ms`.
     pub fn pop_due(&self, now_ms: i64) -> Vec<String> {
@@ -106,36 +101,26 @@ impl Engine {
         let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
             return Ok(false); // dispatch will find the job gone and cancel
         };
-        let threshold = job
-            .misfire
-            .threshold_ms
-            .unwrap_or(sundial_core::job::DEFAULT_MISFIRE_THRESHOLD_MS);
+        let threshold = job.misfire.threshold_ms.unwrap_or(sundial_core::job::DEFAULT_MISFIRE_THRESHOLD_MS);
         if late <= threshold {
             return Ok(false);
         }
-        let window = job
-            .misfire
-            .catchup_window_ms
-            .unwrap_or(sundial_core::job::DEFAULT_CATCHUP_WINDOW_MS);
+        let window = job.misfire.catchup_window_ms.unwrap_or(sundial_core::job::DEFAULT_CATCHUP_WINDOW_MS);
         let message = match job.misfire.policy {
             MisfirePolicy::Skip => Some(format!("missed by {late} ms; misfire policy skip")),
             MisfirePolicy::FireOnce => self
                 .store
                 .run_has_later_overdue(&run.job_id, run.scheduled_at_ms, now - threshold)
                 .await?
-                .then(|| {
-                    format!("missed by {late} ms; fire_once fires only the latest missed fire")
-                }),
-            MisfirePolicy::FireAll => (late > window)
-                .then(|| format!("missed by {late} ms, beyond the catch-up window of {window} ms")),
+                .then(|| format!("missed by {late} ms; fire_once fires only the latest missed fire")),
+            MisfirePolicy::FireAll => {
+                (late > window).then(|| format!("missed by {late} ms, beyond the catch-up window of {window} ms"))
+            }
         };
         let Some(message) = message else {
             return Ok(false);
         };
-        let expired = self
-            .store
-            .run_expire(&run.id, &self.cfg.node_id, &message, now)
-            .await?;
+        let expired = self.store.run_expire(&run.id, &self.cfg.node_id, &message, now).await?;
         if expired {
             tracing::info!(run_id = %run.id, job_id = %run.job_id, late_ms = late, "misfire: expired");
         }

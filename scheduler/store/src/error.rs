@@ -17,11 +17,7 @@ pub enum StoreError {
     #[error("unsupported database URL `{0}`: use sqlite://PATH or mysql://USER@HOST/DB")]
     BadUrl(String),
     #[error("migration {version} ({name}) failed: {source}")]
-    Migration {
-        version: i64,
-        name: String,
-        source: sqlx::Error,
-    },
+    Migration { version: i64, name: String, source: sqlx::Error },
     #[error("stored data is not what the schema promises: {0}")]
     Corrupt(String),
     #[error("database error: {0}")]
@@ -31,15 +27,10 @@ pub enum StoreError {
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// Map a unique-key violation to [`StoreError::Conflict`], leave other errors alone.
-pub(crate) fn conflict_on(
-    what: &'static str,
-    message: impl Into<String>,
-) -> impl FnOnce(sqlx::Error) -> StoreError {
+pub(crate) fn conflict_on(what: &'static str, message: impl Into<String>) -> impl FnOnce(sqlx::Error) -> StoreError {
     let message = message.into();
     move |e| match &e {
-        sqlx::Error::Database(d) if d.is_unique_violation() => {
-            StoreError::Conflict { what, message }
-        }
+        sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Conflict { what, message },
         _ => StoreError::Database(e),
     }
 }

@@ -69,12 +69,7 @@ pub struct ClaimParams {
 #[allow(clippy::large_enum_variant)] // built once per dispatch, never stored in bulk
 pub enum DispatchDecision {
     /// Now `dispatching` as `attempt`, committed; send it.
-    Dispatch {
-        run: Run,
-        job: Job,
-        webhook_id: String,
-        covered: Vec<Run>,
-    },
+    Dispatch { run: Run, job: Job, webhook_id: String, covered: Vec<Run> },
     /// Not ours any more (another node, a lost lease, a cancel, a deleted job): do nothing.
     Gone,
     /// A `serial` job's previous run is still in flight: stays queued; try again later.
@@ -160,20 +155,9 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Replace a job's definition if its version is still `expected_version`
     /// (`job.version` is the new one). `children: Some` replaces the edges.
     /// `Ok(false)` if the job does not exist; [`StoreError::Stale`] if it changed meanwhile.
-    async fn job_update(
-        &self,
-        job: &Job,
-        children: Option<&[String]>,
-        expected_version: i64,
-    ) -> Result<bool>;
+    async fn job_update(&self, job: &Job, children: Option<&[String]>, expected_version: i64) -> Result<bool>;
     /// Set `active`/`stopped`, bumping the version. `None` if the job does not exist.
-    async fn job_set_state(
-        &self,
-        tenant_id: &str,
-        id: &str,
-        state: JobState,
-        now_ms: i64,
-    ) -> Result<Option<Job>>;
+    async fn job_set_state(&self, tenant_id: &str, id: &str, state: JobState, now_ms: i64) -> Result<Option<Job>>;
     /// Delete a job, its edges (both directions) and its runs that have not started.
     async fn job_delete(&self, tenant_id: &str, id: &str) -> Result<bool>;
     async fn job_children(&self, job_id: &str) -> Result<Vec<String>>;
@@ -206,20 +190,9 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// (owner set) for a node, oldest first.
     async fn run_claim(&self, p: &ClaimParams) -> Result<Vec<Run>>;
     /// A claimed run the misfire policy drops: `queued` → `expired`, if still ours.
-    async fn run_expire(
-        &self,
-        run_id: &str,
-        node_id: &str,
-        message: &str,
-        now_ms: i64,
-    ) -> Result<bool>;
+    async fn run_expire(&self, run_id: &str, node_id: &str, message: &str, now_ms: i64) -> Result<bool>;
     /// Does the job have a later pending-or-queued schedule run also scheduled before `before_ms`? (misfire `fire_once`)
-    async fn run_has_later_overdue(
-        &self,
-        job_id: &str,
-        scheduled_at_ms: i64,
-        before_ms: i64,
-    ) -> Result<bool>;
+    async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool>;
     /// Hand claimed runs not yet dispatched back (`queued` → `pending`, retrying runs lose their owner).
     async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64>;
     /// The dispatch transaction: move a claimed run to `dispatching` as its next attempt,
@@ -247,24 +220,15 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// state and attempt. Success fires the job's children (`p:<run id>`) in the same transaction.
     async fn run_finish_attempt(&self, p: &FinishAttempt) -> Result<FinishOutcome>;
     /// Cancel a non-terminal run. Returns the run as it was before, if it was cancelled.
-    async fn run_cancel(
-        &self,
-        tenant_id: &str,
-        run_id: &str,
-        message: &str,
-        now_ms: i64,
-    ) -> Result<Option<Run>>;
+    async fn run_cancel(&self, tenant_id: &str, run_id: &str, message: &str, now_ms: i64) -> Result<Option<Run>>;
     /// Make a `retrying` run due now.
     async fn run_retry_now(&self, tenant_id: &str, run_id: &str, now_ms: i64) -> Result<bool>;
     /// `running` runs past their deadline, up to `limit`.
     async fn run_overdue(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>>;
+    /// `running` runs whose executor has sent no heartbeat since `silent_before_ms`.
+    async fn run_on_silent_executors(&self, silent_before_ms: i64, limit: i64) -> Result<Vec<Run>>;
     async fn run_attempts(&self, run_id: &str) -> Result<Vec<Attempt>>;
-    async fn run_log_append(
-        &self,
-        run_id: &str,
-        attempt: i64,
-        lines: &[(i64, String, String)],
-    ) -> Result<()>;
+    async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()>;
     async fn run_logs(&self, run_id: &str, limit: i64) -> Result<Vec<RunLog>>;
 
     /// An app by id alone, for executor calls authenticated by the app's signature.

@@ -22,12 +22,7 @@ pub const MIGRATIONS: &[Migration] = &[Migration {
 /// Split a migration file into statements (no statement of ours contains `;` inside).
 fn statements(sql: &str) -> impl Iterator<Item = String> + '_ {
     sql.split(';')
-        .map(|s| {
-            s.lines()
-                .filter(|l| !l.trim_start().starts_with("--"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+        .map(|s| s.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join("\n"))
         .filter(|s| !s.trim().is_empty())
 }
 
@@ -35,15 +30,11 @@ fn statements(sql: &str) -> impl Iterator<Item = String> + '_ {
 /// On MySQL a named lock serialises nodes that start together.
 pub async fn run(conn: &mut AnyConnection, dialect: Dialect, now_ms: i64) -> Result<Vec<i64>> {
     if dialect == Dialect::MySql {
-        sqlx::query("SELECT GET_LOCK('sundial_migrate', 60)")
-            .execute(&mut *conn)
-            .await?;
+        sqlx::query("SELECT GET_LOCK('sundial_migrate', 60)").execute(&mut *conn).await?;
     }
     let result = apply(conn, dialect, now_ms).await;
     if dialect == Dialect::MySql {
-        sqlx::query("SELECT RELEASE_LOCK('sundial_migrate')")
-            .execute(&mut *conn)
-            .await?;
+        sqlx::query("SELECT RELEASE_LOCK('sundial_migrate')").execute(&mut *conn).await?;
     }
     result
 }
@@ -66,29 +57,20 @@ async fn apply(conn: &mut AnyConnection, dialect: Dialect, now_ms: i64) -> Resul
             Dialect::MySql => m.mysql,
             Dialect::Sqlite => m.sqlite,
         };
-        let err = |source| StoreError::Migration {
-            version: m.version,
-            name: m.name.to_string(),
-            source,
-        };
+        let err = |source| StoreError::Migration { version: m.version, name: m.name.to_string(), source };
         // SQLite runs DDL transactionally; MySQL commits DDL implicitly, so a failed
         // MySQL migration may need manual repair (each of ours is one CREATE per table).
         let mut tx = conn.begin().await.map_err(err)?;
         for stmt in statements(sql) {
-            sqlx::query(sqlx::AssertSqlSafe(stmt))
-                .execute(&mut *tx)
-                .await
-                .map_err(err)?;
+            sqlx::query(sqlx::AssertSqlSafe(stmt)).execute(&mut *tx).await.map_err(err)?;
         }
-        sqlx::query(
-            "INSERT INTO sundial_migrations (version, name, applied_at_ms) VALUES (?, ?, ?)",
-        )
-        .bind(m.version)
-        .bind(m.name)
-        .bind(now_ms)
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
+        sqlx::query("INSERT INTO sundial_migrations (version, name, applied_at_ms) VALUES (?, ?, ?)")
+            .bind(m.version)
+            .bind(m.name)
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
         tx.commit().await.map_err(err)?;
         tracing::info!(version = m.version, name = m.name, "migration applied");
         applied.push(m.version);

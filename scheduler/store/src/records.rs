@@ -4,8 +4,7 @@ use serde_json::Value;
 use sundial_core::job::{FailureSpec, MisfireSpec};
 use sundial_core::schedule::ScheduleSpec;
 use sundial_core::types::{
-    BlockStrategy, ExecutorState, JobSource, JobState, Role, Route, RunState, ScheduleKind,
-    TriggerKind,
+    BlockStrategy, ExecutorState, JobSource, JobState, Role, Route, RunState, ScheduleKind, TriggerKind,
 };
 
 #[derive(Debug, Clone, PartialEq)]

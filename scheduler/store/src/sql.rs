@@ -16,9 +16,8 @@ use sundial_core::types::{BlockStrategy, ExecutorState, JobState, Role, RunState
 
 use crate::error::conflict_on;
 use crate::{
-    ApiKey, App, Attempt, AttemptResult, ClaimParams, Dialect, DispatchDecision, Executor,
-    FinishAttempt, FinishOutcome, Job, JobFilter, Page, Result, Run, RunFilter, RunLog, Script,
-    Store, StoreError, Tenant, migrate,
+    ApiKey, App, Attempt, AttemptResult, ClaimParams, Dialect, DispatchDecision, Executor, FinishAttempt,
+    FinishOutcome, Job, JobFilter, Page, Result, Run, RunFilter, RunLog, Script, Store, StoreError, Tenant, migrate,
 };
 
 #[derive(Debug, Clone)]
@@ -32,11 +31,7 @@ pub struct ConnectOptions {
 
 impl ConnectOptions {
     pub fn new(url: impl Into<String>) -> Self {
-        Self {
-            url: url.into(),
-            max_connections: 10,
-            lock_sqlite_file: true,
-        }
+        Self { url: url.into(), max_connections: 10, lock_sqlite_file: true }
     }
 }
 
@@ -48,9 +43,7 @@ pub struct SqlStore {
 }
 
 fn sqlite_path(url: &str) -> Option<&str> {
-    let rest = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
     Some(rest.split('?').next().unwrap_or(rest))
 }
 
@@ -66,59 +59,45 @@ impl SqlStore {
                 .after_connect(|conn, _| {
                     Box::pin(async move {
                         // Strict mode: refuse rather than truncate; UTC only matters for NOW().
-                        conn.execute("SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'")
-                            .await?;
+                        conn.execute(
+                            "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'",
+                        )
+                        .await?;
                         Ok(())
                     })
                 })
                 .connect(&url)
                 .await?;
-            return Ok(SqlStore {
-                pool,
-                dialect: Dialect::MySql,
-                _lock: None,
-            });
+            return Ok(SqlStore { pool, dialect: Dialect::MySql, _lock: None });
         }
         let Some(path) = sqlite_path(&opts.url) else {
             return Err(StoreError::BadUrl(opts.url.clone()));
         };
         let memory = path == ":memory:" || path.is_empty();
         let lock = if opts.lock_sqlite_file && !memory {
-            if let Some(dir) = std::path::Path::new(path)
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-            {
+            if let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir).map_err(|e| StoreError::Locked {
                     path: dir.display().to_string(),
                     hint: format!("cannot create the data directory: {e}"),
                 })?;
             }
             let lock_path = format!("{path}.lock");
-            let f = File::options()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&lock_path)
-                .map_err(|e| StoreError::Locked {
-                    path: lock_path.clone(),
-                    hint: format!("cannot open the lock file: {e}"),
-                })?;
+            let f = File::options().create(true).truncate(false).write(true).open(&lock_path).map_err(|e| {
+                StoreError::Locked { path: lock_path.clone(), hint: format!("cannot open the lock file: {e}") }
+            })?;
             if f.try_lock().is_err() {
                 return Err(StoreError::Locked {
                     path: lock_path,
-                    hint: "is another `sundial serve` running on this database file? Stop it, or use another --data-dir"
-                        .into(),
+                    hint:
+                        "is another `sundial serve` running on this database file? Stop it, or use another --data-dir"
+                            .into(),
                 });
             }
             Some(f)
         } else {
             None
         };
-        let url = if memory {
-            "sqlite::memory:".to_string()
-        } else {
-            format!("sqlite://{path}?mode=rwc")
-        };
+        let url = if memory { "sqlite::memory:".to_string() } else { format!("sqlite://{path}?mode=rwc") };
         // One connection: SQLite has one writer, and one connection means no
         // SQLITE_BUSY and a natural queue. WAL keeps readers of other processes unblocked.
         let pool = AnyPoolOptions::new()
@@ -136,11 +115,7 @@ impl SqlStore {
             })
             .connect(&url)
             .await?;
-        Ok(SqlStore {
-            pool,
-            dialect: Dialect::Sqlite,
-            _lock: lock,
-        })
+        Ok(SqlStore { pool, dialect: Dialect::Sqlite, _lock: lock })
     }
 
     /// Connect and apply pending migrations.
@@ -173,14 +148,12 @@ impl SqlStore {
 // ---- row decoding -------------------------------------------------------------
 
 fn col<'r, T: sqlx::Decode<'r, Any> + sqlx::Type<Any>>(r: &'r AnyRow, name: &str) -> Result<T> {
-    r.try_get(name)
-        .map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))
+    r.try_get(name).map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))
 }
 
 fn parse_col<T: FromStr<Err = String>>(r: &AnyRow, name: &str) -> Result<T> {
     let s: String = col(r, name)?;
-    s.parse()
-        .map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))
+    s.parse().map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))
 }
 
 fn json_col<T: serde::de::DeserializeOwned>(r: &AnyRow, name: &str) -> Result<T> {
@@ -190,10 +163,7 @@ fn json_col<T: serde::de::DeserializeOwned>(r: &AnyRow, name: &str) -> Result<T>
 
 fn json_opt(r: &AnyRow, name: &str) -> Result<Option<Value>> {
     let s: Option<String> = col(r, name)?;
-    s.map(|s| {
-        serde_json::from_str(&s).map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))
-    })
-    .transpose()
+    s.map(|s| serde_json::from_str(&s).map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))).transpose()
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> String {
@@ -201,11 +171,7 @@ fn to_json<T: serde::Serialize>(v: &T) -> String {
 }
 
 fn tenant_row(r: &AnyRow) -> Result<Tenant> {
-    Ok(Tenant {
-        id: col(r, "id")?,
-        name: col(r, "name")?,
-        created_at_ms: col(r, "created_at_ms")?,
-    })
+    Ok(Tenant { id: col(r, "id")?, name: col(r, "name")?, created_at_ms: col(r, "created_at_ms")? })
 }
 
 fn api_key_row(r: &AnyRow) -> Result<ApiKey> {
@@ -305,10 +271,7 @@ async fn check_children(
     for (i, child) in children.iter().enumerate() {
         let field = format!("children[{i}]");
         if child == parent {
-            return Err(StoreError::Refused {
-                field,
-                message: "a job cannot be its own child".into(),
-            });
+            return Err(StoreError::Refused { field, message: "a job cannot be its own child".into() });
         }
         let exists = sqlx::query("SELECT 1 FROM jobs WHERE id = ? AND tenant_id = ?")
             .bind(child)
@@ -317,10 +280,7 @@ async fn check_children(
             .await?
             .is_some();
         if !exists {
-            return Err(StoreError::Refused {
-                field,
-                message: format!("job `{child}` does not exist"),
-            });
+            return Err(StoreError::Refused { field, message: format!("job `{child}` does not exist") });
         }
     }
     // Walk down from each new child; reaching the parent means a cycle.
@@ -339,18 +299,11 @@ async fn check_children(
             if n == parent {
                 return Err(StoreError::Refused {
                     field: format!("children[{i}]"),
-                    message: format!(
-                        "job `{child}` already leads back to this job; the chain would be a cycle"
-                    ),
+                    message: format!("job `{child}` already leads back to this job; the chain would be a cycle"),
                 });
             }
             if seen.insert(n.clone()) {
-                stack.extend(
-                    edges
-                        .iter()
-                        .filter(|(p, _)| *p == n)
-                        .map(|(_, c)| c.clone()),
-                );
+                stack.extend(edges.iter().filter(|(p, _)| *p == n).map(|(_, c)| c.clone()));
             }
         }
     }
@@ -364,18 +317,17 @@ async fn write_children(
     children: &[String],
     now_ms: i64,
 ) -> Result<()> {
-    sqlx::query("DELETE FROM job_children WHERE parent_job_id = ?")
+    sqlx::query("DELETE FROM job_children WHERE parent_job_id = ?").bind(parent).execute(&mut **tx).await?;
+    for child in children {
+        sqlx::query(
+            "INSERT INTO job_children (parent_job_id, child_job_id, tenant_id, created_at_ms) VALUES (?, ?, ?, ?)",
+        )
         .bind(parent)
+        .bind(child)
+        .bind(tenant_id)
+        .bind(now_ms)
         .execute(&mut **tx)
         .await?;
-    for child in children {
-        sqlx::query("INSERT INTO job_children (parent_job_id, child_job_id, tenant_id, created_at_ms) VALUES (?, ?, ?, ?)")
-            .bind(parent)
-            .bind(child)
-            .bind(tenant_id)
-            .bind(now_ms)
-            .execute(&mut **tx)
-            .await?;
     }
     Ok(())
 }
@@ -385,10 +337,7 @@ const CLAIM_UPDATE_SQL: &str = "UPDATE runs SET state = CASE WHEN state = 'pendi
     lease_until_ms = ?, updated_at_ms = ? WHERE id IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 fn refused(e: sundial_core::run_state::Refused) -> StoreError {
-    StoreError::Refused {
-        field: "state".into(),
-        message: e.to_string(),
-    }
+    StoreError::Refused { field: "state".into(), message: e.to_string() }
 }
 
 fn sha256_hex(s: &str) -> String {
@@ -504,9 +453,7 @@ impl Store for SqlStore {
     async fn db_now_ms(&self) -> Result<i64> {
         let sql = match self.dialect {
             Dialect::MySql => "SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS now_ms",
-            Dialect::Sqlite => {
-                "SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) AS now_ms"
-            }
+            Dialect::Sqlite => "SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) AS now_ms",
         };
         let row = sqlx::query(sql).fetch_one(&self.pool).await?;
         col(&row, "now_ms")
@@ -521,10 +468,7 @@ impl Store for SqlStore {
             .bind(t.created_at_ms)
             .execute(&self.pool)
             .await
-            .map_err(conflict_on(
-                "tenant_name",
-                format!("a tenant named `{}` exists", t.name),
-            ))?;
+            .map_err(conflict_on("tenant_name", format!("a tenant named `{}` exists", t.name)))?;
         Ok(())
     }
 
@@ -770,16 +714,14 @@ impl Store for SqlStore {
     }
 
     async fn job_get(&self, tenant_id: &str, id: &str) -> Result<Option<Job>> {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {JOB_COLS} FROM jobs WHERE id = ? AND tenant_id = ?"
-        )))
-        .bind(id)
-        .bind(tenant_id)
-        .fetch_optional(&self.pool)
-        .await?
-        .as_ref()
-        .map(job_row)
-        .transpose()
+        sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ? AND tenant_id = ?")))
+            .bind(id)
+            .bind(tenant_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(job_row)
+            .transpose()
     }
 
     async fn job_list(&self, tenant_id: &str, f: &JobFilter, page: &Page) -> Result<Vec<Job>> {
@@ -805,12 +747,7 @@ impl Store for SqlStore {
         .collect()
     }
 
-    async fn job_update(
-        &self,
-        j: &Job,
-        children: Option<&[String]>,
-        expected_version: i64,
-    ) -> Result<bool> {
+    async fn job_update(&self, j: &Job, children: Option<&[String]>, expected_version: i64) -> Result<bool> {
         let mut tx = self.begin().await?;
         if let Some(children) = children {
             check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
@@ -850,11 +787,7 @@ impl Store for SqlStore {
                 .fetch_optional(&mut *tx)
                 .await?
                 .is_some();
-            return if exists {
-                Err(StoreError::Stale("job"))
-            } else {
-                Ok(false)
-            };
+            return if exists { Err(StoreError::Stale("job")) } else { Ok(false) };
         }
         if let Some(children) = children {
             write_children(&mut tx, &j.tenant_id, &j.id, children, j.updated_at_ms).await?;
@@ -872,13 +805,7 @@ impl Store for SqlStore {
         Ok(true)
     }
 
-    async fn job_set_state(
-        &self,
-        tenant_id: &str,
-        id: &str,
-        state: JobState,
-        now_ms: i64,
-    ) -> Result<Option<Job>> {
+    async fn job_set_state(&self, tenant_id: &str, id: &str, state: JobState, now_ms: i64) -> Result<Option<Job>> {
         let mut tx = self.begin().await?;
         // Start fires from now on (no catch-up of the stopped period); stop drops the
         // generated fires not yet dispatched. Triggered runs are kept either way.
@@ -895,21 +822,22 @@ impl Store for SqlStore {
         .execute(&mut *tx)
         .await?;
         if changed.rows_affected() > 0 && state == JobState::Stopped {
-            sqlx::query("DELETE FROM runs WHERE job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule'")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "DELETE FROM runs WHERE job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule'",
+            )
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         }
-        let job = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {JOB_COLS} FROM jobs WHERE id = ? AND tenant_id = ?"
-        )))
-        .bind(id)
-        .bind(tenant_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .as_ref()
-        .map(job_row)
-        .transpose()?;
+        let job =
+            sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ? AND tenant_id = ?")))
+                .bind(id)
+                .bind(tenant_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .as_ref()
+                .map(job_row)
+                .transpose()?;
         tx.commit().await?;
         Ok(job)
     }
@@ -937,15 +865,13 @@ impl Store for SqlStore {
     }
 
     async fn job_children(&self, job_id: &str) -> Result<Vec<String>> {
-        sqlx::query(
-            "SELECT child_job_id FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id",
-        )
-        .bind(job_id)
-        .fetch_all(&self.pool)
-        .await?
-        .iter()
-        .map(|r| col(r, "child_job_id"))
-        .collect()
+        sqlx::query("SELECT child_job_id FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
+            .bind(job_id)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| col(r, "child_job_id"))
+            .collect()
     }
 
     // ---- scripts ----
@@ -1063,12 +989,13 @@ impl Store for SqlStore {
         generated_until_ms: i64,
     ) -> Result<Option<usize>> {
         let mut tx = self.begin().await?;
-        let moved = sqlx::query("UPDATE jobs SET generated_until_ms = ? WHERE id = ? AND version = ? AND state = 'active'")
-            .bind(generated_until_ms)
-            .bind(job_id)
-            .bind(job_version)
-            .execute(&mut *tx)
-            .await?;
+        let moved =
+            sqlx::query("UPDATE jobs SET generated_until_ms = ? WHERE id = ? AND version = ? AND state = 'active'")
+                .bind(generated_until_ms)
+                .bind(job_id)
+                .bind(job_version)
+                .execute(&mut *tx)
+                .await?;
         if moved.rows_affected() == 0 {
             return Ok(None);
         }
@@ -1083,7 +1010,11 @@ impl Store for SqlStore {
     }
 
     async fn run_claim(&self, p: &ClaimParams) -> Result<Vec<Run>> {
-        let lock = self.lock_clause();
+        // Nodes claiming at once skip each other's locked rows instead of waiting.
+        let lock = match self.dialect {
+            Dialect::MySql => " FOR UPDATE SKIP LOCKED",
+            Dialect::Sqlite => "",
+        };
         let mut tx = self.begin().await?;
         let pending_sql = format!(
             "SELECT * FROM runs WHERE state = 'pending' AND scheduled_at_ms <= ? AND (? = 1 OR trigger_kind <> 'schedule') \
@@ -1115,12 +1046,31 @@ impl Store for SqlStore {
                 .collect::<Result<_>>()?;
             claimed.extend(retrying);
         }
+        let room = p.limit - claimed.len() as i64;
+        if room > 0 {
+            // Recovery: claims whose lease ran out (their node died or lost the database).
+            // A `queued` run goes back through the misfire policy; a `dispatching` one is
+            // redelivered as the same attempt with the same webhook-id.
+            let orphan_sql = format!(
+                "SELECT * FROM runs WHERE state IN ('queued', 'dispatching') AND lease_until_ms < ? \
+                 ORDER BY lease_until_ms LIMIT ?{lock}"
+            );
+            let orphans: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(orphan_sql))
+                .bind(p.now_ms)
+                .bind(room)
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(run_row)
+                .collect::<Result<_>>()?;
+            if !orphans.is_empty() {
+                tracing::warn!(runs = orphans.len(), node_id = %p.node_id, "recovering runs whose claim expired");
+            }
+            claimed.extend(orphans);
+        }
         // Constant statement text: ids go in fixed-size chunks, padded with the last id.
         for chunk in claimed.chunks(CLAIM_CHUNK) {
-            let mut q = sqlx::query(CLAIM_UPDATE_SQL)
-                .bind(&p.node_id)
-                .bind(p.lease_until_ms)
-                .bind(p.now_ms);
+            let mut q = sqlx::query(CLAIM_UPDATE_SQL).bind(&p.node_id).bind(p.lease_until_ms).bind(p.now_ms);
             for i in 0..CLAIM_CHUNK {
                 q = q.bind(&chunk[i.min(chunk.len() - 1)].id);
             }
@@ -1138,16 +1088,8 @@ impl Store for SqlStore {
         Ok(claimed)
     }
 
-    async fn run_expire(
-        &self,
-        run_id: &str,
-        node_id: &str,
-        message: &str,
-        now_ms: i64,
-    ) -> Result<bool> {
-        let to = transition(RunState::Queued, &RunEvent::Expire)
-            .map_err(refused)?
-            .to;
+    async fn run_expire(&self, run_id: &str, node_id: &str, message: &str, now_ms: i64) -> Result<bool> {
+        let to = transition(RunState::Queued, &RunEvent::Expire).map_err(refused)?.to;
         let r = sqlx::query(
             "UPDATE runs SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, lease_until_ms = NULL \
              WHERE id = ? AND state = 'queued' AND owner_node = ?",
@@ -1163,12 +1105,7 @@ impl Store for SqlStore {
         Ok(r.rows_affected() > 0)
     }
 
-    async fn run_has_later_overdue(
-        &self,
-        job_id: &str,
-        scheduled_at_ms: i64,
-        before_ms: i64,
-    ) -> Result<bool> {
+    async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool> {
         Ok(sqlx::query(
             "SELECT 1 FROM runs WHERE job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule' \
              AND scheduled_at_ms > ? AND scheduled_at_ms < ? LIMIT 1",
@@ -1209,42 +1146,70 @@ impl Store for SqlStore {
     ) -> Result<DispatchDecision> {
         let lock = self.lock_clause();
         let mut tx = self.begin().await?;
-        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT * FROM runs WHERE id = ?{lock}"
-        )))
-        .bind(run_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .as_ref()
-        .map(run_row)
-        .transpose()?
+        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ?{lock}")))
+            .bind(run_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(run_row)
+            .transpose()?
         else {
             return Ok(DispatchDecision::Gone);
         };
-        let ours = run.owner_node.as_deref() == Some(node_id)
-            && run.lease_until_ms.is_some_and(|l| l >= now_ms);
-        if !ours || !matches!(run.state, RunState::Queued | RunState::Retrying) {
+        let ours = run.owner_node.as_deref() == Some(node_id) && run.lease_until_ms.is_some_and(|l| l >= now_ms);
+        if !ours || !matches!(run.state, RunState::Queued | RunState::Retrying | RunState::Dispatching) {
             return Ok(DispatchDecision::Gone);
         }
-        // The job row lock serialises dispatch decisions of one job across nodes.
-        let job = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {JOB_COLS} FROM jobs WHERE id = ?{lock}"
-        )))
-        .bind(&run.job_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .as_ref()
-        .map(job_row)
-        .transpose()?;
-        let Some(job) = job else {
-            set_terminal(
-                &mut tx,
-                &run,
-                RunEvent::Cancel,
-                "the job was deleted",
-                now_ms,
+        if run.state == RunState::Dispatching {
+            // A delivery recovered from a dead node: the same attempt, the same webhook-id.
+            transition(run.state, &RunEvent::Redeliver).map_err(refused)?;
+            let job = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ?")))
+                .bind(&run.job_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .as_ref()
+                .map(job_row)
+                .transpose()?;
+            let Some(job) = job else {
+                set_terminal(&mut tx, &run, RunEvent::Cancel, "the job was deleted", now_ms).await?;
+                tx.commit().await?;
+                return Ok(DispatchDecision::Gone);
+            };
+            let webhook_id: Option<String> =
+                sqlx::query("SELECT webhook_id FROM attempts WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
+                    .bind(&run.id)
+                    .bind(run.attempt)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .as_ref()
+                    .map(|r| col(r, "webhook_id"))
+                    .transpose()?;
+            let webhook_id = webhook_id.unwrap_or_else(|| format!("msg_{}_0_{}", run.id, run.attempt));
+            let lease = now_ms + job.timeout_ms + lease_ms;
+            sqlx::query(
+                "UPDATE runs SET lease_until_ms = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND owner_node = ?",
             )
+            .bind(lease)
+            .bind(now_ms)
+            .bind(&run.id)
+            .bind(node_id)
+            .execute(&mut *tx)
             .await?;
+            tx.commit().await?;
+            let mut run = run;
+            run.lease_until_ms = Some(lease);
+            return Ok(DispatchDecision::Dispatch { run, job, webhook_id, covered: Vec::new() });
+        }
+        // The job row lock serialises dispatch decisions of one job across nodes.
+        let job = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ?{lock}")))
+            .bind(&run.job_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(job_row)
+            .transpose()?;
+        let Some(job) = job else {
+            set_terminal(&mut tx, &run, RunEvent::Cancel, "the job was deleted", now_ms).await?;
             tx.commit().await?;
             return Ok(DispatchDecision::Gone);
         };
@@ -1265,12 +1230,14 @@ impl Store for SqlStore {
                 match job.block {
                     BlockStrategy::Serial => {
                         // Waits in `queued`; keep the claim alive while it waits.
-                        sqlx::query("UPDATE runs SET lease_until_ms = ? WHERE id = ? AND owner_node = ? AND state = 'queued'")
-                            .bind(now_ms + lease_ms)
-                            .bind(&run.id)
-                            .bind(node_id)
-                            .execute(&mut *tx)
-                            .await?;
+                        sqlx::query(
+                            "UPDATE runs SET lease_until_ms = ? WHERE id = ? AND owner_node = ? AND state = 'queued'",
+                        )
+                        .bind(now_ms + lease_ms)
+                        .bind(&run.id)
+                        .bind(node_id)
+                        .execute(&mut *tx)
+                        .await?;
                         tx.commit().await?;
                         return Ok(DispatchDecision::Blocked);
                     }
@@ -1284,9 +1251,7 @@ impl Store for SqlStore {
                         )
                         .await?;
                         tx.commit().await?;
-                        return Ok(DispatchDecision::Skipped {
-                            reason: "discard_later",
-                        });
+                        return Ok(DispatchDecision::Skipped { reason: "discard_later" });
                     }
                     BlockStrategy::CoverEarly => {
                         for r in inflight {
@@ -1307,18 +1272,9 @@ impl Store for SqlStore {
                 }
             }
             if job.max_concurrency.is_some_and(|m| still >= m) {
-                set_terminal(
-                    &mut tx,
-                    &run,
-                    RunEvent::Skip,
-                    "max_concurrency reached",
-                    now_ms,
-                )
-                .await?;
+                set_terminal(&mut tx, &run, RunEvent::Skip, "max_concurrency reached", now_ms).await?;
                 tx.commit().await?;
-                return Ok(DispatchDecision::Skipped {
-                    reason: "max_concurrency",
-                });
+                return Ok(DispatchDecision::Skipped { reason: "max_concurrency" });
             }
         }
         let t = transition(run.state, &RunEvent::Dispatch).map_err(refused)?;
@@ -1330,7 +1286,7 @@ impl Store for SqlStore {
         .bind(t.to.as_str())
         .bind(attempt)
         .bind(node_id)
-        .bind(now_ms + lease_ms)
+        .bind(now_ms + job.timeout_ms + lease_ms)
         .bind(now_ms + job.timeout_ms)
         .bind(now_ms)
         .bind(job.version)
@@ -1358,16 +1314,11 @@ impl Store for SqlStore {
         run.state = t.to;
         run.attempt = attempt;
         run.owner_node = Some(node_id.to_string());
-        run.lease_until_ms = Some(now_ms + lease_ms);
+        run.lease_until_ms = Some(now_ms + job.timeout_ms + lease_ms);
         run.deadline_ms = Some(now_ms + job.timeout_ms);
         run.started_at_ms = run.started_at_ms.or(Some(now_ms));
         run.job_version = job.version;
-        Ok(DispatchDecision::Dispatch {
-            run,
-            job,
-            webhook_id,
-            covered,
-        })
+        Ok(DispatchDecision::Dispatch { run, job, webhook_id, covered })
     }
 
     async fn attempt_set_target(
@@ -1390,17 +1341,17 @@ impl Store for SqlStore {
     }
 
     async fn run_mark_running(&self, run_id: &str, attempt: i64, now_ms: i64) -> Result<bool> {
-        let to = transition(RunState::Dispatching, &RunEvent::Accepted)
-            .map_err(refused)?
-            .to;
+        let to = transition(RunState::Dispatching, &RunEvent::Accepted).map_err(refused)?.to;
         let mut tx = self.begin().await?;
-        let r = sqlx::query("UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ?")
-            .bind(to.as_str())
-            .bind(now_ms)
-            .bind(run_id)
-            .bind(attempt)
-            .execute(&mut *tx)
-            .await?;
+        let r = sqlx::query(
+            "UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ?",
+        )
+        .bind(to.as_str())
+        .bind(now_ms)
+        .bind(run_id)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
         sqlx::query("UPDATE attempts SET state = 'running' WHERE run_id = ? AND shard_index = 0 AND attempt = ? AND state = 'dispatching'")
             .bind(run_id)
             .bind(attempt)
@@ -1413,39 +1364,30 @@ impl Store for SqlStore {
     async fn run_finish_attempt(&self, p: &FinishAttempt) -> Result<FinishOutcome> {
         let lock = self.lock_clause();
         let mut tx = self.begin().await?;
-        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT * FROM runs WHERE id = ?{lock}"
-        )))
-        .bind(&p.run_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .as_ref()
-        .map(run_row)
-        .transpose()?
+        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ?{lock}")))
+            .bind(&p.run_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(run_row)
+            .transpose()?
         else {
             return Ok(FinishOutcome::NotFound);
         };
         let (status, event) = match &p.result {
             AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
-            AttemptResult::Failed {
-                reason,
-                retry_at_ms,
-            } => (
-                "failed",
-                RunEvent::AttemptFailed {
-                    reason: *reason,
-                    retry: retry_at_ms.is_some(),
-                },
-            ),
+            AttemptResult::Failed { reason, retry_at_ms } => {
+                ("failed", RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
+            }
         };
-        let current = run.attempt == p.attempt
-            && matches!(run.state, RunState::Dispatching | RunState::Running);
+        let current = run.attempt == p.attempt && matches!(run.state, RunState::Dispatching | RunState::Running);
         if !current {
-            let prior = sqlx::query("SELECT state, output FROM attempts WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
-                .bind(&p.run_id)
-                .bind(p.attempt)
-                .fetch_optional(&mut *tx)
-                .await?;
+            let prior =
+                sqlx::query("SELECT state, output FROM attempts WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
+                    .bind(&p.run_id)
+                    .bind(p.attempt)
+                    .fetch_optional(&mut *tx)
+                    .await?;
             if let Some(prior) = prior {
                 let state: String = col(&prior, "state")?;
                 let output = json_opt(&prior, "output")?;
@@ -1453,18 +1395,12 @@ impl Store for SqlStore {
                     return Ok(FinishOutcome::Duplicate);
                 }
             }
-            return Ok(FinishOutcome::Conflict {
-                state: run.state,
-                attempt: run.attempt,
-            });
+            return Ok(FinishOutcome::Conflict { state: run.state, attempt: run.attempt });
         }
         let t = transition(run.state, &event).map_err(refused)?;
         let (reason, retry_at) = match &p.result {
             AttemptResult::Succeeded => (None, None),
-            AttemptResult::Failed {
-                reason,
-                retry_at_ms,
-            } => (Some(reason.as_str()), *retry_at_ms),
+            AttemptResult::Failed { reason, retry_at_ms } => (Some(reason.as_str()), *retry_at_ms),
         };
         let finished = t.to.is_terminal().then_some(p.now_ms);
         let output = p.output.as_ref().map(to_json);
@@ -1485,10 +1421,7 @@ impl Store for SqlStore {
         .execute(&mut *tx)
         .await?;
         if updated.rows_affected() == 0 {
-            return Ok(FinishOutcome::Conflict {
-                state: run.state,
-                attempt: run.attempt,
-            });
+            return Ok(FinishOutcome::Conflict { state: run.state, attempt: run.attempt });
         }
         sqlx::query(
             "UPDATE attempts SET state = ?, reason = ?, message = ?, output = ?, finished_at_ms = ? WHERE run_id = ? AND shard_index = 0 AND attempt = ?",
@@ -1504,13 +1437,14 @@ impl Store for SqlStore {
         .await?;
         let mut children = Vec::new();
         if t.to == RunState::Succeeded {
-            let child_ids: Vec<String> = sqlx::query("SELECT child_job_id FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
-                .bind(&run.job_id)
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(|r| col(r, "child_job_id"))
-                .collect::<Result<_>>()?;
+            let child_ids: Vec<String> =
+                sqlx::query("SELECT child_job_id FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
+                    .bind(&run.job_id)
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(|r| col(r, "child_job_id"))
+                    .collect::<Result<_>>()?;
             for child in child_ids {
                 let child_run = Run {
                     id: sundial_core::ids::new_id(sundial_core::ids::RUN),
@@ -1558,25 +1492,18 @@ impl Store for SqlStore {
         Ok(FinishOutcome::Applied { run, children })
     }
 
-    async fn run_cancel(
-        &self,
-        tenant_id: &str,
-        run_id: &str,
-        message: &str,
-        now_ms: i64,
-    ) -> Result<Option<Run>> {
+    async fn run_cancel(&self, tenant_id: &str, run_id: &str, message: &str, now_ms: i64) -> Result<Option<Run>> {
         let lock = self.lock_clause();
         let mut tx = self.begin().await?;
-        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT * FROM runs WHERE id = ? AND tenant_id = ?{lock}"
-        )))
-        .bind(run_id)
-        .bind(tenant_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .as_ref()
-        .map(run_row)
-        .transpose()?
+        let Some(run) =
+            sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ? AND tenant_id = ?{lock}")))
+                .bind(run_id)
+                .bind(tenant_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .as_ref()
+                .map(run_row)
+                .transpose()?
         else {
             return Ok(None);
         };
@@ -1610,6 +1537,22 @@ impl Store for SqlStore {
             .collect()
     }
 
+    async fn run_on_silent_executors(&self, silent_before_ms: i64, limit: i64) -> Result<Vec<Run>> {
+        sqlx::query(
+            "SELECT r.* FROM runs r \
+             JOIN attempts a ON a.run_id = r.id AND a.shard_index = 0 AND a.attempt = r.attempt \
+             JOIN executors e ON e.id = a.executor_id \
+             WHERE r.state = 'running' AND e.last_heartbeat_ms < ? LIMIT ?",
+        )
+        .bind(silent_before_ms)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(run_row)
+        .collect()
+    }
+
     async fn run_attempts(&self, run_id: &str) -> Result<Vec<Attempt>> {
         sqlx::query("SELECT * FROM attempts WHERE run_id = ? ORDER BY shard_index, attempt")
             .bind(run_id)
@@ -1636,22 +1579,19 @@ impl Store for SqlStore {
             .collect()
     }
 
-    async fn run_log_append(
-        &self,
-        run_id: &str,
-        attempt: i64,
-        lines: &[(i64, String, String)],
-    ) -> Result<()> {
+    async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()> {
         let mut tx = self.begin().await?;
         for (at, level, message) in lines {
-            sqlx::query("INSERT INTO run_logs (run_id, shard_index, attempt, at_ms, level, message) VALUES (?, 0, ?, ?, ?, ?)")
-                .bind(run_id)
-                .bind(attempt)
-                .bind(*at)
-                .bind(level)
-                .bind(message)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "INSERT INTO run_logs (run_id, shard_index, attempt, at_ms, level, message) VALUES (?, 0, ?, ?, ?, ?)",
+            )
+            .bind(run_id)
+            .bind(attempt)
+            .bind(*at)
+            .bind(level)
+            .bind(message)
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(())
@@ -1694,15 +1634,14 @@ impl Store for SqlStore {
     async fn executor_upsert(&self, e: &Executor) -> Result<Executor> {
         let address_hash = sha256_hex(&e.address);
         let mut tx = self.begin().await?;
-        let existing: Option<String> =
-            sqlx::query("SELECT id FROM executors WHERE app_id = ? AND address_hash = ?")
-                .bind(&e.app_id)
-                .bind(&address_hash)
-                .fetch_optional(&mut *tx)
-                .await?
-                .as_ref()
-                .map(|r| col(r, "id"))
-                .transpose()?;
+        let existing: Option<String> = sqlx::query("SELECT id FROM executors WHERE app_id = ? AND address_hash = ?")
+            .bind(&e.app_id)
+            .bind(&address_hash)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(|r| col(r, "id"))
+            .transpose()?;
         let id = match existing {
             Some(id) => {
                 sqlx::query(
@@ -1821,23 +1760,18 @@ impl Store for SqlStore {
     async fn job_insert_if_absent(&self, job: &Job) -> Result<bool> {
         match self.job_insert(job, &[]).await {
             Ok(()) => Ok(true),
-            Err(StoreError::Conflict {
-                what: "job_registration",
-                ..
-            }) => Ok(false),
+            Err(StoreError::Conflict { what: "job_registration", .. }) => Ok(false),
             Err(e) => Err(e),
         }
     }
 
     async fn webhook_seen(&self, app_id: &str, webhook_id: &str, now_ms: i64) -> Result<bool> {
-        let r = sqlx::query(
-            "INSERT INTO seen_webhooks (app_id, webhook_id, seen_at_ms) VALUES (?, ?, ?)",
-        )
-        .bind(app_id)
-        .bind(webhook_id)
-        .bind(now_ms)
-        .execute(&self.pool)
-        .await;
+        let r = sqlx::query("INSERT INTO seen_webhooks (app_id, webhook_id, seen_at_ms) VALUES (?, ?, ?)")
+            .bind(app_id)
+            .bind(webhook_id)
+            .bind(now_ms)
+            .execute(&self.pool)
+            .await;
         match r {
             Ok(_) => Ok(true),
             Err(sqlx::Error::Database(d)) if d.is_unique_violation() => Ok(false),
@@ -1846,10 +1780,8 @@ impl Store for SqlStore {
     }
 
     async fn webhook_forget(&self, before_ms: i64) -> Result<u64> {
-        let r = sqlx::query("DELETE FROM seen_webhooks WHERE seen_at_ms < ?")
-            .bind(before_ms)
-            .execute(&self.pool)
-            .await?;
+        let r =
+            sqlx::query("DELETE FROM seen_webhooks WHERE seen_at_ms < ?").bind(before_ms).execute(&self.pool).await?;
         Ok(r.rows_affected())
     }
 
@@ -1865,10 +1797,7 @@ impl Store for SqlStore {
 
     async fn setting_set(&self, name: &str, value: &str, now_ms: i64) -> Result<()> {
         let mut tx = self.begin().await?;
-        sqlx::query("DELETE FROM settings WHERE name = ?")
-            .bind(name)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query("DELETE FROM settings WHERE name = ?").bind(name).execute(&mut *tx).await?;
         sqlx::query("INSERT INTO settings (name, value, updated_at_ms) VALUES (?, ?, ?)")
             .bind(name)
             .bind(value)

@@ -32,35 +32,22 @@ impl TestDb {
     pub async fn sqlite() -> TestDb {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}", dir.path().join("sundial.db").display());
-        let store = SqlStore::open(&ConnectOptions::new(&url), 0)
-            .await
-            .expect("open sqlite");
-        TestDb {
-            store: Arc::new(store),
-            url,
-            dialect: Dialect::Sqlite,
-            mysql_db: None,
-            _dir: Some(dir),
-        }
+        let store = SqlStore::open(&ConnectOptions::new(&url), 0).await.expect("open sqlite");
+        TestDb { store: Arc::new(store), url, dialect: Dialect::Sqlite, mysql_db: None, _dir: Some(dir) }
     }
 
     /// A URL for a new, empty, unmigrated MariaDB database.
     pub async fn mysql_empty_url() -> (String, String) {
         sqlx::any::install_default_drivers();
         let server = mysql_server_url();
-        let name = format!(
-            "sundial_t_{}",
-            &uuid::Uuid::new_v4().simple().to_string()[..16]
+        let name = format!("sundial_t_{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
+        let mut conn = sqlx::AnyConnection::connect(&format!("{server}/mysql")).await.expect(
+            "MariaDB must be running at SUNDIAL_TEST_MYSQL_URL (default 127.0.0.1:3306); `scripts/test` starts it",
         );
-        let mut conn = sqlx::AnyConnection::connect(&format!("{server}/mysql"))
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")))
+            .execute(&mut conn)
             .await
-            .expect("MariaDB must be running at SUNDIAL_TEST_MYSQL_URL (default 127.0.0.1:3306); `scripts/test` starts it");
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
-        )))
-        .execute(&mut conn)
-        .await
-        .expect("create test database");
+            .expect("create test database");
         let _ = conn.close().await;
         (format!("{server}/{name}"), name)
     }
@@ -70,13 +57,7 @@ impl TestDb {
         let mut opts = ConnectOptions::new(&url);
         opts.max_connections = 5;
         let store = SqlStore::open(&opts, 0).await.expect("open mysql");
-        TestDb {
-            store: Arc::new(store),
-            url,
-            dialect: Dialect::MySql,
-            mysql_db: Some(name),
-            _dir: None,
-        }
+        TestDb { store: Arc::new(store), url, dialect: Dialect::MySql, mysql_db: Some(name), _dir: None }
     }
 
     pub fn store(&self) -> Arc<dyn Store> {
@@ -93,14 +74,8 @@ impl TestDb {
 }
 
 pub async fn drop_mysql_database(name: &str) {
-    if let Ok(mut conn) =
-        sqlx::AnyConnection::connect(&format!("{}/mysql", mysql_server_url())).await
-    {
-        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS {name}"
-        )))
-        .execute(&mut conn)
-        .await;
+    if let Ok(mut conn) = sqlx::AnyConnection::connect(&format!("{}/mysql", mysql_server_url())).await {
+        let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}"))).execute(&mut conn).await;
         let _ = conn.close().await;
     }
 }

@@ -16,25 +16,17 @@ const MAX_ENDPOINTS: usize = 100;
 
 fn parse_endpoints(endpoints: &[String]) -> FieldResult<Vec<String>> {
     if endpoints.len() > MAX_ENDPOINTS {
-        return Err(FieldError::invalid(
-            "endpoints",
-            format!("at most {MAX_ENDPOINTS} endpoints"),
-        ));
+        return Err(FieldError::invalid("endpoints", format!("at most {MAX_ENDPOINTS} endpoints")));
     }
     endpoints
         .iter()
         .enumerate()
-        .map(|(i, e)| {
-            WebhookUrl::parse(&format!("endpoints[{i}]"), e).map(|u| u.as_str().to_string())
-        })
+        .map(|(i, e)| WebhookUrl::parse(&format!("endpoints[{i}]"), e).map(|u| u.as_str().to_string()))
         .collect()
 }
 
 async fn load(st: &AppState, caller: &TenantCaller, id: &str) -> ApiResult<App> {
-    st.store
-        .app_get(&caller.tenant_id, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("app"))
+    st.store.app_get(&caller.tenant_id, id).await?.ok_or_else(|| ApiError::not_found("app"))
 }
 
 /// Create an app (executor group) with a fresh signing secret (admin).
@@ -48,11 +40,7 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, axum::Json<AppWithSecret>)> {
     caller.require_admin()?;
     let name = Name::parse("name", &body.name)?;
-    let description = bounded_text(
-        "description",
-        body.description.as_deref().unwrap_or(""),
-        2000,
-    )?;
+    let description = bounded_text("description", body.description.as_deref().unwrap_or(""), 2000)?;
     let endpoints = parse_endpoints(body.endpoints.as_deref().unwrap_or(&[]))?;
     let now = st.now_ms();
     let app = App {
@@ -70,13 +58,7 @@ pub async fn create(
     st.store.app_insert(&app).await?;
     tracing::info!(app_id = %app.id, name = %app.name, "app created");
     let secret = app.secret.clone();
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(AppWithSecret {
-            app: app.into(),
-            secret,
-        }),
-    ))
+    Ok((StatusCode::CREATED, axum::Json(AppWithSecret { app: app.into(), secret })))
 }
 
 /// List the tenant's apps.
@@ -114,11 +96,7 @@ pub async fn update(
     Json(body): Json<AppUpdate>,
 ) -> ApiResult<axum::Json<AppOut>> {
     caller.require_editor()?;
-    let description = body
-        .description
-        .as_deref()
-        .map(|d| bounded_text("description", d, 2000))
-        .transpose()?;
+    let description = body.description.as_deref().map(|d| bounded_text("description", d, 2000)).transpose()?;
     let endpoints = body.endpoints.as_deref().map(parse_endpoints).transpose()?;
     let mut app = load(&st, &caller, &id).await?;
     if let Some(d) = description {
@@ -145,10 +123,7 @@ pub async fn rotate_secret(
     caller.require_admin()?;
     let mut app = load(&st, &caller, &id).await?;
     let now = st.now_ms();
-    app.previous_secret = Some(std::mem::replace(
-        &mut app.secret,
-        generate_signing_secret(),
-    ));
+    app.previous_secret = Some(std::mem::replace(&mut app.secret, generate_signing_secret()));
     app.previous_expires_ms = Some(now + st.config.secret_grace_ms);
     app.updated_at_ms = now;
     if !st.store.app_update(&app).await? {
@@ -156,20 +131,13 @@ pub async fn rotate_secret(
     }
     tracing::info!(app_id = %app.id, "app secret rotated");
     let secret = app.secret.clone();
-    Ok(axum::Json(AppWithSecret {
-        app: app.into(),
-        secret,
-    }))
+    Ok(axum::Json(AppWithSecret { app: app.into(), secret }))
 }
 
 /// Delete an app (admin); refused while jobs use it.
 #[utoipa::path(delete, path = "/api/v1/apps/{id}", tag = "apps", params(("id" = String, Path, description = "App id or name")),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
-pub async fn delete(
-    State(st): State<AppState>,
-    caller: TenantCaller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<StatusCode> {
     caller.require_admin()?;
     let app = load(&st, &caller, &id).await?;
     if !st.store.app_delete(&caller.tenant_id, &app.id).await? {

@@ -75,13 +75,7 @@ pub struct Ack {
 fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> Job {
     let name: String = handler
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '-'
-            }
-        })
+        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' })
         .take(100)
         .collect();
     let name = if name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
@@ -119,13 +113,9 @@ fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> J
         }
         .resolve()
         .expect("defaults are valid"),
-        failure: FailureSpec {
-            policy: FailurePolicyKind::Retry,
-            max_retries: None,
-            backoff: None,
-        }
-        .resolve()
-        .expect("defaults are valid"),
+        failure: FailureSpec { policy: FailurePolicyKind::Retry, max_retries: None, backoff: None }
+            .resolve()
+            .expect("defaults are valid"),
         timeout_ms: DEFAULT_TIMEOUT_MS,
         max_concurrency: None,
         state: JobState::Stopped,
@@ -194,31 +184,13 @@ pub async fn register(
 /// Heartbeat (every 3 s), optionally with metadata (every 30 s). Signed.
 #[utoipa::path(post, path = "/api/v1/executors/heartbeat", tag = "executors", request_body = HeartbeatRequest, security(()),
     responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn heartbeat(
-    State(st): State<AppState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> ApiResult<axum::Json<Ack>> {
+pub async fn heartbeat(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
     let (app, req): (_, HeartbeatRequest) = verify(&st, &headers, &body).await?;
     let running = req.running.unwrap_or(0);
     if running < 0 {
-        return Err(ApiError::field(
-            "running",
-            "invalid_field",
-            "must not be negative",
-        ));
+        return Err(ApiError::field("running", "invalid_field", "must not be negative"));
     }
-    if !st
-        .store
-        .executor_heartbeat(
-            &app.id,
-            &req.executor_id,
-            running,
-            req.metadata.as_ref(),
-            st.now_ms(),
-        )
-        .await?
-    {
+    if !st.store.executor_heartbeat(&app.id, &req.executor_id, running, req.metadata.as_ref(), st.now_ms()).await? {
         return Err(ApiError::not_found("executor (register first)"));
     }
     Ok(axum::Json(Ack { ok: true }))
@@ -227,22 +199,9 @@ pub async fn heartbeat(
 /// Deregister on shutdown: the executor is offline at once. Signed.
 #[utoipa::path(post, path = "/api/v1/executors/deregister", tag = "executors", request_body = DeregisterRequest, security(()),
     responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn deregister(
-    State(st): State<AppState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> ApiResult<axum::Json<Ack>> {
+pub async fn deregister(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
     let (app, req): (_, DeregisterRequest) = verify(&st, &headers, &body).await?;
-    if !st
-        .store
-        .executor_set_state(
-            &app.id,
-            &req.executor_id,
-            ExecutorState::Offline,
-            st.now_ms(),
-        )
-        .await?
-    {
+    if !st.store.executor_set_state(&app.id, &req.executor_id, ExecutorState::Offline, st.now_ms()).await? {
         return Err(ApiError::not_found("executor"));
     }
     tracing::info!(app_id = %app.id, executor_id = %req.executor_id, "executor deregistered");
@@ -280,21 +239,9 @@ pub struct ResultAccepted {
     pub duplicate: bool,
 }
 
-async fn run_of_app(
-    st: &AppState,
-    app: &sundial_store::App,
-    run_id: &str,
-) -> ApiResult<(sundial_store::Run, Job)> {
-    let run = st
-        .store
-        .run_get(&app.tenant_id, run_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("run"))?;
-    let job = st
-        .store
-        .job_get(&app.tenant_id, &run.job_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("run"))?;
+async fn run_of_app(st: &AppState, app: &sundial_store::App, run_id: &str) -> ApiResult<(sundial_store::Run, Job)> {
+    let run = st.store.run_get(&app.tenant_id, run_id).await?.ok_or_else(|| ApiError::not_found("run"))?;
+    let job = st.store.job_get(&app.tenant_id, &run.job_id).await?.ok_or_else(|| ApiError::not_found("run"))?;
     if job.app_id != app.id {
         return Err(ApiError::not_found("run"));
     }
@@ -315,11 +262,7 @@ pub async fn result(
 ) -> ApiResult<axum::Json<ResultAccepted>> {
     let (app, req): (_, ResultRequest) = verify(&st, &headers, &body).await?;
     if req.shard.is_some_and(|s| s != 0) {
-        return Err(ApiError::field(
-            "shard",
-            "invalid_field",
-            "this run is not sharded; use 0 or omit it",
-        ));
+        return Err(ApiError::field("shard", "invalid_field", "this run is not sharded; use 0 or omit it"));
     }
     let (_, job) = run_of_app(&st, &app, &id).await?;
     let result = sundial_engine::ExecutorResult {
@@ -379,11 +322,7 @@ pub async fn logs(
 ) -> ApiResult<axum::Json<Ack>> {
     let (app, req): (_, LogsRequest) = verify(&st, &headers, &body).await?;
     if req.lines.len() > 1000 {
-        return Err(ApiError::field(
-            "lines",
-            "invalid_field",
-            "at most 1000 lines per call",
-        ));
+        return Err(ApiError::field("lines", "invalid_field", "at most 1000 lines per call"));
     }
     let now = st.now_ms();
     let mut lines = Vec::with_capacity(req.lines.len());
@@ -400,19 +339,11 @@ pub async fn logs(
             Some(a) => sundial_core::time::parse_rfc3339(&format!("lines[{i}].at"), a)?,
             None => now,
         };
-        lines.push((
-            at,
-            level,
-            bounded_text(&format!("lines[{i}].message"), &l.message, 10_000)?,
-        ));
+        lines.push((at, level, bounded_text(&format!("lines[{i}].message"), &l.message, 10_000)?));
     }
     let (run, _) = run_of_app(&st, &app, &id).await?;
     if req.attempt < 1 || req.attempt > run.attempt {
-        return Err(ApiError::field(
-            "attempt",
-            "invalid_field",
-            format!("the run has no attempt {}", req.attempt),
-        ));
+        return Err(ApiError::field("attempt", "invalid_field", format!("the run has no attempt {}", req.attempt)));
     }
     st.store.run_log_append(&id, req.attempt, &lines).await?;
     Ok(axum::Json(Ack { ok: true }))
@@ -446,11 +377,7 @@ pub async fn list(
     caller: crate::auth::TenantCaller,
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<ExecutorList>> {
-    let app = st
-        .store
-        .app_get(&caller.tenant_id, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("app"))?;
+    let app = st.store.app_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("app"))?;
     let now = st.now_ms();
     let items = st
         .store

@@ -7,29 +7,17 @@ use crate::wire::Health;
 /// The process is alive.
 #[utoipa::path(get, path = "/healthz", tag = "health", responses((status = 200, body = Health)))]
 pub async fn healthz() -> axum::Json<Health> {
-    axum::Json(Health {
-        status: "ok".into(),
-    })
+    axum::Json(Health { status: "ok".into() })
 }
 
 /// The database is reachable.
 #[utoipa::path(get, path = "/readyz", tag = "health", responses((status = 200, body = Health), (status = 503, body = Health)))]
 pub async fn readyz(State(st): State<AppState>) -> (StatusCode, axum::Json<Health>) {
     match st.store.ping().await {
-        Ok(()) => (
-            StatusCode::OK,
-            axum::Json(Health {
-                status: "ok".into(),
-            }),
-        ),
+        Ok(()) => (StatusCode::OK, axum::Json(Health { status: "ok".into() })),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                axum::Json(Health {
-                    status: "database unreachable".into(),
-                }),
-            )
+            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(Health { status: "database unreachable".into() }))
         }
     }
 }

@@ -13,10 +13,7 @@ use crate::state::AppState;
 use crate::wire::*;
 
 async fn load(st: &AppState, caller: &TenantCaller, id: &str) -> ApiResult<Job> {
-    st.store
-        .job_get(&caller.tenant_id, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("job"))
+    st.store.job_get(&caller.tenant_id, id).await?.ok_or_else(|| ApiError::not_found("job"))
 }
 
 async fn out(st: &AppState, job: Job) -> ApiResult<JobOut> {
@@ -25,37 +22,18 @@ async fn out(st: &AppState, job: Job) -> ApiResult<JobOut> {
 }
 
 /// Resolve the references of a validated definition (app, script) into a job row.
-async fn to_row(
-    st: &AppState,
-    caller: &TenantCaller,
-    def: JobDef,
-    id: String,
-    now: i64,
-) -> ApiResult<Job> {
+async fn to_row(st: &AppState, caller: &TenantCaller, def: JobDef, id: String, now: i64) -> ApiResult<Job> {
     let app = st
         .store
         .app_get(&caller.tenant_id, &def.app)
         .await?
-        .ok_or_else(|| {
-            ApiError::field(
-                "app",
-                "invalid_field",
-                format!("no app `{}` in this tenant", def.app),
-            )
-        })?;
+        .ok_or_else(|| ApiError::field("app", "invalid_field", format!("no app `{}` in this tenant", def.app)))?;
     let (handler, script_id) = match def.target {
         Target::Handler(h) => (Some(h), None),
         Target::Script(s) => {
-            let script = st
-                .store
-                .script_get(&caller.tenant_id, &s)
-                .await?
-                .ok_or_else(|| {
-                    ApiError::field(
-                        "script",
-                        "invalid_field",
-                        format!("no script `{s}` in this tenant"),
-                    )
+            let script =
+                st.store.script_get(&caller.tenant_id, &s).await?.ok_or_else(|| {
+                    ApiError::field("script", "invalid_field", format!("no script `{s}` in this tenant"))
                 })?;
             (None, Some(script.id))
         }
@@ -114,28 +92,17 @@ pub async fn list(
     caller: TenantCaller,
     Query(q): Query<JobListQuery>,
 ) -> ApiResult<axum::Json<JobList>> {
-    let page = PageQuery {
-        limit: q.limit,
-        cursor: q.cursor.clone(),
-    }
-    .page()?;
+    let page = PageQuery { limit: q.limit, cursor: q.cursor.clone() }.page()?;
     let app_id = match &q.app {
         Some(a) => match st.store.app_get(&caller.tenant_id, a).await? {
             Some(app) => Some(app.id),
             None => {
-                return Ok(axum::Json(JobList {
-                    items: vec![],
-                    next_cursor: None,
-                }));
+                return Ok(axum::Json(JobList { items: vec![], next_cursor: None }));
             }
         },
         None => None,
     };
-    let filter = JobFilter {
-        app_id,
-        state: q.state,
-        name: q.name.clone(),
-    };
+    let filter = JobFilter { app_id, state: q.state, name: q.name.clone() };
     let rows = st.store.job_list(&caller.tenant_id, &filter, &page).await?;
     let (jobs, next_cursor) = paginate(rows, &page, |j| j.id.clone(), |j| j);
     let mut items = Vec::with_capacity(jobs.len());
@@ -177,13 +144,7 @@ pub async fn replace(
                 .ok()
                 .map(|s| s.trim_matches('"'))
                 .and_then(|s| s.parse::<i64>().ok())
-                .ok_or_else(|| {
-                    ApiError::field(
-                        "If-Match",
-                        "invalid_field",
-                        "must be the job's version number",
-                    )
-                })?,
+                .ok_or_else(|| ApiError::field("If-Match", "invalid_field", "must be the job's version number"))?,
         ),
         None => None,
     };
@@ -220,11 +181,7 @@ pub async fn replace(
 /// Delete a job with its child edges and its runs that have not started (editor).
 #[utoipa::path(delete, path = "/api/v1/jobs/{id}", tag = "jobs", params(("id" = String, Path)),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn delete(
-    State(st): State<AppState>,
-    caller: TenantCaller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<StatusCode> {
     caller.require_editor()?;
     if !st.store.job_delete(&caller.tenant_id, &id).await? {
         return Err(ApiError::not_found("job"));
@@ -232,12 +189,7 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn set_state(
-    st: AppState,
-    caller: TenantCaller,
-    id: String,
-    state: JobState,
-) -> ApiResult<axum::Json<JobOut>> {
+async fn set_state(st: AppState, caller: TenantCaller, id: String, state: JobState) -> ApiResult<axum::Json<JobOut>> {
     caller.require_editor()?;
     let job = st
         .store
@@ -273,25 +225,14 @@ pub async fn stop(
 fn preview_count(count: Option<i64>) -> ApiResult<usize> {
     let n = count.unwrap_or(5);
     if !(1..=MAX_PREVIEW as i64).contains(&n) {
-        return Err(ApiError::field(
-            "count",
-            "invalid_field",
-            format!("{n} is out of range 1-{MAX_PREVIEW}"),
-        ));
+        return Err(ApiError::field("count", "invalid_field", format!("{n} is out of range 1-{MAX_PREVIEW}")));
     }
     Ok(n as usize)
 }
 
 fn preview_of(schedule: &Schedule, now: i64, count: usize) -> Preview {
-    let times = schedule
-        .fires_after(now, count)
-        .into_iter()
-        .map(|t| schedule.format(t))
-        .collect();
-    Preview {
-        times,
-        timezone: schedule.display_tz().name().to_string(),
-    }
+    let times = schedule.fires_after(now, count).into_iter().map(|t| schedule.format(t)).collect();
+    Preview { times, timezone: schedule.display_tz().name().to_string() }
 }
 
 /// The job's next fire times from now.
@@ -340,37 +281,21 @@ pub async fn trigger(
 ) -> ApiResult<(StatusCode, axum::Json<RunOut>)> {
     caller.require_editor()?;
     let req: TriggerRequest = if body.iter().all(|b| b.is_ascii_whitespace()) {
-        TriggerRequest {
-            params: None,
-            at: None,
-        }
+        TriggerRequest { params: None, at: None }
     } else {
         crate::extract::parse_json(&body)?
     };
     let key = match headers.get("idempotency-key") {
         Some(v) => {
-            let k = v
-                .to_str()
-                .ok()
-                .filter(|k| !k.is_empty() && k.len() <= 200)
-                .ok_or_else(|| {
-                    ApiError::field(
-                        "Idempotency-Key",
-                        "invalid_field",
-                        "must be 1-200 visible ASCII characters",
-                    )
-                })?;
+            let k = v.to_str().ok().filter(|k| !k.is_empty() && k.len() <= 200).ok_or_else(|| {
+                ApiError::field("Idempotency-Key", "invalid_field", "must be 1-200 visible ASCII characters")
+            })?;
             Some(k.to_string())
         }
         None => None,
     };
     let now = st.now_ms();
-    let at = req
-        .at
-        .as_deref()
-        .map(|a| sundial_core::time::parse_rfc3339("at", a))
-        .transpose()?
-        .unwrap_or(now);
+    let at = req.at.as_deref().map(|a| sundial_core::time::parse_rfc3339("at", a)).transpose()?.unwrap_or(now);
     if let Some(p) = &req.params {
         let size = serde_json::to_vec(p).map(|v| v.len()).unwrap_or(usize::MAX);
         if size > sundial_core::job::MAX_PARAMS_BYTES {
@@ -385,10 +310,7 @@ pub async fn trigger(
     let run_id = new_id(ids::RUN);
     let (fire_key, trigger) = match &key {
         Some(k) => (format!("i:{k}"), sundial_core::types::TriggerKind::Api),
-        None => (
-            format!("m:{run_id}"),
-            sundial_core::types::TriggerKind::Manual,
-        ),
+        None => (format!("m:{run_id}"), sundial_core::types::TriggerKind::Manual),
     };
     let run = sundial_store::Run {
         id: run_id,
@@ -422,10 +344,6 @@ pub async fn trigger(
         st.wake.notify_one();
         return Ok((StatusCode::CREATED, axum::Json(run.into())));
     }
-    let existing = st
-        .store
-        .run_by_fire_key(&job.id, &fire_key)
-        .await?
-        .ok_or_else(|| ApiError::not_found("run"))?;
+    let existing = st.store.run_by_fire_key(&job.id, &fire_key).await?.ok_or_else(|| ApiError::not_found("run"))?;
     Ok((StatusCode::OK, axum::Json(existing.into())))
 }

@@ -22,11 +22,7 @@ pub async fn create(
     caller.require_admin()?;
     let name = Name::parse("name", &body.name)?;
     if body.role == Role::Operator {
-        return Err(ApiError::field(
-            "role",
-            "invalid_field",
-            "tenant keys are `admin`, `editor` or `viewer`",
-        ));
+        return Err(ApiError::field("role", "invalid_field", "tenant keys are `admin`, `editor` or `viewer`"));
     }
     let key = generate_api_key();
     let row = ApiKey {
@@ -39,13 +35,7 @@ pub async fn create(
         created_at_ms: st.now_ms(),
     };
     st.store.api_key_insert(&row).await?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(KeyCreated {
-            meta: row.into(),
-            key,
-        }),
-    ))
+    Ok((StatusCode::CREATED, axum::Json(KeyCreated { meta: row.into(), key })))
 }
 
 /// List the tenant's API keys (admin). Keys themselves are never shown again.
@@ -58,10 +48,7 @@ pub async fn list(
 ) -> ApiResult<axum::Json<KeyList>> {
     caller.require_admin()?;
     let page = q.page()?;
-    let rows = st
-        .store
-        .api_key_list(Some(&caller.tenant_id), &page)
-        .await?;
+    let rows = st.store.api_key_list(Some(&caller.tenant_id), &page).await?;
     let (items, next_cursor) = paginate(rows, &page, |k| k.id.clone(), KeyOut::from);
     Ok(axum::Json(KeyList { items, next_cursor }))
 }
@@ -69,24 +56,10 @@ pub async fn list(
 /// Revoke an API key (admin). The tenant's last admin key cannot be revoked.
 #[utoipa::path(delete, path = "/api/v1/keys/{id}", tag = "keys", params(("id" = String, Path)),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
-pub async fn delete(
-    State(st): State<AppState>,
-    caller: TenantCaller,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<StatusCode> {
     caller.require_admin()?;
-    let target = st
-        .store
-        .api_key_get(&caller.tenant_id, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("API key"))?;
-    if target.role == Role::Admin
-        && st
-            .store
-            .api_key_count(Some(&caller.tenant_id), Role::Admin)
-            .await?
-            <= 1
-    {
+    let target = st.store.api_key_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("API key"))?;
+    if target.role == Role::Admin && st.store.api_key_count(Some(&caller.tenant_id), Role::Admin).await? <= 1 {
         return Err(ApiError::conflict(
             "last_admin_key",
             "this is the tenant's last admin key; create another admin key first",

@@ -17,42 +17,20 @@ pub async fn list(
     caller: TenantCaller,
     Query(q): Query<RunListQuery>,
 ) -> ApiResult<axum::Json<RunList>> {
-    let page = PageQuery {
-        limit: q.limit,
-        cursor: q.cursor.clone(),
-    }
-    .page()?;
+    let page = PageQuery { limit: q.limit, cursor: q.cursor.clone() }.page()?;
     if let Some(c) = &q.cursor
-        && c.split_once(':')
-            .is_none_or(|(ms, _)| ms.parse::<i64>().is_err())
+        && c.split_once(':').is_none_or(|(ms, _)| ms.parse::<i64>().is_err())
     {
-        return Err(ApiError::field(
-            "cursor",
-            "invalid_field",
-            "is not a cursor this endpoint returned",
-        ));
+        return Err(ApiError::field("cursor", "invalid_field", "is not a cursor this endpoint returned"));
     }
     let filter = RunFilter {
         job_id: q.job_id.clone(),
         state: q.state,
-        from_ms: q
-            .from
-            .as_deref()
-            .map(|s| parse_rfc3339("from", s))
-            .transpose()?,
-        to_ms: q
-            .to
-            .as_deref()
-            .map(|s| parse_rfc3339("to", s))
-            .transpose()?,
+        from_ms: q.from.as_deref().map(|s| parse_rfc3339("from", s)).transpose()?,
+        to_ms: q.to.as_deref().map(|s| parse_rfc3339("to", s)).transpose()?,
     };
     let rows = st.store.run_list(&caller.tenant_id, &filter, &page).await?;
-    let (items, next_cursor) = paginate(
-        rows,
-        &page,
-        |r| format!("{}:{}", r.scheduled_at_ms, r.id),
-        RunOut::from,
-    );
+    let (items, next_cursor) = paginate(rows, &page, |r| format!("{}:{}", r.scheduled_at_ms, r.id), RunOut::from);
     Ok(axum::Json(RunList { items, next_cursor }))
 }
 
@@ -64,18 +42,8 @@ pub async fn get(
     caller: TenantCaller,
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<RunDetail>> {
-    let run = st
-        .store
-        .run_get(&caller.tenant_id, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("run"))?;
-    let attempts = st
-        .store
-        .run_attempts(&run.id)
-        .await?
-        .into_iter()
-        .map(AttemptOut::from)
-        .collect();
+    let run = st.store.run_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
+    let attempts = st.store.run_attempts(&run.id).await?.into_iter().map(AttemptOut::from).collect();
     let logs = st
         .store
         .run_logs(&run.id, 1000)
@@ -88,11 +56,7 @@ pub async fn get(
             message: l.message,
         })
         .collect();
-    Ok(axum::Json(RunDetail {
-        run: run.into(),
-        attempts,
-        logs,
-    }))
+    Ok(axum::Json(RunDetail { run: run.into(), attempts, logs }))
 }
 
 /// Cancel a run that has not finished (editor). A delivered attempt gets a signed
@@ -106,32 +70,17 @@ pub async fn cancel(
 ) -> ApiResult<axum::Json<RunOut>> {
     caller.require_editor()?;
     let now = st.now_ms();
-    match st
-        .store
-        .run_cancel(&caller.tenant_id, &id, "cancelled through the API", now)
-        .await?
-    {
+    match st.store.run_cancel(&caller.tenant_id, &id, "cancelled through the API", now).await? {
         Some(before) => {
             if matches!(before.state, RunState::Dispatching | RunState::Running) {
                 sundial_engine::cancel_remote(st.store.as_ref(), &st.delivery, &before).await;
             }
-            let run = st
-                .store
-                .run_get(&caller.tenant_id, &id)
-                .await?
-                .ok_or_else(|| ApiError::not_found("run"))?;
+            let run = st.store.run_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
             Ok(axum::Json(run.into()))
         }
         None => {
-            let run = st
-                .store
-                .run_get(&caller.tenant_id, &id)
-                .await?
-                .ok_or_else(|| ApiError::not_found("run"))?;
-            Err(ApiError::conflict(
-                "not_cancellable",
-                format!("the run is already `{}`", run.state),
-            ))
+            let run = st.store.run_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
+            Err(ApiError::conflict("not_cancellable", format!("the run is already `{}`", run.state)))
         }
     }
 }
@@ -145,22 +94,12 @@ pub async fn retry(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<RunOut>> {
     caller.require_editor()?;
-    let done = st
-        .store
-        .run_retry_now(&caller.tenant_id, &id, st.now_ms())
-        .await?;
-    let run = st
-        .store
-        .run_get(&caller.tenant_id, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("run"))?;
+    let done = st.store.run_retry_now(&caller.tenant_id, &id, st.now_ms()).await?;
+    let run = st.store.run_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
     if !done {
         return Err(ApiError::conflict(
             "not_retrying",
-            format!(
-                "only a `retrying` run can be retried now; this one is `{}`",
-                run.state
-            ),
+            format!("only a `retrying` run can be retried now; this one is `{}`", run.state),
         ));
     }
     st.wake.notify_one();

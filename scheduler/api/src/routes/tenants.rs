@@ -22,11 +22,7 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, axum::Json<TenantCreated>)> {
     let name = Name::parse("name", &body.name)?;
     let now = st.now_ms();
-    let tenant = Tenant {
-        id: new_id(ids::TENANT),
-        name: name.into_string(),
-        created_at_ms: now,
-    };
+    let tenant = Tenant { id: new_id(ids::TENANT), name: name.into_string(), created_at_ms: now };
     st.store.tenant_insert(&tenant).await?;
     let key = generate_api_key();
     st.store
@@ -44,12 +40,7 @@ pub async fn create(
     let out = TenantOut::from(tenant);
     Ok((
         StatusCode::CREATED,
-        axum::Json(TenantCreated {
-            id: out.id,
-            name: out.name,
-            created_at: out.created_at,
-            admin_key: key,
-        }),
+        axum::Json(TenantCreated { id: out.id, name: out.name, created_at: out.created_at, admin_key: key }),
     ))
 }
 
@@ -75,10 +66,6 @@ pub async fn get(
     _op: OperatorCaller,
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<TenantOut>> {
-    let t = st
-        .store
-        .tenant_get(&id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let t = st.store.tenant_get(&id).await?.ok_or_else(|| ApiError::not_found("tenant"))?;
     Ok(axum::Json(t.into()))
 }

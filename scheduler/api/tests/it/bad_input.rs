@@ -37,21 +37,13 @@ async fn bad_job_bodies_are_refused_and_write_nothing(app: &TestApp) {
     let cases: Vec<(Value, &str, &str, Option<&str>)> = vec![
         // (body, code, field, a word the message must contain)
         (
-            with(
-                good.clone(),
-                &["schedule", "expression"],
-                json!("0 61 * * * *"),
-            ),
+            with(good.clone(), &["schedule", "expression"], json!("0 61 * * * *")),
             "invalid_cron",
             "schedule.expression",
             Some("minute"),
         ),
         (
-            with(
-                good.clone(),
-                &["schedule", "expression"],
-                json!("0 0 25 * * *"),
-            ),
+            with(good.clone(), &["schedule", "expression"], json!("0 0 25 * * *")),
             "invalid_cron",
             "schedule.expression",
             Some("hour"),
@@ -63,21 +55,13 @@ async fn bad_job_bodies_are_refused_and_write_nothing(app: &TestApp) {
             Some("fields"),
         ),
         (
-            with(
-                good.clone(),
-                &["schedule", "expression"],
-                json!("0 0 12 ? * 6#9"),
-            ),
+            with(good.clone(), &["schedule", "expression"], json!("0 0 12 ? * 6#9")),
             "invalid_cron",
             "schedule.expression",
             Some("day_of_week"),
         ),
         (
-            with(
-                good.clone(),
-                &["schedule", "timezone"],
-                json!("Mars/Olympus_Mons"),
-            ),
+            with(good.clone(), &["schedule", "timezone"], json!("Mars/Olympus_Mons")),
             "invalid_field",
             "schedule.timezone",
             Some("IANA"),
@@ -88,18 +72,8 @@ async fn bad_job_bodies_are_refused_and_write_nothing(app: &TestApp) {
             "schedule.kind",
             Some("fixed_rate"),
         ),
-        (
-            with(good.clone(), &["route"], json!("randm")),
-            "unknown_variant",
-            "route",
-            Some("round_robin"),
-        ),
-        (
-            with(good.clone(), &["block"], json!("queue")),
-            "unknown_variant",
-            "block",
-            Some("serial"),
-        ),
+        (with(good.clone(), &["route"], json!("randm")), "unknown_variant", "route", Some("round_robin")),
+        (with(good.clone(), &["block"], json!("queue")), "unknown_variant", "block", Some("serial")),
         (
             with(good.clone(), &["misfire"], json!({"policy": "later"})),
             "unknown_variant",
@@ -107,109 +81,43 @@ async fn bad_job_bodies_are_refused_and_write_nothing(app: &TestApp) {
             Some("fire_all"),
         ),
         (without(good.clone(), "name"), "missing_field", "name", None),
-        (
-            without(good.clone(), "schedule"),
-            "missing_field",
-            "schedule",
-            None,
-        ),
-        (
-            with(good.clone(), &["schedule"], json!({"kind": "fixed_rate"})),
-            "missing_field",
-            "schedule.every_ms",
-            None,
-        ),
-        (
-            with(good.clone(), &["timeout_ms"], json!("soon")),
-            "wrong_type",
-            "timeout_ms",
-            Some("invalid type"),
-        ),
-        (
-            with(good.clone(), &["timeout_ms"], json!(5)),
-            "invalid_field",
-            "timeout_ms",
-            Some("range"),
-        ),
+        (without(good.clone(), "schedule"), "missing_field", "schedule", None),
+        (with(good.clone(), &["schedule"], json!({"kind": "fixed_rate"})), "missing_field", "schedule.every_ms", None),
+        (with(good.clone(), &["timeout_ms"], json!("soon")), "wrong_type", "timeout_ms", Some("invalid type")),
+        (with(good.clone(), &["timeout_ms"], json!(5)), "invalid_field", "timeout_ms", Some("range")),
         (
             with(good.clone(), &["schedule", "every_ms"], json!(1000)),
             "invalid_field",
             "schedule.every_ms",
             Some("does not apply"),
         ),
+        (with(good.clone(), &["name"], json!("has spaces")), "invalid_field", "name", None),
+        (with(good.clone(), &["app"], json!("nope")), "invalid_field", "app", Some("nope")),
         (
-            with(good.clone(), &["name"], json!("has spaces")),
-            "invalid_field",
-            "name",
-            None,
-        ),
-        (
-            with(good.clone(), &["app"], json!("nope")),
-            "invalid_field",
-            "app",
-            Some("nope"),
-        ),
-        (
-            with(
-                good.clone(),
-                &["failure"],
-                json!({"policy": "retry", "max_retries": -1}),
-            ),
+            with(good.clone(), &["failure"], json!({"policy": "retry", "max_retries": -1})),
             "invalid_field",
             "failure.max_retries",
             None,
         ),
+        (with(good.clone(), &["children"], json!(["not-a-job"])), "invalid_field", "children[0]", None),
+        (with(good.clone(), &["scheduel"], json!({})), "unknown_field", "scheduel", None),
+        (with(good.clone(), &["schedule", "at"], json!("tomorrow")), "invalid_field", "schedule.at", None),
         (
-            with(good.clone(), &["children"], json!(["not-a-job"])),
-            "invalid_field",
-            "children[0]",
-            None,
-        ),
-        (
-            with(good.clone(), &["scheduel"], json!({})),
-            "unknown_field",
-            "scheduel",
-            None,
-        ),
-        (
-            with(good.clone(), &["schedule", "at"], json!("tomorrow")),
-            "invalid_field",
-            "schedule.at",
-            None,
-        ),
-        (
-            with(
-                good.clone(),
-                &["schedule"],
-                json!({"kind": "once", "at": "next week"}),
-            ),
+            with(good.clone(), &["schedule"], json!({"kind": "once", "at": "next week"})),
             "invalid_field",
             "schedule.at",
             Some("RFC 3339"),
         ),
-        (
-            with(good.clone(), &["script"], json!("s")),
-            "invalid_field",
-            "script",
-            Some("not both"),
-        ),
+        (with(good.clone(), &["script"], json!("s")), "invalid_field", "script", Some("not both")),
     ];
     for (body, code, field, word) in cases {
         let got = app.post("/api/v1/jobs", &t.admin, body.clone()).await;
         assert_error(&got, unprocessable, code, Some(field));
         if let Some(w) = word {
-            assert!(
-                got.1["message"].as_str().unwrap().contains(w),
-                "message of {body} should mention {w}: {}",
-                got.1
-            );
+            assert!(got.1["message"].as_str().unwrap().contains(w), "message of {body} should mention {w}: {}", got.1);
         }
     }
-    assert_eq!(
-        app.job_count(&t.admin).await,
-        0,
-        "no refused job was written"
-    );
+    assert_eq!(app.job_count(&t.admin).await, 0, "no refused job was written");
     // The same checks guard schedule previews.
     assert_error(
         &app.post(
@@ -244,48 +152,23 @@ async fn bad_app_bodies_are_refused_and_write_nothing(app: &TestApp) {
             "invalid_field",
             "endpoints[1]",
         ),
-        (
-            json!({"name": "billing", "endpoints": ["ftp://files.example/x"]}),
-            "invalid_field",
-            "endpoints[0]",
-        ),
-        (
-            json!({"name": "billing", "endpoints": "https://x.example"}),
-            "wrong_type",
-            "endpoints",
-        ),
+        (json!({"name": "billing", "endpoints": ["ftp://files.example/x"]}), "invalid_field", "endpoints[0]"),
+        (json!({"name": "billing", "endpoints": "https://x.example"}), "wrong_type", "endpoints"),
         (json!({"name": ""}), "invalid_field", "name"),
         (json!({"endpoints": []}), "missing_field", "name"),
         (json!({"name": 5}), "wrong_type", "name"),
-        (
-            json!({"name": "billing", "secret": "mine"}),
-            "unknown_field",
-            "secret",
-        ),
+        (json!({"name": "billing", "secret": "mine"}), "unknown_field", "secret"),
     ];
     for (body, code, field) in cases {
-        assert_error(
-            &app.post("/api/v1/apps", &t.admin, body).await,
-            unprocessable,
-            code,
-            Some(field),
-        );
+        assert_error(&app.post("/api/v1/apps", &t.admin, body).await, unprocessable, code, Some(field));
     }
     let (_, list) = app.get("/api/v1/apps", &t.admin).await;
-    assert!(
-        list["items"].as_array().unwrap().is_empty(),
-        "no refused app was written: {list}"
-    );
+    assert!(list["items"].as_array().unwrap().is_empty(), "no refused app was written: {list}");
     // A refused update leaves the app as it was.
     let a = app.app(&t.admin, "billing").await;
     let path = format!("/api/v1/apps/{}", a["id"].as_str().unwrap());
     assert_error(
-        &app.patch(
-            &path,
-            &t.admin,
-            json!({"endpoints": ["javascript:alert(1)"]}),
-        )
-        .await,
+        &app.patch(&path, &t.admin, json!({"endpoints": ["javascript:alert(1)"]})).await,
         unprocessable,
         "invalid_field",
         Some("endpoints[0]"),
@@ -293,8 +176,7 @@ async fn bad_app_bodies_are_refused_and_write_nothing(app: &TestApp) {
     let (_, now) = app.get(&path, &t.admin).await;
     assert_eq!(now["endpoints"], a["endpoints"]);
     assert_error(
-        &app.post("/api/v1/apps", &t.admin, json!({"name": "billing"}))
-            .await,
+        &app.post("/api/v1/apps", &t.admin, json!({"name": "billing"})).await,
         StatusCode::CONFLICT,
         "conflict",
         None,
@@ -304,59 +186,16 @@ async fn bad_app_bodies_are_refused_and_write_nothing(app: &TestApp) {
 async fn malformed_and_oversized_bodies(app: &TestApp) {
     let t = app.tenant("acme").await;
     app.app(&t.admin, "billing").await;
-    let bad_json = app
-        .call(
-            "POST",
-            "/api/v1/jobs",
-            Some(&t.admin),
-            Some(b"{\"name\": ".to_vec()),
-        )
-        .await;
-    assert_error(
-        &bad_json,
-        StatusCode::BAD_REQUEST,
-        "invalid_json",
-        Some("body"),
-    );
-    let empty = app
-        .call("POST", "/api/v1/jobs", Some(&t.admin), Some(Vec::new()))
-        .await;
-    assert_error(
-        &empty,
-        StatusCode::BAD_REQUEST,
-        "invalid_json",
-        Some("body"),
-    );
-    let not_object = app
-        .call(
-            "POST",
-            "/api/v1/jobs",
-            Some(&t.admin),
-            Some(b"[1,2]".to_vec()),
-        )
-        .await;
-    assert_error(
-        &not_object,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "wrong_type",
-        Some("body"),
-    );
+    let bad_json = app.call("POST", "/api/v1/jobs", Some(&t.admin), Some(b"{\"name\": ".to_vec())).await;
+    assert_error(&bad_json, StatusCode::BAD_REQUEST, "invalid_json", Some("body"));
+    let empty = app.call("POST", "/api/v1/jobs", Some(&t.admin), Some(Vec::new())).await;
+    assert_error(&empty, StatusCode::BAD_REQUEST, "invalid_json", Some("body"));
+    let not_object = app.call("POST", "/api/v1/jobs", Some(&t.admin), Some(b"[1,2]".to_vec())).await;
+    assert_error(&not_object, StatusCode::UNPROCESSABLE_ENTITY, "wrong_type", Some("body"));
     let mut huge = cron_job("nightly", "billing");
     huge["params"] = json!({"blob": "x".repeat(MAX_BODY + 1)});
-    let too_big = app
-        .call(
-            "POST",
-            "/api/v1/jobs",
-            Some(&t.admin),
-            Some(serde_json::to_vec(&huge).unwrap()),
-        )
-        .await;
-    assert_error(
-        &too_big,
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "payload_too_large",
-        Some("body"),
-    );
+    let too_big = app.call("POST", "/api/v1/jobs", Some(&t.admin), Some(serde_json::to_vec(&huge).unwrap())).await;
+    assert_error(&too_big, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", Some("body"));
     assert_eq!(app.job_count(&t.admin).await, 0);
 }
 
@@ -366,61 +205,25 @@ async fn bad_query_parameters(app: &TestApp) {
     let job = app.job(&t.admin, cron_job("nightly", "billing")).await;
     let id = job["id"].as_str().unwrap();
     let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
-    assert_error(
-        &app.get("/api/v1/apps?limit=0", &t.admin).await,
-        unprocessable,
-        "invalid_field",
-        Some("limit"),
-    );
-    assert_error(
-        &app.get("/api/v1/apps?limit=abc", &t.admin).await,
-        unprocessable,
-        "invalid_field",
-        Some("limit"),
-    );
+    assert_error(&app.get("/api/v1/apps?limit=0", &t.admin).await, unprocessable, "invalid_field", Some("limit"));
+    assert_error(&app.get("/api/v1/apps?limit=abc", &t.admin).await, unprocessable, "invalid_field", Some("limit"));
     assert_error(
         &app.get("/api/v1/jobs?state=paused", &t.admin).await,
         unprocessable,
         "unknown_variant",
         Some("state"),
     );
+    assert_error(&app.get("/api/v1/runs?state=done", &t.admin).await, unprocessable, "unknown_variant", Some("state"));
+    assert_error(&app.get("/api/v1/runs?from=yesterday", &t.admin).await, unprocessable, "invalid_field", Some("from"));
+    assert_error(&app.get("/api/v1/runs?cursor=zzz", &t.admin).await, unprocessable, "invalid_field", Some("cursor"));
+    assert_error(&app.get("/api/v1/runs?colour=red", &t.admin).await, unprocessable, "unknown_field", Some("colour"));
     assert_error(
-        &app.get("/api/v1/runs?state=done", &t.admin).await,
-        unprocessable,
-        "unknown_variant",
-        Some("state"),
-    );
-    assert_error(
-        &app.get("/api/v1/runs?from=yesterday", &t.admin).await,
-        unprocessable,
-        "invalid_field",
-        Some("from"),
-    );
-    assert_error(
-        &app.get("/api/v1/runs?cursor=zzz", &t.admin).await,
-        unprocessable,
-        "invalid_field",
-        Some("cursor"),
-    );
-    assert_error(
-        &app.get("/api/v1/runs?colour=red", &t.admin).await,
-        unprocessable,
-        "unknown_field",
-        Some("colour"),
-    );
-    assert_error(
-        &app.get(&format!("/api/v1/jobs/{id}/preview?count=101"), &t.admin)
-            .await,
+        &app.get(&format!("/api/v1/jobs/{id}/preview?count=101"), &t.admin).await,
         unprocessable,
         "invalid_field",
         Some("count"),
     );
-    assert_error(
-        &app.get("/api/v1/nothing-here", &t.admin).await,
-        StatusCode::NOT_FOUND,
-        "not_found",
-        None,
-    );
+    assert_error(&app.get("/api/v1/nothing-here", &t.admin).await, StatusCode::NOT_FOUND, "not_found", None);
 }
 
 async fn child_cycles_are_refused(app: &TestApp) {
@@ -438,23 +241,10 @@ async fn child_cycles_are_refused(app: &TestApp) {
     c_body["children"] = json!([a["id"]]);
     let path = format!("/api/v1/jobs/{}", c["id"].as_str().unwrap());
     let got = app.put(&path, &t.admin, c_body).await;
-    assert_error(
-        &got,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "invalid_field",
-        Some("children[0]"),
-    );
-    assert!(
-        got.1["message"].as_str().unwrap().contains("cycle"),
-        "{}",
-        got.1
-    );
+    assert_error(&got, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("children[0]"));
+    assert!(got.1["message"].as_str().unwrap().contains("cycle"), "{}", got.1);
     let (_, after) = app.get(&path, &t.admin).await;
-    assert_eq!(
-        (after["children"].clone(), after["version"].clone()),
-        (json!([]), json!(1)),
-        "nothing changed"
-    );
+    assert_eq!((after["children"].clone(), after["version"].clone()), (json!([]), json!(1)), "nothing changed");
 }
 
 async fn stale_updates_are_refused(app: &TestApp) {
@@ -464,12 +254,8 @@ async fn stale_updates_are_refused(app: &TestApp) {
     let path = format!("/api/v1/jobs/{}", job["id"].as_str().unwrap());
     let mut changed = cron_job("renamed", "billing");
     let put = |body: Value, version: &str| {
-        let req = app
-            .http
-            .put(format!("{}{}", app.base, path))
-            .bearer_auth(&t.admin)
-            .header("if-match", version)
-            .json(&body);
+        let req =
+            app.http.put(format!("{}{}", app.base, path)).bearer_auth(&t.admin).header("if-match", version).json(&body);
         async move {
             let r = req.send().await.unwrap();
             (r.status(), r.json::<Value>().await.unwrap())
@@ -479,18 +265,8 @@ async fn stale_updates_are_refused(app: &TestApp) {
     assert_eq!(ok.0, StatusCode::OK, "{}", ok.1);
     assert_eq!(ok.1["version"], 2);
     changed["name"] = json!("lost-update");
-    assert_error(
-        &put(changed.clone(), "1").await,
-        StatusCode::CONFLICT,
-        "stale",
-        None,
-    );
-    assert_error(
-        &put(changed, "one").await,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "invalid_field",
-        Some("If-Match"),
-    );
+    assert_error(&put(changed.clone(), "1").await, StatusCode::CONFLICT, "stale", None);
+    assert_error(&put(changed, "one").await, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("If-Match"));
     let (_, now) = app.get(&path, &t.admin).await;
     assert_eq!(now["name"], "renamed");
 }

@@ -22,6 +22,8 @@ crate::on_both_databases!(
     the_pause_switch_stops_schedules_not_triggers,
     a_retired_handler_stops_the_job,
     editing_a_job_rederives_its_future_runs,
+    a_dead_nodes_claims_are_recovered_and_redelivered_with_the_same_webhook_id,
+    runs_of_a_silent_executor_are_lost_after_a_grace_period,
 );
 
 struct Setup {
@@ -33,26 +35,13 @@ struct Setup {
 
 async fn setup(app: &TestApp) -> Setup {
     let t = app.tenant("acme").await;
-    let (s, a) = app
-        .post("/api/v1/apps", &t.admin, json!({"name": "billing"}))
-        .await;
+    let (s, a) = app.post("/api/v1/apps", &t.admin, json!({"name": "billing"})).await;
     assert_eq!(s, StatusCode::CREATED);
     let secret = a["secret"].as_str().unwrap().to_string();
     let exec = TestExecutor::start(&secret, app.clock.clone()).await;
-    let (s, _) = app
-        .patch(
-            "/api/v1/apps/billing",
-            &t.admin,
-            json!({"endpoints": [exec.url]}),
-        )
-        .await;
+    let (s, _) = app.patch("/api/v1/apps/billing", &t.admin, json!({"endpoints": [exec.url]})).await;
     assert_eq!(s, StatusCode::OK);
-    Setup {
-        key: t.admin,
-        app_id: a["id"].as_str().unwrap().into(),
-        secret,
-        exec,
-    }
+    Setup { key: t.admin, app_id: a["id"].as_str().unwrap().into(), secret, exec }
 }
 
 fn every_minute(name: &str, extra: Value) -> Value {
@@ -73,9 +62,7 @@ fn manual(name: &str, extra: Value) -> Value {
 }
 
 async fn runs(app: &TestApp, key: &str, job_id: &str) -> Vec<Value> {
-    let (s, v) = app
-        .get(&format!("/api/v1/runs?job_id={job_id}&limit=200"), key)
-        .await;
+    let (s, v) = app.get(&format!("/api/v1/runs?job_id={job_id}&limit=200"), key).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     let mut items = v["items"].as_array().unwrap().clone();
     items.reverse(); // oldest first
@@ -88,25 +75,10 @@ async fn run_detail(app: &TestApp, key: &str, run_id: &str) -> Value {
     v
 }
 
-async fn callback(
-    app: &TestApp,
-    s: &Setup,
-    path: &str,
-    msg_id: &str,
-    body: Value,
-) -> (StatusCode, Value) {
+async fn callback(app: &TestApp, s: &Setup, path: &str, msg_id: &str, body: Value) -> (StatusCode, Value) {
     let bytes = serde_json::to_vec(&body).unwrap();
-    let mut req = app
-        .http
-        .post(format!("{}{}", app.base, path))
-        .body(bytes.clone());
-    for (k, v) in signed_headers(
-        &s.secret,
-        &s.app_id,
-        msg_id,
-        &bytes,
-        app.clock.now_ms() / 1000,
-    ) {
+    let mut req = app.http.post(format!("{}{}", app.base, path)).body(bytes.clone());
+    for (k, v) in signed_headers(&s.secret, &s.app_id, msg_id, &bytes, app.clock.now_ms() / 1000) {
         req = req.header(k, v);
     }
     let resp = req.send().await.unwrap();
@@ -126,16 +98,10 @@ async fn a_fixed_rate_job_fires_on_time_signed_and_succeeds(app: &TestApp) {
     let r = &d[0];
     assert!(r.signature_ok, "signed with the app secret");
     let run_id = r.body["run_id"].as_str().unwrap();
-    assert_eq!(
-        r.headers["webhook-id"],
-        format!("msg_{run_id}_0_1").as_str()
-    );
+    assert_eq!(r.headers["webhook-id"], format!("msg_{run_id}_0_1").as_str());
     assert_eq!(r.headers["sundial-run-id"], run_id);
     assert_eq!(r.headers["sundial-attempt"], "1");
-    assert_eq!(
-        r.headers["sundial-scheduled-at"],
-        "2026-03-28T12:00:00.000Z"
-    );
+    assert_eq!(r.headers["sundial-scheduled-at"], "2026-03-28T12:00:00.000Z");
     assert_eq!(r.headers["sundial-shard"], "0/1");
     assert_eq!(r.headers["sundial-app-id"], s.app_id.as_str());
     assert_eq!(r.body["job"], "tick");
@@ -148,14 +114,7 @@ async fn a_fixed_rate_job_fires_on_time_signed_and_succeeds(app: &TestApp) {
     assert_eq!(detail["fire_key"], format!("s:{T0}"));
     assert_eq!(detail["output"], json!({"done": true}));
     assert_eq!(detail["attempts"][0]["address"], s.exec.url.as_str());
-    assert_eq!(
-        detail["attempts"][0]["trail"]
-            .as_array()
-            .unwrap()
-            .last()
-            .unwrap()["outcome"],
-        "delivered"
-    );
+    assert_eq!(detail["attempts"][0]["trail"].as_array().unwrap().last().unwrap()["outcome"], "delivered");
     // Nothing more until the next minute; then exactly one more, anchored on the grid.
     app.clock.advance(30_000);
     app.engine.tick().await.unwrap();
@@ -164,10 +123,7 @@ async fn a_fixed_rate_job_fires_on_time_signed_and_succeeds(app: &TestApp) {
     app.engine.tick().await.unwrap();
     let d = s.exec.deliveries();
     assert_eq!(d.len(), 2);
-    assert_eq!(
-        d[1].headers["sundial-scheduled-at"],
-        "2026-03-28T12:01:00.000Z"
-    );
+    assert_eq!(d[1].headers["sundial-scheduled-at"], "2026-03-28T12:01:00.000Z");
     let all = runs(app, &s.key, job_id).await;
     assert!(all.len() >= 3, "runs are generated ahead of time");
     assert_eq!(all.iter().filter(|r| r["state"] == "succeeded").count(), 2);
@@ -178,13 +134,7 @@ async fn an_async_result_completes_the_run_once(app: &TestApp) {
     let s = setup(app).await;
     s.exec.always(Answer::Accept);
     let job = app.job(&s.key, manual("async", json!({}))).await;
-    let (st, run) = app
-        .post(
-            &format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()),
-            &s.key,
-            json!({}),
-        )
-        .await;
+    let (st, run) = app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({})).await;
     assert_eq!(st, StatusCode::CREATED, "{run}");
     let run_id = run["id"].as_str().unwrap().to_string();
     app.engine.tick().await.unwrap();
@@ -205,28 +155,12 @@ async fn an_async_result_completes_the_run_once(app: &TestApp) {
         .await
         .unwrap();
     assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
-    let mut stale = app
-        .http
-        .post(format!("{}{}", app.base, path))
-        .body(bytes.clone());
-    for (k, v) in signed_headers(
-        &s.secret,
-        &s.app_id,
-        "m-stale",
-        &bytes,
-        app.clock.now_ms() / 1000 - 301,
-    ) {
+    let mut stale = app.http.post(format!("{}{}", app.base, path)).body(bytes.clone());
+    for (k, v) in signed_headers(&s.secret, &s.app_id, "m-stale", &bytes, app.clock.now_ms() / 1000 - 301) {
         stale = stale.header(k, v);
     }
-    assert_eq!(
-        stale.send().await.unwrap().status(),
-        StatusCode::UNAUTHORIZED
-    );
-    assert_eq!(
-        run_detail(app, &s.key, &run_id).await["state"],
-        "running",
-        "refused calls changed nothing"
-    );
+    assert_eq!(stale.send().await.unwrap().status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(run_detail(app, &s.key, &run_id).await["state"], "running", "refused calls changed nothing");
     // The result is accepted once; the same result again is idempotent.
     let (st, v) = callback(app, &s, &path, "m1", ok.clone()).await;
     assert_eq!(
@@ -238,40 +172,23 @@ async fn an_async_result_completes_the_run_once(app: &TestApp) {
     assert_eq!((st, v["duplicate"].clone()), (StatusCode::OK, json!(true)));
     // A replayed webhook-id is refused by signature check, whatever it carries.
     let (st, v) = callback(app, &s, &path, "m1", ok.clone()).await;
-    assert_eq!(
-        (st, v["code"].clone()),
-        (StatusCode::UNAUTHORIZED, json!("replayed"))
-    );
+    assert_eq!((st, v["code"].clone()), (StatusCode::UNAUTHORIZED, json!("replayed")));
     // A different result for the finished attempt, or another attempt: 409, never applied.
-    let (st, v) = callback(
-        app,
-        &s,
-        &path,
-        "m3",
-        json!({"attempt": 1, "status": "failed"}),
-    )
-    .await;
-    assert_eq!(
-        (st, v["code"].clone()),
-        (StatusCode::CONFLICT, json!("not_current"))
-    );
+    let (st, v) = callback(app, &s, &path, "m3", json!({"attempt": 1, "status": "failed"})).await;
+    assert_eq!((st, v["code"].clone()), (StatusCode::CONFLICT, json!("not_current")));
+    let (st, _) = callback(app, &s, &path, "m4", json!({"attempt": 2, "status": "succeeded"})).await;
+    assert_eq!(st, StatusCode::CONFLICT);
+    let detail = run_detail(app, &s.key, &run_id).await;
+    assert_eq!((detail["state"].clone(), detail["output"].clone()), (json!("succeeded"), json!({"rows": 3})));
+    // Logs from the executor land on the run.
     let (st, _) = callback(
         app,
         &s,
-        &path,
-        "m4",
-        json!({"attempt": 2, "status": "succeeded"}),
+        &format!("/api/v1/runs/{run_id}/logs"),
+        "m5",
+        json!({"attempt": 1, "lines": [{"message": "started"}, {"level": "warn", "message": "slow"}]}),
     )
     .await;
-    assert_eq!(st, StatusCode::CONFLICT);
-    let detail = run_detail(app, &s.key, &run_id).await;
-    assert_eq!(
-        (detail["state"].clone(), detail["output"].clone()),
-        (json!("succeeded"), json!({"rows": 3}))
-    );
-    // Logs from the executor land on the run.
-    let (st, _) = callback(app, &s, &format!("/api/v1/runs/{run_id}/logs"), "m5",
-        json!({"attempt": 1, "lines": [{"message": "started"}, {"level": "warn", "message": "slow"}]})).await;
     assert_eq!(st, StatusCode::OK);
     let (st, v) = callback(
         app,
@@ -281,26 +198,17 @@ async fn an_async_result_completes_the_run_once(app: &TestApp) {
         json!({"attempt": 1, "lines": [{"level": "loud", "message": "x"}]}),
     )
     .await;
-    assert_eq!(
-        (st, v["details"]["field"].clone()),
-        (StatusCode::UNPROCESSABLE_ENTITY, json!("lines[0].level"))
-    );
+    assert_eq!((st, v["details"]["field"].clone()), (StatusCode::UNPROCESSABLE_ENTITY, json!("lines[0].level")));
     let logs = run_detail(app, &s.key, &run_id).await["logs"].clone();
     assert_eq!(
-        logs.as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l["message"].as_str().unwrap())
-            .collect::<Vec<_>>(),
+        logs.as_array().unwrap().iter().map(|l| l["message"].as_str().unwrap()).collect::<Vec<_>>(),
         ["started", "slow"]
     );
 }
 
 async fn failed_attempts_retry_with_backoff_in_the_same_run(app: &TestApp) {
     let s = setup(app).await;
-    s.exec
-        .then(Answer::Status(500, json!({})))
-        .then(Answer::Fail("boom"));
+    s.exec.then(Answer::Status(500, json!({}))).then(Answer::Fail("boom"));
     let job = app
         .job(
             &s.key,
@@ -311,21 +219,11 @@ async fn failed_attempts_retry_with_backoff_in_the_same_run(app: &TestApp) {
             ),
         )
         .await;
-    let (_, run) = app
-        .post(
-            &format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()),
-            &s.key,
-            json!({}),
-        )
-        .await;
+    let (_, run) = app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({})).await;
     let run_id = run["id"].as_str().unwrap();
     app.engine.tick().await.unwrap();
     let d = run_detail(app, &s.key, run_id).await;
-    assert_eq!(
-        (d["state"].clone(), d["attempt"].clone()),
-        (json!("retrying"), json!(1)),
-        "{d}"
-    );
+    assert_eq!((d["state"].clone(), d["attempt"].clone()), (json!("retrying"), json!(1)), "{d}");
     app.clock.advance(999);
     app.engine.tick().await.unwrap();
     assert_eq!(s.exec.deliveries().len(), 1, "not before the backoff");
@@ -335,49 +233,19 @@ async fn failed_attempts_retry_with_backoff_in_the_same_run(app: &TestApp) {
     app.clock.advance(2000);
     app.engine.tick().await.unwrap();
     let d = run_detail(app, &s.key, run_id).await;
-    assert_eq!(
-        (d["state"].clone(), d["attempt"].clone()),
-        (json!("succeeded"), json!(3)),
-        "{d}"
-    );
-    let ids: Vec<String> = s
-        .exec
-        .deliveries()
-        .iter()
-        .map(|r| r.headers["webhook-id"].to_str().unwrap().to_string())
-        .collect();
-    assert_eq!(
-        ids,
-        [1, 2, 3].map(|a| format!("msg_{run_id}_0_{a}")),
-        "three attempts of one run"
-    );
-    assert_eq!(
-        runs(app, &s.key, job["id"].as_str().unwrap()).await.len(),
-        1,
-        "a retry is never a new run"
-    );
+    assert_eq!((d["state"].clone(), d["attempt"].clone()), (json!("succeeded"), json!(3)), "{d}");
+    let ids: Vec<String> =
+        s.exec.deliveries().iter().map(|r| r.headers["webhook-id"].to_str().unwrap().to_string()).collect();
+    assert_eq!(ids, [1, 2, 3].map(|a| format!("msg_{run_id}_0_{a}")), "three attempts of one run");
+    assert_eq!(runs(app, &s.key, job["id"].as_str().unwrap()).await.len(), 1, "a retry is never a new run");
     assert_eq!(d["attempts"][1]["message"], "boom");
     // Discard: one attempt, then failed.
-    let job = app
-        .job(
-            &s.key,
-            manual("once-only", json!({"failure": {"policy": "discard"}})),
-        )
-        .await;
+    let job = app.job(&s.key, manual("once-only", json!({"failure": {"policy": "discard"}}))).await;
     s.exec.then(Answer::Fail("nope"));
-    let (_, run) = app
-        .post(
-            &format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()),
-            &s.key,
-            json!({}),
-        )
-        .await;
+    let (_, run) = app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({})).await;
     app.engine.tick().await.unwrap();
     let d = run_detail(app, &s.key, run["id"].as_str().unwrap()).await;
-    assert_eq!(
-        (d["state"].clone(), d["reason"].clone()),
-        (json!("failed"), json!("error"))
-    );
+    assert_eq!((d["state"].clone(), d["reason"].clone()), (json!("failed"), json!("error")));
 }
 
 async fn misfire_skip_fire_once_and_fire_all_after_downtime(app: &TestApp) {
@@ -396,51 +264,19 @@ async fn misfire_skip_fire_once_and_fire_all_after_downtime(app: &TestApp) {
         app.engine.tick().await.unwrap();
         app.clock.advance(500);
     }
-    let delivered = |job: &Value| {
-        s.exec
-            .deliveries()
-            .iter()
-            .filter(|r| r.body["job_id"] == job["id"])
-            .count()
-    };
-    let states = |rs: &[Value]| {
-        rs.iter()
-            .map(|r| r["state"].as_str().unwrap().to_string())
-            .collect::<Vec<_>>()
-    };
+    let delivered = |job: &Value| s.exec.deliveries().iter().filter(|r| r.body["job_id"] == job["id"]).count();
+    let states = |rs: &[Value]| rs.iter().map(|r| r["state"].as_str().unwrap().to_string()).collect::<Vec<_>>();
     let r_skip = runs(app, &s.key, skip["id"].as_str().unwrap()).await;
     assert_eq!(delivered(&skip), 1, "only the on-time fire at +60 s");
-    assert_eq!(
-        states(&r_skip[..6]),
-        ["expired"; 6],
-        "every missed fire is recorded expired"
-    );
+    assert_eq!(states(&r_skip[..6]), ["expired"; 6], "every missed fire is recorded expired");
     let r_once = runs(app, &s.key, once["id"].as_str().unwrap()).await;
-    assert_eq!(
-        delivered(&once),
-        2,
-        "the missed fires collapse into one, plus the on-time one"
-    );
-    assert_eq!(
-        states(&r_once[..7]),
-        [
-            "expired",
-            "expired",
-            "expired",
-            "expired",
-            "expired",
-            "succeeded",
-            "succeeded"
-        ]
-    );
+    assert_eq!(delivered(&once), 2, "the missed fires collapse into one, plus the on-time one");
+    assert_eq!(states(&r_once[..7]), ["expired", "expired", "expired", "expired", "expired", "succeeded", "succeeded"]);
     let r_all = runs(app, &s.key, all["id"].as_str().unwrap()).await;
     assert_eq!(delivered(&all), 7, "each missed fire is delivered late");
     assert!(r_all[..7].iter().all(|r| r["state"] == "succeeded"));
     // None doubled: one run per fire key.
-    let mut keys: Vec<&str> = r_all
-        .iter()
-        .map(|r| r["fire_key"].as_str().unwrap())
-        .collect();
+    let mut keys: Vec<&str> = r_all.iter().map(|r| r["fire_key"].as_str().unwrap()).collect();
     keys.dedup();
     assert_eq!(keys.len(), r_all.len());
 }
@@ -462,12 +298,7 @@ async fn a_long_outage_is_one_counted_record(app: &TestApp) {
     assert_eq!(expired.len(), 1, "no flood of rows");
     // Fires at T0 … T0+3600 s; those more than 5 s late (T0 … T0+3594 s) are missed.
     let missed_total = 3595;
-    assert_eq!(
-        expired[0]["expired_count"].as_i64().unwrap() + 10,
-        missed_total,
-        "{}",
-        expired[0]
-    );
+    assert_eq!(expired[0]["expired_count"].as_i64().unwrap() + 10, missed_total, "{}", expired[0]);
     // Serial: one delivery at a time, a blocked run retries every 500 ms.
     for _ in 0..30 {
         app.engine.tick().await.unwrap();
@@ -485,18 +316,13 @@ async fn a_long_outage_is_one_counted_record(app: &TestApp) {
 }
 
 async fn trigger(app: &TestApp, key: &str, job_id: &str) -> String {
-    let (st, r) = app
-        .post(&format!("/api/v1/jobs/{job_id}/trigger"), key, json!({}))
-        .await;
+    let (st, r) = app.post(&format!("/api/v1/jobs/{job_id}/trigger"), key, json!({})).await;
     assert_eq!(st, StatusCode::CREATED, "{r}");
     r["id"].as_str().unwrap().to_string()
 }
 
 async fn state(app: &TestApp, key: &str, run_id: &str) -> String {
-    run_detail(app, key, run_id).await["state"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    run_detail(app, key, run_id).await["state"].as_str().unwrap().to_string()
 }
 
 async fn block_strategies_and_max_concurrency(app: &TestApp) {
@@ -508,57 +334,31 @@ async fn block_strategies_and_max_concurrency(app: &TestApp) {
         ("discard_later", "skipped", "running"),
         ("cover_early", "running", "cancelled"),
     ] {
-        let job = app
-            .job(&s.key, manual(block, json!({"block": block})))
-            .await;
+        let job = app.job(&s.key, manual(block, json!({"block": block}))).await;
         let id = job["id"].as_str().unwrap().to_string();
         let first = trigger(app, key, &id).await;
         app.engine.tick().await.unwrap();
         assert_eq!(state(app, key, &first).await, "running");
         let second = trigger(app, key, &id).await;
         app.engine.tick().await.unwrap();
-        assert_eq!(
-            state(app, key, &second).await,
-            second_state,
-            "block {block}"
-        );
+        assert_eq!(state(app, key, &second).await, second_state, "block {block}");
         assert_eq!(state(app, key, &first).await, first_state, "block {block}");
     }
-    assert_eq!(
-        s.exec.cancels().len(),
-        1,
-        "cover_early cancels the running run at its executor"
-    );
+    assert_eq!(s.exec.cancels().len(), 1, "cover_early cancels the running run at its executor");
     assert!(s.exec.cancels()[0].signature_ok);
     // Serial: the waiting run goes once its predecessor finishes.
     let serial_job = app.get("/api/v1/jobs?name=serial", &s.key).await.1;
     let serial = runs(app, &s.key, serial_job["items"][0]["id"].as_str().unwrap()).await;
-    let (first, second) = (
-        serial[0]["id"].as_str().unwrap(),
-        serial[1]["id"].as_str().unwrap(),
-    );
-    let (st, _) = callback(
-        app,
-        &s,
-        &format!("/api/v1/runs/{first}/result"),
-        "r1",
-        json!({"attempt": 1, "status": "succeeded"}),
-    )
-    .await;
+    let (first, second) = (serial[0]["id"].as_str().unwrap(), serial[1]["id"].as_str().unwrap());
+    let (st, _) =
+        callback(app, &s, &format!("/api/v1/runs/{first}/result"), "r1", json!({"attempt": 1, "status": "succeeded"}))
+            .await;
     assert_eq!(st, StatusCode::OK);
     app.clock.advance(600);
     app.engine.tick().await.unwrap();
     assert_eq!(run_detail(app, &s.key, second).await["state"], "running");
     // Max concurrency 2 with cover_early off: the third concurrent run is skipped.
-    let job = app
-        .job(
-            &s.key,
-            manual(
-                "limited",
-                json!({"block": "cover_early", "max_concurrency": 1}),
-            ),
-        )
-        .await;
+    let job = app.job(&s.key, manual("limited", json!({"block": "cover_early", "max_concurrency": 1}))).await;
     let a = trigger(app, key, job["id"].as_str().unwrap()).await;
     app.engine.tick().await.unwrap();
     assert_eq!(state(app, key, &a).await, "running");
@@ -567,18 +367,9 @@ async fn block_strategies_and_max_concurrency(app: &TestApp) {
 async fn triggers_are_idempotent_and_may_be_delayed(app: &TestApp) {
     let s = setup(app).await;
     let job = app.job(&s.key, manual("on-demand", json!({}))).await;
-    let path = format!(
-        "{}/api/v1/jobs/{}/trigger",
-        app.base,
-        job["id"].as_str().unwrap()
-    );
+    let path = format!("{}/api/v1/jobs/{}/trigger", app.base, job["id"].as_str().unwrap());
     let send = |key: &'static str, body: Value| {
-        let req = app
-            .http
-            .post(&path)
-            .bearer_auth(&s.key)
-            .header("idempotency-key", key)
-            .json(&body);
+        let req = app.http.post(&path).bearer_auth(&s.key).header("idempotency-key", key).json(&body);
         async move {
             let r = req.send().await.unwrap();
             (r.status(), r.json::<Value>().await.unwrap())
@@ -588,10 +379,7 @@ async fn triggers_are_idempotent_and_may_be_delayed(app: &TestApp) {
     let (st2, r2) = send("order-42", json!({"params": {"order": 42}})).await;
     assert_eq!((st1, st2), (StatusCode::CREATED, StatusCode::OK));
     assert_eq!(r1["id"], r2["id"], "the same run, not a second fire");
-    assert_eq!(
-        (r1["fire_key"].clone(), r1["trigger"].clone()),
-        (json!("i:order-42"), json!("api"))
-    );
+    assert_eq!((r1["fire_key"].clone(), r1["trigger"].clone()), (json!("i:order-42"), json!("api")));
     let (_, later) = app
         .post(
             &format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()),
@@ -607,70 +395,32 @@ async fn triggers_are_idempotent_and_may_be_delayed(app: &TestApp) {
     app.engine.tick().await.unwrap();
     assert_eq!(s.exec.deliveries().len(), 2);
     assert_eq!(s.exec.deliveries()[1].body["params"], json!({"late": true}));
-    let bad = app
-        .post(
-            &format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()),
-            &s.key,
-            json!({"at": "soon"}),
-        )
-        .await;
-    assert_error(
-        &bad,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "invalid_field",
-        Some("at"),
-    );
+    let bad =
+        app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({"at": "soon"})).await;
+    assert_error(&bad, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("at"));
 }
 
 async fn registered_executors_route_fail_over_and_go_offline(app: &TestApp) {
     let s = setup(app).await;
-    app.patch("/api/v1/apps/billing", &s.key, json!({"endpoints": []}))
-        .await;
+    app.patch("/api/v1/apps/billing", &s.key, json!({"endpoints": []})).await;
     let e2 = TestExecutor::start(&s.secret, app.clock.clone()).await;
     let reg = |url: &str, msg: &str| json!({"address": url, "name": msg, "handlers": ["report.build"], "tags": ["eu"]});
-    let (st, r1) = callback(
-        app,
-        &s,
-        "/api/v1/executors/register",
-        "reg-1",
-        reg(&s.exec.url, "reg-1"),
-    )
-    .await;
+    let (st, r1) = callback(app, &s, "/api/v1/executors/register", "reg-1", reg(&s.exec.url, "reg-1")).await;
     assert_eq!(st, StatusCode::OK, "{r1}");
     assert_eq!(r1["heartbeat_interval_ms"], 3000);
     assert_eq!(r1["jobs_created"].as_array().unwrap().len(), 1);
     app.clock.advance(1);
-    let (_, r2) = callback(
-        app,
-        &s,
-        "/api/v1/executors/register",
-        "reg-2",
-        reg(&e2.url, "reg-2"),
-    )
-    .await;
-    assert!(
-        r2["jobs_created"].as_array().unwrap().is_empty(),
-        "one job per app and handler"
-    );
+    let (_, r2) = callback(app, &s, "/api/v1/executors/register", "reg-2", reg(&e2.url, "reg-2")).await;
+    assert!(r2["jobs_created"].as_array().unwrap().is_empty(), "one job per app and handler");
     let job_id = r1["jobs_created"][0].as_str().unwrap();
     let (_, job) = app.get(&format!("/api/v1/jobs/{job_id}"), &s.key).await;
-    assert_eq!(
-        (job["state"].clone(), job["source"].clone()),
-        (json!("stopped"), json!("registration"))
-    );
+    assert_eq!((job["state"].clone(), job["source"].clone()), (json!("stopped"), json!("registration")));
     // The job's route: failover. The first executor is going offline.
     let mut body = manual("reports", json!({"route": "failover"}));
     body["handler"] = json!("report.build");
     let job = app.job(&s.key, body).await;
-    s.exec
-        .then(Answer::Status(503, json!({"code": "executor_offline"})));
-    let (_, run) = app
-        .post(
-            &format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()),
-            &s.key,
-            json!({}),
-        )
-        .await;
+    s.exec.then(Answer::Status(503, json!({"code": "executor_offline"})));
+    let (_, run) = app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({})).await;
     app.engine.tick().await.unwrap();
     let d = run_detail(app, &s.key, run["id"].as_str().unwrap()).await;
     assert_eq!(d["state"], "succeeded", "{d}");
@@ -681,17 +431,9 @@ async fn registered_executors_route_fail_over_and_go_offline(app: &TestApp) {
         .iter()
         .map(|t| t["outcome"].as_str().unwrap().to_string())
         .collect();
-    assert!(
-        trail.contains(&"executor_offline".to_string()) && trail.last().unwrap() == "delivered",
-        "{trail:?}"
-    );
+    assert!(trail.contains(&"executor_offline".to_string()) && trail.last().unwrap() == "delivered", "{trail:?}");
     let (_, list) = app.get("/api/v1/apps/billing/executors", &s.key).await;
-    let states: Vec<&str> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["state"].as_str().unwrap())
-        .collect();
+    let states: Vec<&str> = list["items"].as_array().unwrap().iter().map(|e| e["state"].as_str().unwrap()).collect();
     assert_eq!(states, ["offline", "online"]);
     // Heartbeats keep an executor online; silence for 10 s makes it offline.
     let (st, _) = callback(
@@ -705,90 +447,34 @@ async fn registered_executors_route_fail_over_and_go_offline(app: &TestApp) {
     assert_eq!(st, StatusCode::OK);
     app.clock.advance(10_001);
     let (_, list) = app.get("/api/v1/apps/billing/executors", &s.key).await;
-    assert!(
-        list["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|e| e["state"] == "offline")
-    );
-    let (_, run) = app
-        .post(
-            &format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()),
-            &s.key,
-            json!({"params": {}}),
-        )
-        .await;
+    assert!(list["items"].as_array().unwrap().iter().all(|e| e["state"] == "offline"));
+    let (_, run) =
+        app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({"params": {}})).await;
     app.engine.tick().await.unwrap();
     let d = run_detail(app, &s.key, run["id"].as_str().unwrap()).await;
-    assert_eq!(
-        (d["state"].clone(), d["reason"].clone()),
-        (json!("retrying"), json!("no_executor")),
-        "{d}"
-    );
-    let (st, _) = callback(
-        app,
-        &s,
-        "/api/v1/executors/heartbeat",
-        "hb-2",
-        json!({"executor_id": "exe_nope"}),
-    )
-    .await;
+    assert_eq!((d["state"].clone(), d["reason"].clone()), (json!("retrying"), json!("no_executor")), "{d}");
+    let (st, _) = callback(app, &s, "/api/v1/executors/heartbeat", "hb-2", json!({"executor_id": "exe_nope"})).await;
     assert_eq!(st, StatusCode::NOT_FOUND);
-    let (st, v) = callback(
-        app,
-        &s,
-        "/api/v1/executors/register",
-        "reg-3",
-        json!({"address": "ftp://x", "handlers": []}),
-    )
-    .await;
-    assert_eq!(
-        (st, v["details"]["field"].clone()),
-        (StatusCode::UNPROCESSABLE_ENTITY, json!("address"))
-    );
+    let (st, v) =
+        callback(app, &s, "/api/v1/executors/register", "reg-3", json!({"address": "ftp://x", "handlers": []})).await;
+    assert_eq!((st, v["details"]["field"].clone()), (StatusCode::UNPROCESSABLE_ENTITY, json!("address")));
 }
 
 async fn the_reaper_times_out_silent_runs_and_cancels_them(app: &TestApp) {
     let s = setup(app).await;
     s.exec.always(Answer::Accept);
-    let job = app
-        .job(
-            &s.key,
-            manual(
-                "slow",
-                json!({"timeout_ms": 10000, "failure": {"policy": "discard"}}),
-            ),
-        )
-        .await;
-    let (_, run) = app
-        .post(
-            &format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()),
-            &s.key,
-            json!({}),
-        )
-        .await;
+    let job = app.job(&s.key, manual("slow", json!({"timeout_ms": 10000, "failure": {"policy": "discard"}}))).await;
+    let (_, run) = app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({})).await;
     let run_id = run["id"].as_str().unwrap();
     app.engine.tick().await.unwrap();
     app.clock.advance(10_000 + 4_000);
-    assert_eq!(
-        app.engine.reap_once().await.unwrap(),
-        0,
-        "within the grace period"
-    );
+    assert_eq!(app.engine.reap_once().await.unwrap(), 0, "within the grace period");
     app.clock.advance(1_001);
     assert_eq!(app.engine.reap_once().await.unwrap(), 1);
     let d = run_detail(app, &s.key, run_id).await;
-    assert_eq!(
-        (d["state"].clone(), d["reason"].clone()),
-        (json!("failed"), json!("timeout")),
-        "{d}"
-    );
+    assert_eq!((d["state"].clone(), d["reason"].clone()), (json!("failed"), json!("timeout")), "{d}");
     assert_eq!(s.exec.cancels().len(), 1);
-    assert_eq!(
-        s.exec.cancels()[0].body,
-        json!({"run_id": run_id, "attempt": 1})
-    );
+    assert_eq!(s.exec.cancels()[0].body, json!({"run_id": run_id, "attempt": 1}));
     // A late result for the timed-out attempt is refused.
     let (st, _) = callback(
         app,
@@ -806,95 +492,50 @@ async fn stop_drops_future_fires_and_start_does_not_catch_up(app: &TestApp) {
     let job = app.job(&s.key, every_minute("tick", json!({}))).await;
     let id = job["id"].as_str().unwrap();
     app.engine.tick().await.unwrap();
-    assert!(
-        runs(app, &s.key, id)
-            .await
-            .iter()
-            .any(|r| r["state"] == "pending")
-    );
-    app.post(&format!("/api/v1/jobs/{id}/stop"), &s.key, json!({}))
-        .await;
-    assert!(
-        runs(app, &s.key, id)
-            .await
-            .iter()
-            .all(|r| r["state"] != "pending"),
-        "future fires dropped"
-    );
+    assert!(runs(app, &s.key, id).await.iter().any(|r| r["state"] == "pending"));
+    app.post(&format!("/api/v1/jobs/{id}/stop"), &s.key, json!({})).await;
+    assert!(runs(app, &s.key, id).await.iter().all(|r| r["state"] != "pending"), "future fires dropped");
     app.clock.advance(600_000);
     app.engine.tick().await.unwrap();
     assert_eq!(s.exec.deliveries().len(), 1, "a stopped job fires nothing");
     // Manual triggers still work while stopped.
-    app.post(&format!("/api/v1/jobs/{id}/trigger"), &s.key, json!({}))
-        .await;
+    app.post(&format!("/api/v1/jobs/{id}/trigger"), &s.key, json!({})).await;
     app.engine.tick().await.unwrap();
     assert_eq!(s.exec.deliveries().len(), 2);
     app.clock.advance(30_000); // 12:10:30
-    app.post(&format!("/api/v1/jobs/{id}/start"), &s.key, json!({}))
-        .await;
+    app.post(&format!("/api/v1/jobs/{id}/start"), &s.key, json!({})).await;
     app.engine.tick().await.unwrap();
-    assert_eq!(
-        s.exec.deliveries().len(),
-        2,
-        "no catch-up of the stopped period"
-    );
+    assert_eq!(s.exec.deliveries().len(), 2, "no catch-up of the stopped period");
     app.clock.advance(30_000);
     app.engine.tick().await.unwrap();
     assert_eq!(s.exec.deliveries().len(), 3);
-    assert_eq!(
-        s.exec.deliveries()[2].headers["sundial-scheduled-at"],
-        "2026-03-28T12:11:00.000Z"
-    );
+    assert_eq!(s.exec.deliveries()[2].headers["sundial-scheduled-at"], "2026-03-28T12:11:00.000Z");
 }
 
 async fn children_fire_with_the_parents_output(app: &TestApp) {
     let s = setup(app).await;
     let child = app.job(&s.key, manual("child", json!({}))).await;
-    let parent = app
-        .job(&s.key, manual("parent", json!({"children": [child["id"]]})))
-        .await;
+    let parent = app.job(&s.key, manual("parent", json!({"children": [child["id"]]}))).await;
     s.exec.then(Answer::Ok(json!({"rows": 7})));
-    app.post(
-        &format!("/api/v1/jobs/{}/trigger", parent["id"].as_str().unwrap()),
-        &s.key,
-        json!({}),
-    )
-    .await;
+    app.post(&format!("/api/v1/jobs/{}/trigger", parent["id"].as_str().unwrap()), &s.key, json!({})).await;
     app.engine.tick().await.unwrap();
     app.engine.tick().await.unwrap();
     let d = s.exec.deliveries();
     assert_eq!(d.len(), 2, "parent then child");
     assert_eq!(d[1].body["trigger"], "parent");
-    assert_eq!(
-        d[1].body["parent"],
-        json!({"run_id": d[0].body["run_id"], "output": {"rows": 7}})
-    );
+    assert_eq!(d[1].body["parent"], json!({"run_id": d[0].body["run_id"], "output": {"rows": 7}}));
     let child_runs = runs(app, &s.key, child["id"].as_str().unwrap()).await;
-    assert_eq!(
-        child_runs[0]["fire_key"],
-        format!("p:{}", d[0].body["run_id"].as_str().unwrap())
-    );
+    assert_eq!(child_runs[0]["fire_key"], format!("p:{}", d[0].body["run_id"].as_str().unwrap()));
 }
 
 async fn the_pause_switch_stops_schedules_not_triggers(app: &TestApp) {
     let s = setup(app).await;
     let (st, v) = app
-        .call(
-            "PUT",
-            "/api/v1/settings/scheduling",
-            Some(&app.operator_key),
-            Some(br#"{"paused": true}"#.to_vec()),
-        )
+        .call("PUT", "/api/v1/settings/scheduling", Some(&app.operator_key), Some(br#"{"paused": true}"#.to_vec()))
         .await;
     assert_eq!((st, v), (StatusCode::OK, json!({"paused": true})));
     assert_error(
-        &app.call(
-            "PUT",
-            "/api/v1/settings/scheduling",
-            Some(&s.key),
-            Some(br#"{"paused": true}"#.to_vec()),
-        )
-        .await,
+        &app.call("PUT", "/api/v1/settings/scheduling", Some(&s.key), Some(br#"{"paused": true}"#.to_vec())).await,
         StatusCode::FORBIDDEN,
         "forbidden",
         None,
@@ -902,42 +543,21 @@ async fn the_pause_switch_stops_schedules_not_triggers(app: &TestApp) {
     let job = app.job(&s.key, every_minute("tick", json!({}))).await;
     app.engine.tick().await.unwrap();
     assert_eq!(s.exec.deliveries().len(), 0, "paused: no schedule fires");
-    app.post(
-        &format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()),
-        &s.key,
-        json!({}),
-    )
-    .await;
+    app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({})).await;
     app.engine.tick().await.unwrap();
     assert_eq!(s.exec.deliveries().len(), 1, "triggers still run");
-    app.call(
-        "PUT",
-        "/api/v1/settings/scheduling",
-        Some(&app.operator_key),
-        Some(br#"{"paused": false}"#.to_vec()),
-    )
-    .await;
+    app.call("PUT", "/api/v1/settings/scheduling", Some(&app.operator_key), Some(br#"{"paused": false}"#.to_vec()))
+        .await;
     app.engine.tick().await.unwrap();
     assert_eq!(s.exec.deliveries().len(), 2, "resumed: the held fire goes");
 }
 
 async fn a_retired_handler_stops_the_job(app: &TestApp) {
     let s = setup(app).await;
-    s.exec
-        .always(Answer::Status(410, json!({"code": "handler_retired"})));
-    let job = app
-        .job(
-            &s.key,
-            every_minute("old", json!({"failure": {"policy": "discard"}})),
-        )
-        .await;
+    s.exec.always(Answer::Status(410, json!({"code": "handler_retired"})));
+    let job = app.job(&s.key, every_minute("old", json!({"failure": {"policy": "discard"}}))).await;
     app.engine.tick().await.unwrap();
-    let (_, j) = app
-        .get(
-            &format!("/api/v1/jobs/{}", job["id"].as_str().unwrap()),
-            &s.key,
-        )
-        .await;
+    let (_, j) = app.get(&format!("/api/v1/jobs/{}", job["id"].as_str().unwrap()), &s.key).await;
     assert_eq!(j["state"], "stopped");
 }
 
@@ -962,20 +582,108 @@ async fn editing_a_job_rederives_its_future_runs(app: &TestApp) {
     let after = runs(app, &s.key, id).await;
     let future: Vec<&str> = after
         .iter()
-        .filter(|r| {
-            r["state"] == "pending" && r["scheduled_at"].as_str().unwrap() > "2026-03-28T12:00:01"
-        })
+        .filter(|r| r["state"] == "pending" && r["scheduled_at"].as_str().unwrap() > "2026-03-28T12:00:01")
         .map(|r| r["scheduled_at"].as_str().unwrap())
         .collect();
-    assert!(
-        future.len() >= 2 && future.iter().all(|t| t.ends_with(":30.000Z")),
-        "only the new grid ahead: {future:?}"
-    );
-    let mut keys: Vec<&str> = after
-        .iter()
-        .map(|r| r["fire_key"].as_str().unwrap())
-        .collect();
+    assert!(future.len() >= 2 && future.iter().all(|t| t.ends_with(":30.000Z")), "only the new grid ahead: {future:?}");
+    let mut keys: Vec<&str> = after.iter().map(|r| r["fire_key"].as_str().unwrap()).collect();
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), after.len(), "never duplicated");
+}
+
+async fn a_dead_nodes_claims_are_recovered_and_redelivered_with_the_same_webhook_id(app: &TestApp) {
+    use std::sync::Arc;
+    use sundial_engine::{Engine, EngineConfig};
+    let s = setup(app).await;
+    let job = app.job(&s.key, manual("recover", json!({"timeout_ms": 10000}))).await;
+    let job_id = job["id"].as_str().unwrap();
+    let queued = trigger(app, &s.key, job_id).await;
+    // Node A claims the run into its timer, then dies before firing it.
+    let node_a = Engine::new(
+        app.db.store(),
+        Arc::new(app.clock.clone()),
+        EngineConfig::new("node_a"),
+        Arc::new(Default::default()),
+    );
+    assert_eq!(node_a.claim_once().await.unwrap(), 1);
+    drop(node_a);
+    assert_eq!(state(app, &s.key, &queued).await, "queued");
+    // Another run: node A committed `dispatching` and died before (or while) sending.
+    let dispatching = trigger(app, &s.key, job_id).await;
+    let store = app.db.store();
+    store
+        .run_claim(&sundial_store::ClaimParams {
+            node_id: "node_a".into(),
+            due_before_ms: app.clock.now_ms(),
+            now_ms: app.clock.now_ms(),
+            lease_until_ms: app.clock.now_ms() + 30_000,
+            limit: 10,
+            include_schedule: true,
+        })
+        .await
+        .unwrap();
+    let d = store.run_dispatch_begin(&dispatching, "node_a", app.clock.now_ms(), 30_000).await.unwrap();
+    assert!(matches!(d, sundial_store::DispatchDecision::Dispatch { .. }), "{d:?}");
+    assert_eq!(state(app, &s.key, &dispatching).await, "dispatching");
+    // Node B, the survivor, does nothing while the leases hold ...
+    let node_b = Engine::new(
+        app.db.store(),
+        Arc::new(app.clock.clone()),
+        EngineConfig::new("node_b"),
+        Arc::new(Default::default()),
+    );
+    node_b.tick().await.unwrap();
+    assert_eq!(s.exec.deliveries().len(), 0);
+    // ... and recovers both once they expire: the queued run fires (misfire fire_once),
+    // the dispatching one is redelivered as attempt 1 with the same webhook-id.
+    app.clock.advance(10_000 + 30_000 + 1);
+    node_b.tick().await.unwrap();
+    app.clock.advance(600); // the job is serial: the queued run waits for the redelivered one
+    node_b.tick().await.unwrap();
+    let ids: Vec<String> =
+        s.exec.deliveries().iter().map(|r| r.headers["webhook-id"].to_str().unwrap().to_string()).collect();
+    assert!(ids.contains(&format!("msg_{dispatching}_0_1")), "{ids:?}");
+    assert!(ids.contains(&format!("msg_{queued}_0_1")), "{ids:?}");
+    assert_eq!(ids.len(), 2, "each delivered once: {ids:?}");
+    assert_eq!(state(app, &s.key, &queued).await, "succeeded");
+    assert_eq!(state(app, &s.key, &dispatching).await, "succeeded");
+    assert_eq!(run_detail(app, &s.key, &dispatching).await["attempt"], 1, "a redelivery is not a new attempt");
+}
+
+async fn runs_of_a_silent_executor_are_lost_after_a_grace_period(app: &TestApp) {
+    let s = setup(app).await;
+    app.patch("/api/v1/apps/billing", &s.key, json!({"endpoints": []})).await;
+    s.exec.always(Answer::Accept);
+    let (st, reg) = callback(
+        app,
+        &s,
+        "/api/v1/executors/register",
+        "reg",
+        json!({"address": s.exec.url, "handlers": ["invoice.run"]}),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    let job = app.job(&s.key, manual("long", json!({"timeout_ms": 3600000, "failure": {"policy": "discard"}}))).await;
+    let run = trigger(app, &s.key, job["id"].as_str().unwrap()).await;
+    app.engine.tick().await.unwrap();
+    assert_eq!(state(app, &s.key, &run).await, "running");
+    // A missed heartbeat or two is not enough.
+    app.clock.advance(20_000);
+    let (st, _) = callback(
+        app,
+        &s,
+        "/api/v1/executors/heartbeat",
+        "hb",
+        json!({"executor_id": reg["executor_id"], "running": 1}),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    app.clock.advance(29_000);
+    assert_eq!(app.engine.reap_once().await.unwrap(), 0);
+    assert_eq!(state(app, &s.key, &run).await, "running");
+    app.clock.advance(1_001);
+    assert_eq!(app.engine.reap_once().await.unwrap(), 1);
+    let d = run_detail(app, &s.key, &run).await;
+    assert_eq!((d["state"].clone(), d["reason"].clone()), (json!("failed"), json!("lost")), "{d}");
 }

@@ -51,12 +51,7 @@ impl TestExecutor {
         let script = Arc::new(Mutex::new(VecDeque::new()));
         let default = Arc::new(Mutex::new(Answer::Ok(json!({"done": true}))));
         let secret = Arc::new(Mutex::new(secret.to_string()));
-        let (r, s, d, k) = (
-            received.clone(),
-            script.clone(),
-            default.clone(),
-            secret.clone(),
-        );
+        let (r, s, d, k) = (received.clone(), script.clone(), default.clone(), secret.clone());
         let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
             let (r, s, d, k, clock) = (r.clone(), s.clone(), d.clone(), k.clone(), clock.clone());
             async move {
@@ -80,27 +75,15 @@ impl TestExecutor {
                     signature_ok,
                 });
                 if !signature_ok {
-                    return (
-                        StatusCode::UNAUTHORIZED,
-                        axum::Json(json!({"code": "bad_signature"})),
-                    )
-                        .into_response();
+                    return (StatusCode::UNAUTHORIZED, axum::Json(json!({"code": "bad_signature"}))).into_response();
                 }
                 if uri.path().ends_with("/cancel") {
                     return (StatusCode::ACCEPTED, axum::Json(json!({}))).into_response();
                 }
-                let answer = s
-                    .lock()
-                    .unwrap()
-                    .pop_front()
-                    .unwrap_or_else(|| d.lock().unwrap().clone());
+                let answer = s.lock().unwrap().pop_front().unwrap_or_else(|| d.lock().unwrap().clone());
                 match answer {
-                    Answer::Ok(output) => {
-                        axum::Json(json!({"status": "succeeded", "output": output})).into_response()
-                    }
-                    Answer::Fail(m) => {
-                        axum::Json(json!({"status": "failed", "message": m})).into_response()
-                    }
+                    Answer::Ok(output) => axum::Json(json!({"status": "succeeded", "output": output})).into_response(),
+                    Answer::Fail(m) => axum::Json(json!({"status": "failed", "message": m})).into_response(),
                     Answer::Accept => StatusCode::ACCEPTED.into_response(),
                     Answer::Status(code, body) => {
                         (StatusCode::from_u16(code).unwrap(), axum::Json(body)).into_response()
@@ -111,13 +94,7 @@ impl TestExecutor {
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        TestExecutor {
-            url,
-            received,
-            script,
-            default,
-            server: Arc::new(server),
-        }
+        TestExecutor { url, received, script, default, server: Arc::new(server) }
     }
 
     pub fn then(&self, a: Answer) -> &Self {
@@ -128,22 +105,10 @@ impl TestExecutor {
         *self.default.lock().unwrap() = a;
     }
     pub fn deliveries(&self) -> Vec<Received> {
-        self.received
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|r| !r.path.ends_with("/cancel"))
-            .cloned()
-            .collect()
+        self.received.lock().unwrap().iter().filter(|r| !r.path.ends_with("/cancel")).cloned().collect()
     }
     pub fn cancels(&self) -> Vec<Received> {
-        self.received
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|r| r.path.ends_with("/cancel"))
-            .cloned()
-            .collect()
+        self.received.lock().unwrap().iter().filter(|r| r.path.ends_with("/cancel")).cloned().collect()
     }
 }
 
@@ -156,13 +121,7 @@ impl Drop for TestExecutor {
 }
 
 /// Sign an executor → scheduler call with the app secret (Standard Webhooks).
-pub fn signed_headers(
-    secret: &str,
-    app_id: &str,
-    msg_id: &str,
-    body: &[u8],
-    ts: i64,
-) -> Vec<(String, String)> {
+pub fn signed_headers(secret: &str, app_id: &str, msg_id: &str, body: &[u8], ts: i64) -> Vec<(String, String)> {
     let key = SigningKey::parse(secret).unwrap();
     vec![
         ("webhook-id".into(), msg_id.into()),

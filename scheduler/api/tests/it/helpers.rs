@@ -36,35 +36,17 @@ pub async fn spawn_app(dialect: Dialect) -> TestApp {
     let state = AppState::new(
         db.store(),
         Arc::new(clock.clone()),
-        ApiConfig {
-            max_body_bytes: MAX_BODY,
-            secret_grace_ms: GRACE_MS,
-        },
+        ApiConfig { max_body_bytes: MAX_BODY, secret_grace_ms: GRACE_MS },
         wake.clone(),
     );
     // The engine is not started: tests turn it by hand (`engine.tick()`) with the manual clock.
-    let engine = Engine::new(
-        db.store(),
-        Arc::new(clock.clone()),
-        EngineConfig::new("node_test"),
-        wake,
-    );
+    let engine = Engine::new(db.store(), Arc::new(clock.clone()), EngineConfig::new("node_test"), wake);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(async move {
-        axum::serve(listener, sundial_api::router(state))
-            .await
-            .unwrap();
+        axum::serve(listener, sundial_api::router(state)).await.unwrap();
     });
-    TestApp {
-        base,
-        http: reqwest::Client::new(),
-        clock,
-        operator_key,
-        db,
-        engine,
-        server,
-    }
+    TestApp { base, http: reqwest::Client::new(), clock, operator_key, db, engine, server }
 }
 
 /// A tenant with its admin key.
@@ -86,9 +68,7 @@ impl TestApp {
         key: Option<&str>,
         body: Option<Vec<u8>>,
     ) -> (StatusCode, Value) {
-        let mut req = self
-            .http
-            .request(method.parse().unwrap(), format!("{}{}", self.base, path));
+        let mut req = self.http.request(method.parse().unwrap(), format!("{}{}", self.base, path));
         if let Some(k) = key {
             req = req.bearer_auth(k);
         }
@@ -98,11 +78,8 @@ impl TestApp {
         let resp = req.send().await.unwrap();
         let status = resp.status();
         let text = resp.text().await.unwrap();
-        let value = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        };
+        let value =
+            if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
         (status, value)
     }
 
@@ -110,67 +87,33 @@ impl TestApp {
         self.call("GET", path, Some(key), None).await
     }
     pub async fn post(&self, path: &str, key: &str, body: Value) -> (StatusCode, Value) {
-        self.call(
-            "POST",
-            path,
-            Some(key),
-            Some(serde_json::to_vec(&body).unwrap()),
-        )
-        .await
+        self.call("POST", path, Some(key), Some(serde_json::to_vec(&body).unwrap())).await
     }
     pub async fn put(&self, path: &str, key: &str, body: Value) -> (StatusCode, Value) {
-        self.call(
-            "PUT",
-            path,
-            Some(key),
-            Some(serde_json::to_vec(&body).unwrap()),
-        )
-        .await
+        self.call("PUT", path, Some(key), Some(serde_json::to_vec(&body).unwrap())).await
     }
     pub async fn patch(&self, path: &str, key: &str, body: Value) -> (StatusCode, Value) {
-        self.call(
-            "PATCH",
-            path,
-            Some(key),
-            Some(serde_json::to_vec(&body).unwrap()),
-        )
-        .await
+        self.call("PATCH", path, Some(key), Some(serde_json::to_vec(&body).unwrap())).await
     }
     pub async fn delete(&self, path: &str, key: &str) -> (StatusCode, Value) {
         self.call("DELETE", path, Some(key), None).await
     }
 
     pub async fn tenant(&self, name: &str) -> TenantKeys {
-        let (s, v) = self
-            .post("/api/v1/tenants", &self.operator_key, json!({"name": name}))
-            .await;
+        let (s, v) = self.post("/api/v1/tenants", &self.operator_key, json!({"name": name})).await;
         assert_eq!(s, StatusCode::CREATED, "{v}");
-        TenantKeys {
-            id: v["id"].as_str().unwrap().into(),
-            admin: v["admin_key"].as_str().unwrap().into(),
-        }
+        TenantKeys { id: v["id"].as_str().unwrap().into(), admin: v["admin_key"].as_str().unwrap().into() }
     }
 
     pub async fn key(&self, admin: &str, role: &str) -> String {
-        let (s, v) = self
-            .post(
-                "/api/v1/keys",
-                admin,
-                json!({"name": format!("{role}-key"), "role": role}),
-            )
-            .await;
+        let (s, v) = self.post("/api/v1/keys", admin, json!({"name": format!("{role}-key"), "role": role})).await;
         assert_eq!(s, StatusCode::CREATED, "{v}");
         v["key"].as_str().unwrap().into()
     }
 
     pub async fn app(&self, key: &str, name: &str) -> Value {
-        let (s, v) = self
-            .post(
-                "/api/v1/apps",
-                key,
-                json!({"name": name, "endpoints": ["http://127.0.0.1:9/hook"]}),
-            )
-            .await;
+        let (s, v) =
+            self.post("/api/v1/apps", key, json!({"name": name, "endpoints": ["http://127.0.0.1:9/hook"]})).await;
         assert_eq!(s, StatusCode::CREATED, "{v}");
         v
     }
@@ -198,12 +141,7 @@ pub fn cron_job(name: &str, app: &str) -> Value {
 
 /// Assert an error response: status, code and the named field.
 #[track_caller]
-pub fn assert_error(
-    got: &(StatusCode, Value),
-    status: StatusCode,
-    code: &str,
-    field: Option<&str>,
-) {
+pub fn assert_error(got: &(StatusCode, Value), status: StatusCode, code: &str, field: Option<&str>) {
     let (s, v) = got;
     assert_eq!(*s, status, "{v}");
     assert_eq!(v["code"], code, "{v}");

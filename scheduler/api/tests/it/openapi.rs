@@ -26,10 +26,7 @@ fn checked_in_openapi_matches_the_code() {
 fn the_document_describes_every_route_error_and_the_auth_scheme() {
     let doc: serde_json::Value = serde_json::from_str(&sundial_api::openapi::document()).unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
-    assert_eq!(
-        doc["components"]["securitySchemes"]["api_key"]["scheme"],
-        "bearer"
-    );
+    assert_eq!(doc["components"]["securitySchemes"]["api_key"]["scheme"], "bearer");
     for path in [
         "/api/v1/apps",
         "/api/v1/jobs",
@@ -43,8 +40,7 @@ fn the_document_describes_every_route_error_and_the_auth_scheme() {
     }
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
     assert_eq!(
-        doc["paths"]["/api/v1/jobs"]["post"]["responses"]["422"]["content"]["application/json"]["schema"]
-            ["$ref"],
+        doc["paths"]["/api/v1/jobs"]["post"]["responses"]["422"]["content"]["application/json"]["schema"]["$ref"],
         "#/components/schemas/ErrorBody"
     );
     assert!(doc["components"]["schemas"]["JobInput"]["properties"]["schedule"].is_object());
@@ -53,12 +49,7 @@ fn the_document_describes_every_route_error_and_the_auth_scheme() {
 crate::on_both_databases!(served_at_openapi_json);
 
 async fn served_at_openapi_json(app: &TestApp) {
-    let resp = app
-        .http
-        .get(format!("{}/openapi.json", app.base))
-        .send()
-        .await
-        .unwrap();
+    let resp = app.http.get(format!("{}/openapi.json", app.base)).send().await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(resp.text().await.unwrap(), sundial_api::openapi::document());
 }

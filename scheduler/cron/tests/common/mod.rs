@@ -24,14 +24,6 @@ pub fn fires(expr: &str, after: DateTime<Utc>, n: usize) -> Vec<DateTime<Utc>> {
 }
 
 /// All fires in `[from, to)` (searching strictly after `from - 1s`).
-pub fn fires_between(
-    expr: &str,
-    tz: Tz,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> Vec<DateTime<Utc>> {
-    cron(expr)
-        .iter_after(from - chrono::TimeDelta::seconds(1), tz)
-        .take_while(|t| *t < to)
-        .collect()
+pub fn fires_between(expr: &str, tz: Tz, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+    cron(expr).iter_after(from - chrono::TimeDelta::seconds(1), tz).take_while(|t| *t < to).collect()
 }

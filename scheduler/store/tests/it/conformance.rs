@@ -17,11 +17,7 @@ fn page(limit: i64) -> Page {
 }
 
 async fn tenant(s: &S, name: &str) -> Tenant {
-    let t = Tenant {
-        id: new_id(ids::TENANT),
-        name: name.into(),
-        created_at_ms: NOW,
-    };
+    let t = Tenant { id: new_id(ids::TENANT), name: name.into(), created_at_ms: NOW };
     s.tenant_insert(&t).await.unwrap();
     t
 }
@@ -76,11 +72,7 @@ fn job_of(a: &App, name: &str) -> Job {
             catchup_window_ms: Some(3_600_000),
             max_catchup: Some(10),
         },
-        failure: FailureSpec {
-            policy: FailurePolicyKind::Retry,
-            max_retries: Some(3),
-            backoff: None,
-        },
+        failure: FailureSpec { policy: FailurePolicyKind::Retry, max_retries: Some(3), backoff: None },
         timeout_ms: 60_000,
         max_concurrency: Some(2),
         state: JobState::Active,
@@ -133,45 +125,20 @@ pub async fn migrations_are_idempotent_and_clock_is_sane(s: S) {
     s.ping().await.unwrap();
     let db_now = s.db_now_ms().await.unwrap();
     let sys_now = chrono::Utc::now().timestamp_millis();
-    assert!(
-        (db_now - sys_now).abs() < 5_000,
-        "db {db_now} vs system {sys_now}"
-    );
+    assert!((db_now - sys_now).abs() < 5_000, "db {db_now} vs system {sys_now}");
 }
 
 pub async fn tenants_are_unique_by_name_and_paginate(s: S) {
     let a = tenant(&s, "alpha").await;
     let b = tenant(&s, "beta").await;
     let _c = tenant(&s, "gamma").await;
-    let dup = Tenant {
-        id: new_id(ids::TENANT),
-        name: "alpha".into(),
-        created_at_ms: NOW,
-    };
-    assert!(matches!(
-        s.tenant_insert(&dup).await,
-        Err(StoreError::Conflict {
-            what: "tenant_name",
-            ..
-        })
-    ));
+    let dup = Tenant { id: new_id(ids::TENANT), name: "alpha".into(), created_at_ms: NOW };
+    assert!(matches!(s.tenant_insert(&dup).await, Err(StoreError::Conflict { what: "tenant_name", .. })));
     assert_eq!(s.tenant_get(&a.id).await.unwrap(), Some(a.clone()));
     let first = s.tenant_list(&page(2)).await.unwrap();
-    assert_eq!(
-        first.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-        ["alpha", "beta"]
-    );
-    let rest = s
-        .tenant_list(&Page {
-            limit: 2,
-            after: Some(b.id.clone()),
-        })
-        .await
-        .unwrap();
-    assert_eq!(
-        rest.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-        ["gamma"]
-    );
+    assert_eq!(first.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["alpha", "beta"]);
+    let rest = s.tenant_list(&Page { limit: 2, after: Some(b.id.clone()) }).await.unwrap();
+    assert_eq!(rest.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["gamma"]);
 }
 
 pub async fn api_keys_are_found_by_hash_and_scoped_to_their_tenant(s: S) {
@@ -192,30 +159,15 @@ pub async fn api_keys_are_found_by_hash_and_scoped_to_their_tenant(s: S) {
     for k in [&op, &k1, &k2] {
         s.api_key_insert(k).await.unwrap();
     }
-    assert!(matches!(
-        s.api_key_insert(&mk(None, Role::Admin, "a")).await,
-        Err(StoreError::Conflict { .. })
-    ));
-    assert_eq!(
-        s.api_key_by_hash(&"b".repeat(64)).await.unwrap(),
-        Some(k1.clone())
-    );
+    assert!(matches!(s.api_key_insert(&mk(None, Role::Admin, "a")).await, Err(StoreError::Conflict { .. })));
+    assert_eq!(s.api_key_by_hash(&"b".repeat(64)).await.unwrap(), Some(k1.clone()));
     assert_eq!(s.api_key_by_hash(&"z".repeat(64)).await.unwrap(), None);
-    assert_eq!(
-        s.api_key_list(None, &page(10)).await.unwrap(),
-        vec![op.clone()]
-    );
-    assert_eq!(
-        s.api_key_list(Some(&t1.id), &page(10)).await.unwrap(),
-        vec![k1.clone()]
-    );
+    assert_eq!(s.api_key_list(None, &page(10)).await.unwrap(), vec![op.clone()]);
+    assert_eq!(s.api_key_list(Some(&t1.id), &page(10)).await.unwrap(), vec![k1.clone()]);
     assert_eq!(s.api_key_count(None, Role::Operator).await.unwrap(), 1);
     assert_eq!(s.api_key_count(Some(&t1.id), Role::Admin).await.unwrap(), 1);
     assert_eq!(s.api_key_count(Some(&t2.id), Role::Admin).await.unwrap(), 0);
-    assert_eq!(
-        s.api_key_get(&t1.id, &k1.id).await.unwrap(),
-        Some(k1.clone())
-    );
+    assert_eq!(s.api_key_get(&t1.id, &k1.id).await.unwrap(), Some(k1.clone()));
     assert_eq!(s.api_key_get(&t2.id, &k1.id).await.unwrap(), None);
     // Another tenant cannot delete it.
     assert!(!s.api_key_delete(&t2.id, &k1.id).await.unwrap());
@@ -227,21 +179,11 @@ pub async fn apps_are_unique_per_tenant_and_isolated(s: S) {
     let t1 = tenant(&s, "t1").await;
     let t2 = tenant(&s, "t2").await;
     let a = app(&s, &t1, "billing").await;
-    assert!(matches!(
-        s.app_insert(&app_of(&t1, "billing")).await,
-        Err(StoreError::Conflict {
-            what: "app_name",
-            ..
-        })
-    ));
+    assert!(matches!(s.app_insert(&app_of(&t1, "billing")).await, Err(StoreError::Conflict { what: "app_name", .. })));
     let other = app(&s, &t2, "billing").await; // same name, other tenant: fine
     assert_eq!(s.app_get(&t1.id, &a.id).await.unwrap(), Some(a.clone()));
     assert_eq!(s.app_get(&t1.id, "billing").await.unwrap(), Some(a.clone()));
-    assert_eq!(
-        s.app_get(&t1.id, &other.id).await.unwrap(),
-        None,
-        "another tenant's app is invisible"
-    );
+    assert_eq!(s.app_get(&t1.id, &other.id).await.unwrap(), None, "another tenant's app is invisible");
     let mut changed = a.clone();
     changed.endpoints = vec!["https://a.example/x".into(), "http://127.0.0.1:9/y".into()];
     changed.previous_secret = Some(a.secret.clone());
@@ -249,21 +191,12 @@ pub async fn apps_are_unique_per_tenant_and_isolated(s: S) {
     changed.secret = "whsec_bmV3".into();
     changed.updated_at_ms = NOW + 1;
     assert!(s.app_update(&changed).await.unwrap());
-    assert_eq!(
-        s.app_get(&t1.id, &a.id).await.unwrap(),
-        Some(changed.clone())
-    );
-    assert_eq!(
-        changed.valid_secrets(NOW),
-        vec!["whsec_bmV3", "whsec_c2VjcmV0"]
-    );
+    assert_eq!(s.app_get(&t1.id, &a.id).await.unwrap(), Some(changed.clone()));
+    assert_eq!(changed.valid_secrets(NOW), vec!["whsec_bmV3", "whsec_c2VjcmV0"]);
     assert_eq!(changed.valid_secrets(NOW + 1000), vec!["whsec_bmV3"]);
     let mut foreign = changed.clone();
     foreign.tenant_id = t2.id.clone();
-    assert!(
-        !s.app_update(&foreign).await.unwrap(),
-        "update is tenant-scoped"
-    );
+    assert!(!s.app_update(&foreign).await.unwrap(), "update is tenant-scoped");
     assert_eq!(s.app_list(&t1.id, &page(10)).await.unwrap().len(), 1);
     assert!(!s.app_delete(&t2.id, &a.id).await.unwrap());
     assert!(s.app_delete(&t1.id, &a.id).await.unwrap());
@@ -274,17 +207,8 @@ pub async fn app_delete_is_refused_while_jobs_use_it(s: S) {
     let t = tenant(&s, "t").await;
     let a = app(&s, &t, "billing").await;
     let j = job(&s, &a, "nightly").await;
-    assert!(matches!(
-        s.app_delete(&t.id, &a.id).await,
-        Err(StoreError::Conflict {
-            what: "app_in_use",
-            ..
-        })
-    ));
-    assert!(
-        s.app_get(&t.id, &a.id).await.unwrap().is_some(),
-        "nothing was deleted"
-    );
+    assert!(matches!(s.app_delete(&t.id, &a.id).await, Err(StoreError::Conflict { what: "app_in_use", .. })));
+    assert!(s.app_get(&t.id, &a.id).await.unwrap().is_some(), "nothing was deleted");
     assert!(s.job_delete(&t.id, &j.id).await.unwrap());
     assert!(s.app_delete(&t.id, &a.id).await.unwrap());
 }
@@ -312,14 +236,8 @@ pub async fn job_update_is_conditional_on_version(s: S) {
     let mut stale = j.clone();
     stale.version = 2;
     stale.name = "lost".into();
-    assert!(matches!(
-        s.job_update(&stale, None, 1).await,
-        Err(StoreError::Stale("job"))
-    ));
-    assert_eq!(
-        s.job_get(&t.id, &j.id).await.unwrap().unwrap().name,
-        "renamed"
-    );
+    assert!(matches!(s.job_update(&stale, None, 1).await, Err(StoreError::Stale("job"))));
+    assert_eq!(s.job_get(&t.id, &j.id).await.unwrap().unwrap().name, "renamed");
     let mut gone = v2.clone();
     gone.id = new_id(ids::JOB);
     assert!(!s.job_update(&gone, None, 2).await.unwrap());
@@ -332,79 +250,24 @@ pub async fn job_filters_and_state_changes(s: S) {
     let j1 = job(&s, &a, "one").await;
     let j2 = job(&s, &b, "two").await;
     let j3 = job(&s, &b, "three").await;
-    let by_app = |app: &App| JobFilter {
-        app_id: Some(app.id.clone()),
-        ..Default::default()
-    };
-    assert_eq!(
-        s.job_list(&t.id, &by_app(&b), &page(10))
-            .await
-            .unwrap()
-            .len(),
-        2
-    );
-    let stopped = s
-        .job_set_state(&t.id, &j2.id, JobState::Stopped, NOW + 5)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        (stopped.state, stopped.version, stopped.updated_at_ms),
-        (JobState::Stopped, 2, NOW + 5)
-    );
+    let by_app = |app: &App| JobFilter { app_id: Some(app.id.clone()), ..Default::default() };
+    assert_eq!(s.job_list(&t.id, &by_app(&b), &page(10)).await.unwrap().len(), 2);
+    let stopped = s.job_set_state(&t.id, &j2.id, JobState::Stopped, NOW + 5).await.unwrap().unwrap();
+    assert_eq!((stopped.state, stopped.version, stopped.updated_at_ms), (JobState::Stopped, 2, NOW + 5));
     // Setting the same state again changes nothing.
-    let again = s
-        .job_set_state(&t.id, &j2.id, JobState::Stopped, NOW + 9)
-        .await
-        .unwrap()
-        .unwrap();
+    let again = s.job_set_state(&t.id, &j2.id, JobState::Stopped, NOW + 9).await.unwrap().unwrap();
     assert_eq!(again.version, 2);
-    let only_stopped = JobFilter {
-        state: Some(JobState::Stopped),
-        ..Default::default()
-    };
-    let ids: Vec<String> = s
-        .job_list(&t.id, &only_stopped, &page(10))
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|j| j.id)
-        .collect();
+    let only_stopped = JobFilter { state: Some(JobState::Stopped), ..Default::default() };
+    let ids: Vec<String> =
+        s.job_list(&t.id, &only_stopped, &page(10)).await.unwrap().into_iter().map(|j| j.id).collect();
     assert_eq!(ids, vec![j2.id.clone()]);
-    let named = JobFilter {
-        name: Some("three".into()),
-        ..Default::default()
-    };
-    assert_eq!(
-        s.job_list(&t.id, &named, &page(10)).await.unwrap()[0].id,
-        j3.id
-    );
-    let p1 = s
-        .job_list(&t.id, &JobFilter::default(), &page(2))
-        .await
-        .unwrap();
-    assert_eq!(
-        p1.iter().map(|j| &j.id).collect::<Vec<_>>(),
-        vec![&j1.id, &j2.id]
-    );
-    let p2 = s
-        .job_list(
-            &t.id,
-            &JobFilter::default(),
-            &Page {
-                limit: 2,
-                after: Some(j2.id.clone()),
-            },
-        )
-        .await
-        .unwrap();
+    let named = JobFilter { name: Some("three".into()), ..Default::default() };
+    assert_eq!(s.job_list(&t.id, &named, &page(10)).await.unwrap()[0].id, j3.id);
+    let p1 = s.job_list(&t.id, &JobFilter::default(), &page(2)).await.unwrap();
+    assert_eq!(p1.iter().map(|j| &j.id).collect::<Vec<_>>(), vec![&j1.id, &j2.id]);
+    let p2 = s.job_list(&t.id, &JobFilter::default(), &Page { limit: 2, after: Some(j2.id.clone()) }).await.unwrap();
     assert_eq!(p2.iter().map(|j| &j.id).collect::<Vec<_>>(), vec![&j3.id]);
-    assert!(
-        s.job_set_state(&t.id, &new_id(ids::JOB), JobState::Active, NOW)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(s.job_set_state(&t.id, &new_id(ids::JOB), JobState::Active, NOW).await.unwrap().is_none());
 }
 
 pub async fn child_edges_refuse_cycles_and_foreign_jobs(s: S) {
@@ -414,38 +277,25 @@ pub async fn child_edges_refuse_cycles_and_foreign_jobs(s: S) {
     let b = job_of(&a, "b");
     s.job_insert(&b, std::slice::from_ref(&c.id)).await.unwrap();
     let top = job_of(&a, "a");
-    s.job_insert(&top, std::slice::from_ref(&b.id))
-        .await
-        .unwrap();
+    s.job_insert(&top, std::slice::from_ref(&b.id)).await.unwrap();
     assert_eq!(s.job_children(&top.id).await.unwrap(), vec![b.id.clone()]);
     // c → a would close a → b → c → a.
     let mut c2 = c.clone();
     c2.version = 2;
-    match s
-        .job_update(&c2, Some(std::slice::from_ref(&top.id)), 1)
-        .await
-    {
+    match s.job_update(&c2, Some(std::slice::from_ref(&top.id)), 1).await {
         Err(StoreError::Refused { field, message }) => {
             assert_eq!(field, "children[0]");
             assert!(message.contains("cycle"), "{message}");
         }
         other => panic!("expected a refused cycle, got {other:?}"),
     }
-    assert!(
-        s.job_children(&c.id).await.unwrap().is_empty(),
-        "nothing written"
-    );
-    assert_eq!(
-        s.job_get(&t.id, &c.id).await.unwrap().unwrap().version,
-        1,
-        "job unchanged"
-    );
+    assert!(s.job_children(&c.id).await.unwrap().is_empty(), "nothing written");
+    assert_eq!(s.job_get(&t.id, &c.id).await.unwrap().unwrap().version, 1, "job unchanged");
     // Itself, unknown and foreign jobs are refused.
     let mut self_loop = c.clone();
     self_loop.version = 2;
     assert!(matches!(
-        s.job_update(&self_loop, Some(std::slice::from_ref(&c.id)), 1)
-            .await,
+        s.job_update(&self_loop, Some(std::slice::from_ref(&c.id)), 1).await,
         Err(StoreError::Refused { .. })
     ));
     let t2 = tenant(&s, "t2").await;
@@ -453,14 +303,10 @@ pub async fn child_edges_refuse_cycles_and_foreign_jobs(s: S) {
     let foreign = job(&s, &a2, "f").await;
     let with_foreign = job_of(&a, "x");
     assert!(matches!(
-        s.job_insert(&with_foreign, std::slice::from_ref(&foreign.id))
-            .await,
+        s.job_insert(&with_foreign, std::slice::from_ref(&foreign.id)).await,
         Err(StoreError::Refused { .. })
     ));
-    assert!(
-        s.job_get(&t.id, &with_foreign.id).await.unwrap().is_none(),
-        "refused insert wrote nothing"
-    );
+    assert!(s.job_get(&t.id, &with_foreign.id).await.unwrap().is_none(), "refused insert wrote nothing");
 }
 
 pub async fn registration_jobs_are_unique_per_app_and_handler(s: S) {
@@ -473,13 +319,7 @@ pub async fn registration_jobs_are_unique_per_app_and_handler(s: S) {
     let mut r2 = job_of(&a, "h");
     r2.source = JobSource::Registration;
     r2.registration_key = Some(format!("{}:h", a.id));
-    assert!(matches!(
-        s.job_insert(&r2, &[]).await,
-        Err(StoreError::Conflict {
-            what: "job_registration",
-            ..
-        })
-    ));
+    assert!(matches!(s.job_insert(&r2, &[]).await, Err(StoreError::Conflict { what: "job_registration", .. })));
     // People may create more jobs on the same handler.
     job(&s, &a, "h-too").await;
     job(&s, &a, "h-three").await;
@@ -491,23 +331,11 @@ pub async fn runs_are_unique_per_fire_key(s: S) {
     let j = job(&s, &a, "j").await;
     let first = run_of(&j, "s:1000", 1000);
     assert!(s.run_insert(&first).await.unwrap());
-    assert!(
-        !s.run_insert(&run_of(&j, "s:1000", 1000)).await.unwrap(),
-        "same fire, no second run"
-    );
-    assert_eq!(
-        s.run_by_fire_key(&j.id, "s:1000").await.unwrap(),
-        Some(first.clone())
-    );
-    assert_eq!(
-        s.run_get(&t.id, &first.id).await.unwrap(),
-        Some(first.clone())
-    );
+    assert!(!s.run_insert(&run_of(&j, "s:1000", 1000)).await.unwrap(), "same fire, no second run");
+    assert_eq!(s.run_by_fire_key(&j.id, "s:1000").await.unwrap(), Some(first.clone()));
+    assert_eq!(s.run_get(&t.id, &first.id).await.unwrap(), Some(first.clone()));
     let other = job(&s, &a, "k").await;
-    assert!(
-        s.run_insert(&run_of(&other, "s:1000", 1000)).await.unwrap(),
-        "fire keys are per job"
-    );
+    assert!(s.run_insert(&run_of(&other, "s:1000", 1000)).await.unwrap(), "fire keys are per job");
     let t2 = tenant(&s, "t2").await;
     assert_eq!(s.run_get(&t2.id, &first.id).await.unwrap(), None);
 }
@@ -518,57 +346,24 @@ pub async fn runs_list_newest_first_with_a_stable_cursor(s: S) {
     let j = job(&s, &a, "j").await;
     let k = job(&s, &a, "k").await;
     // Two runs share an instant: the cursor must not skip or repeat either.
-    for (job, key, at) in [
-        (&j, "s:1", 1000),
-        (&j, "s:2", 2000),
-        (&k, "s:2", 2000),
-        (&j, "s:3", 3000),
-    ] {
+    for (job, key, at) in [(&j, "s:1", 1000), (&j, "s:2", 2000), (&k, "s:2", 2000), (&j, "s:3", 3000)] {
         s.run_insert(&run_of(job, key, at)).await.unwrap();
     }
     let mut seen = Vec::new();
     let mut cursor = None;
     loop {
-        let rows = s
-            .run_list(
-                &t.id,
-                &RunFilter::default(),
-                &Page {
-                    limit: 1,
-                    after: cursor.clone(),
-                },
-            )
-            .await
-            .unwrap();
+        let rows = s.run_list(&t.id, &RunFilter::default(), &Page { limit: 1, after: cursor.clone() }).await.unwrap();
         let Some(r) = rows.last() else { break };
         cursor = Some(format!("{}:{}", r.scheduled_at_ms, r.id));
         seen.push(r.scheduled_at_ms);
     }
     assert_eq!(seen, vec![3000, 2000, 2000, 1000]);
-    let of_k = RunFilter {
-        job_id: Some(k.id.clone()),
-        ..Default::default()
-    };
+    let of_k = RunFilter { job_id: Some(k.id.clone()), ..Default::default() };
     assert_eq!(s.run_list(&t.id, &of_k, &page(10)).await.unwrap().len(), 1);
-    let window = RunFilter {
-        from_ms: Some(2000),
-        to_ms: Some(3000),
-        ..Default::default()
-    };
-    assert_eq!(
-        s.run_list(&t.id, &window, &page(10)).await.unwrap().len(),
-        2
-    );
-    let failed = RunFilter {
-        state: Some(RunState::Failed),
-        ..Default::default()
-    };
-    assert!(
-        s.run_list(&t.id, &failed, &page(10))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    let window = RunFilter { from_ms: Some(2000), to_ms: Some(3000), ..Default::default() };
+    assert_eq!(s.run_list(&t.id, &window, &page(10)).await.unwrap().len(), 2);
+    let failed = RunFilter { state: Some(RunState::Failed), ..Default::default() };
+    assert!(s.run_list(&t.id, &failed, &page(10)).await.unwrap().is_empty());
 }
 
 pub async fn job_delete_removes_edges_and_unstarted_runs(s: S) {
@@ -576,9 +371,7 @@ pub async fn job_delete_removes_edges_and_unstarted_runs(s: S) {
     let a = app(&s, &t, "a").await;
     let child = job(&s, &a, "child").await;
     let parent = job_of(&a, "parent");
-    s.job_insert(&parent, std::slice::from_ref(&child.id))
-        .await
-        .unwrap();
+    s.job_insert(&parent, std::slice::from_ref(&child.id)).await.unwrap();
     let pending = run_of(&child, "s:1", 1);
     s.run_insert(&pending).await.unwrap();
     let mut done = run_of(&child, "s:2", 2);
@@ -586,13 +379,7 @@ pub async fn job_delete_removes_edges_and_unstarted_runs(s: S) {
     s.run_insert(&done).await.unwrap();
     assert!(s.job_delete(&t.id, &child.id).await.unwrap());
     assert!(s.job_children(&parent.id).await.unwrap().is_empty());
-    assert!(
-        s.run_get(&t.id, &pending.id).await.unwrap().is_none(),
-        "unstarted run deleted"
-    );
-    assert!(
-        s.run_get(&t.id, &done.id).await.unwrap().is_some(),
-        "history kept"
-    );
+    assert!(s.run_get(&t.id, &pending.id).await.unwrap().is_none(), "unstarted run deleted");
+    assert!(s.run_get(&t.id, &done.id).await.unwrap().is_some(), "history kept");
     assert!(!s.job_delete(&t.id, &child.id).await.unwrap());
 }

@@ -49,9 +49,7 @@ mod sqlite_only {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("s.db").display());
         let first = SqlStore::open(&ConnectOptions::new(&url), 0).await.unwrap();
-        let err = SqlStore::open(&ConnectOptions::new(&url), 0)
-            .await
-            .unwrap_err();
+        let err = SqlStore::open(&ConnectOptions::new(&url), 0).await.unwrap_err();
         assert!(matches!(err, StoreError::Locked { .. }), "{err}");
         assert!(err.to_string().contains("another `sundial serve`"), "{err}");
         first.close().await;
