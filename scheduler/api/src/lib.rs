@@ -56,7 +56,8 @@ pub fn router(state: AppState) -> Router {
         .route("/executors/register", post(executors::register))
         .route("/executors/heartbeat", post(executors::heartbeat))
         .route("/executors/deregister", post(executors::deregister))
-        .route("/settings/scheduling", get(settings::get).put(settings::put));
+        .route("/settings/scheduling", get(settings::get).put(settings::put))
+        .route("/nodes", get(settings::nodes));
 
     let max_body = state.config.max_body_bytes;
     Router::new()

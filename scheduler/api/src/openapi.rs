@@ -39,7 +39,7 @@ impl Modify for BearerAuth {
         jobs::trigger,
         runs::list, runs::get, runs::cancel, runs::retry,
         executors::register, executors::heartbeat, executors::deregister, executors::result, executors::logs, executors::list,
-        settings::get, settings::put,
+        settings::get, settings::put, settings::nodes,
         health::healthz, health::readyz,
     ),
     components(schemas(ErrorBody)),
@@ -52,7 +52,7 @@ impl Modify for BearerAuth {
         (name = "jobs", description = "What runs, when and how"),
         (name = "runs", description = "Fires of jobs and their outcome"),
         (name = "executors", description = "Executor calls, signed with the app secret (Standard Webhooks) instead of an API key"),
-        (name = "settings", description = "Operator switches"),
+        (name = "settings", description = "Operator switches and the cluster's nodes"),
         (name = "health", description = "Liveness and readiness"),
     )
 )]

@@ -13,6 +13,7 @@
 //!
 //! What is not here: SQL (the store), HTTP routing of the API (the api crate).
 
+mod cluster;
 mod delivery;
 mod generate;
 pub mod outcome;
@@ -54,6 +55,14 @@ pub struct EngineConfig {
     pub executor_offline_ms: i64,
     /// An executor silent this long has lost the runs it was running.
     pub executor_lost_ms: i64,
+    /// This node's address, shown in the node list.
+    pub address: String,
+    /// A node without a heartbeat for this long is dead (its claims are recovered).
+    pub node_dead_ms: i64,
+    /// Stop claiming while this node's clock is further than this from the database's.
+    pub max_clock_skew_ms: i64,
+    /// Finished runs and their logs are deleted after this long.
+    pub retention_ms: i64,
 }
 
 impl EngineConfig {
@@ -69,6 +78,10 @@ impl EngineConfig {
             reaper_grace_ms: 5_000,
             executor_offline_ms: 10_000,
             executor_lost_ms: 30_000,
+            address: String::new(),
+            node_dead_ms: 10_000,
+            max_clock_skew_ms: 2_000,
+            retention_ms: 5 * 24 * 3_600_000,
         }
     }
 }
@@ -93,6 +106,8 @@ pub struct Engine {
     /// Woken when runs may have become due (a trigger, a child run, a retry).
     pub wake: Arc<Notify>,
     inflight: Arc<Semaphore>,
+    skewed: std::sync::atomic::AtomicBool,
+    started_at_ms: i64,
     cancel: CancellationToken,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
@@ -100,7 +115,10 @@ pub struct Engine {
 impl Engine {
     pub fn new(store: Arc<dyn Store>, clock: SharedClock, cfg: EngineConfig, wake: Arc<Notify>) -> Arc<Engine> {
         let client = DeliveryClient::new(clock.clone());
+        let started_at_ms = clock.now_ms();
         Arc::new(Engine {
+            skewed: std::sync::atomic::AtomicBool::new(false),
+            started_at_ms,
             store,
             clock,
             inflight: Arc::new(Semaphore::new(cfg.max_inflight)),
@@ -193,6 +211,9 @@ impl Engine {
         let all = self.cfg.max_inflight as u32;
         if tokio::time::timeout(grace, self.inflight.acquire_many(all)).await.is_err() {
             tracing::warn!("deliveries still in flight after the grace period");
+        }
+        if let Err(e) = self.store.node_leave(&self.cfg.node_id).await {
+            tracing::warn!(error = %e, "could not mark this node as gone");
         }
     }
 

@@ -58,7 +58,7 @@ impl Engine {
     /// Returns how many runs entered the timer.
     pub async fn claim_once(&self) -> Result<usize> {
         let room = self.cfg.capacity.saturating_sub(self.timer.len());
-        if room == 0 {
+        if room == 0 || self.clock_skewed() {
             return Ok(0);
         }
         let now = self.now_ms();

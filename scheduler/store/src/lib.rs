@@ -257,6 +257,29 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn webhook_seen(&self, app_id: &str, webhook_id: &str, now_ms: i64) -> Result<bool>;
     /// Forget seen ids older than `before_ms`.
     async fn webhook_forget(&self, before_ms: i64) -> Result<u64>;
+    // ---- cluster ----
+
+    /// Record a node's heartbeat (inserting it on first call), stamped with database time.
+    async fn node_heartbeat(
+        &self,
+        id: &str,
+        address: &str,
+        version: &str,
+        claimed: i64,
+        started_at_ms: i64,
+    ) -> Result<()>;
+    /// Mark a node as having left (graceful shutdown).
+    async fn node_leave(&self, id: &str) -> Result<()>;
+    async fn node_list(&self) -> Result<Vec<Node>>;
+    /// Nodes silent since `dead_before_ms` (database time) are dead: their claimed runs
+    /// go back (`queued` → `pending`, retrying runs lose their owner) and their
+    /// `dispatching` runs' leases end, so any node recovers them at once. Returns the
+    /// ids of nodes newly found dead.
+    async fn node_reap_dead(&self, dead_before_ms: i64, now_ms: i64) -> Result<Vec<String>>;
+    /// Delete finished runs (with their attempts and logs) finished before `before_ms`,
+    /// and executors silent since then, at most `batch` runs per call. Returns runs deleted.
+    async fn retention_cleanup(&self, before_ms: i64, batch: i64) -> Result<u64>;
+
     async fn setting_get(&self, name: &str) -> Result<Option<String>>;
     async fn setting_set(&self, name: &str, value: &str, now_ms: i64) -> Result<()>;
 }

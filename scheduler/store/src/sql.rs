@@ -17,7 +17,8 @@ use sundial_core::types::{BlockStrategy, ExecutorState, JobState, Role, RunState
 use crate::error::conflict_on;
 use crate::{
     ApiKey, App, Attempt, AttemptResult, ClaimParams, Dialect, DispatchDecision, Executor, FinishAttempt,
-    FinishOutcome, Job, JobFilter, Page, Result, Run, RunFilter, RunLog, Script, Store, StoreError, Tenant, migrate,
+    FinishOutcome, Job, JobFilter, Node, Page, Result, Run, RunFilter, RunLog, Script, Store, StoreError, Tenant,
+    migrate,
 };
 
 #[derive(Debug, Clone)]
@@ -347,6 +348,14 @@ fn sha256_hex(s: &str) -> String {
 impl SqlStore {
     /// Row locks for a read-then-write transaction: MySQL needs them; SQLite's
     /// `BEGIN IMMEDIATE` already holds the only write lock.
+    /// The database's clock as an SQL expression (UTC epoch milliseconds).
+    fn now_expr(&self) -> &'static str {
+        match self.dialect {
+            Dialect::MySql => "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+            Dialect::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+        }
+    }
+
     fn lock_clause(&self) -> &'static str {
         match self.dialect {
             Dialect::MySql => " FOR UPDATE",
@@ -451,11 +460,9 @@ impl Store for SqlStore {
     }
 
     async fn db_now_ms(&self) -> Result<i64> {
-        let sql = match self.dialect {
-            Dialect::MySql => "SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS now_ms",
-            Dialect::Sqlite => "SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) AS now_ms",
-        };
-        let row = sqlx::query(sql).fetch_one(&self.pool).await?;
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {} AS now_ms", self.now_expr())))
+            .fetch_one(&self.pool)
+            .await?;
         col(&row, "now_ms")
     }
 
@@ -1783,6 +1790,127 @@ impl Store for SqlStore {
         let r =
             sqlx::query("DELETE FROM seen_webhooks WHERE seen_at_ms < ?").bind(before_ms).execute(&self.pool).await?;
         Ok(r.rows_affected())
+    }
+
+    async fn node_heartbeat(
+        &self,
+        id: &str,
+        address: &str,
+        version: &str,
+        claimed: i64,
+        started_at_ms: i64,
+    ) -> Result<()> {
+        let now = self.now_expr();
+        let updated = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE nodes SET address = ?, version = ?, state = 'alive', claimed = ?, heartbeat_at_ms = {now} WHERE id = ?"
+        )))
+        .bind(address)
+        .bind(version)
+        .bind(claimed)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        if updated.rows_affected() == 0 {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "INSERT INTO nodes (id, address, version, state, claimed, started_at_ms, heartbeat_at_ms) VALUES (?, ?, ?, 'alive', ?, ?, {now})"
+            )))
+            .bind(id)
+            .bind(address)
+            .bind(version)
+            .bind(claimed)
+            .bind(started_at_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(conflict_on("node_id", format!("node id `{id}` is in use")))?;
+        }
+        Ok(())
+    }
+
+    async fn node_leave(&self, id: &str) -> Result<()> {
+        sqlx::query("UPDATE nodes SET state = 'left' WHERE id = ?").bind(id).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn node_list(&self) -> Result<Vec<Node>> {
+        sqlx::query("SELECT * FROM nodes ORDER BY started_at_ms, id")
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(Node {
+                    id: col(r, "id")?,
+                    address: col(r, "address")?,
+                    version: col(r, "version")?,
+                    state: col(r, "state")?,
+                    claimed: col(r, "claimed")?,
+                    started_at_ms: col(r, "started_at_ms")?,
+                    heartbeat_at_ms: col(r, "heartbeat_at_ms")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn node_reap_dead(&self, dead_before_ms: i64, now_ms: i64) -> Result<Vec<String>> {
+        let mut tx = self.begin().await?;
+        let dead: Vec<String> = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT id FROM nodes WHERE state = 'alive' AND heartbeat_at_ms < ?{}",
+            self.lock_clause()
+        )))
+        .bind(dead_before_ms)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|r| col(r, "id"))
+        .collect::<Result<_>>()?;
+        for id in &dead {
+            sqlx::query(
+                "UPDATE runs SET state = CASE WHEN state = 'queued' THEN 'pending' ELSE state END, owner_node = NULL, \
+                 lease_until_ms = NULL, updated_at_ms = ? WHERE owner_node = ? AND state IN ('queued', 'retrying')",
+            )
+            .bind(now_ms)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("UPDATE runs SET lease_until_ms = 0 WHERE owner_node = ? AND state = 'dispatching'")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("UPDATE nodes SET state = 'dead' WHERE id = ?").bind(id).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(dead)
+    }
+
+    async fn retention_cleanup(&self, before_ms: i64, batch: i64) -> Result<u64> {
+        let mut tx = self.begin().await?;
+        let ids: Vec<String> = sqlx::query(
+            "SELECT id FROM runs WHERE state IN ('succeeded', 'failed', 'cancelled', 'expired', 'skipped') \
+             AND finished_at_ms IS NOT NULL AND finished_at_ms < ? LIMIT ?",
+        )
+        .bind(before_ms)
+        .bind(batch)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|r| col(r, "id"))
+        .collect::<Result<_>>()?;
+        for id in &ids {
+            for sql in [
+                "DELETE FROM run_logs WHERE run_id = ?",
+                "DELETE FROM attempts WHERE run_id = ?",
+                "DELETE FROM run_shards WHERE run_id = ?",
+                "DELETE FROM runs WHERE id = ?",
+            ] {
+                sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+            }
+        }
+        sqlx::query("DELETE FROM executors WHERE last_heartbeat_ms < ?").bind(before_ms).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM nodes WHERE state <> 'alive' AND heartbeat_at_ms < ?")
+            .bind(before_ms)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(ids.len() as u64)
     }
 
     async fn setting_get(&self, name: &str) -> Result<Option<String>> {

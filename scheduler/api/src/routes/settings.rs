@@ -28,3 +28,45 @@ pub async fn put(
     tracing::warn!(paused = body.paused, "schedules paused switch set");
     Ok(axum::Json(body))
 }
+
+/// A node of the cluster as the database last saw it.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct NodeOut {
+    pub id: String,
+    pub address: String,
+    pub version: String,
+    /// `alive` (heartbeat within 10 s), `dead` (silent; its claims were recovered) or `left` (shut down).
+    pub state: String,
+    /// Runs waiting in its timer at its last heartbeat.
+    pub claimed: i64,
+    pub started_at: String,
+    pub heartbeat_at: String,
+}
+
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct NodeList {
+    pub items: Vec<NodeOut>,
+}
+
+/// The nodes of the cluster, their state and load (operator key).
+#[utoipa::path(get, path = "/api/v1/nodes", tag = "settings",
+    responses((status = 200, body = NodeList), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+pub async fn nodes(State(st): State<AppState>, _op: OperatorCaller) -> ApiResult<axum::Json<NodeList>> {
+    let db_now = st.store.db_now_ms().await?;
+    let items = st
+        .store
+        .node_list()
+        .await?
+        .into_iter()
+        .map(|n| NodeOut {
+            state: if n.state == "alive" && n.heartbeat_at_ms < db_now - 10_000 { "dead".into() } else { n.state },
+            id: n.id,
+            address: n.address,
+            version: n.version,
+            claimed: n.claimed,
+            started_at: sundial_core::time::rfc3339_utc(n.started_at_ms),
+            heartbeat_at: sundial_core::time::rfc3339_utc(n.heartbeat_at_ms),
+        })
+        .collect();
+    Ok(axum::Json(NodeList { items }))
+}

@@ -24,6 +24,7 @@ crate::on_both_databases!(
     editing_a_job_rederives_its_future_runs,
     a_dead_nodes_claims_are_recovered_and_redelivered_with_the_same_webhook_id,
     runs_of_a_silent_executor_are_lost_after_a_grace_period,
+    a_node_whose_clock_is_off_stops_claiming,
 );
 
 struct Setup {
@@ -87,6 +88,7 @@ async fn callback(app: &TestApp, s: &Setup, path: &str, msg_id: &str, body: Valu
 }
 
 use sundial_core::clock::Clock;
+use sundial_store::Store as _;
 
 async fn a_fixed_rate_job_fires_on_time_signed_and_succeeds(app: &TestApp) {
     let s = setup(app).await;
@@ -686,4 +688,24 @@ async fn runs_of_a_silent_executor_are_lost_after_a_grace_period(app: &TestApp) 
     assert_eq!(app.engine.reap_once().await.unwrap(), 1);
     let d = run_detail(app, &s.key, &run).await;
     assert_eq!((d["state"].clone(), d["reason"].clone()), (json!("failed"), json!("lost")), "{d}");
+}
+
+async fn a_node_whose_clock_is_off_stops_claiming(app: &TestApp) {
+    let s = setup(app).await;
+    let job = app.job(&s.key, manual("skew", json!({}))).await;
+    // The test clock starts months away from the database's: the node refuses to claim.
+    app.engine.heartbeat_once().await.unwrap();
+    assert!(app.engine.clock_skewed());
+    trigger(app, &s.key, job["id"].as_str().unwrap()).await;
+    assert_eq!(app.engine.claim_once().await.unwrap(), 0);
+    // Back in line with the database: it claims and fires.
+    app.clock.set(app.db.store.db_now_ms().await.unwrap());
+    app.engine.heartbeat_once().await.unwrap();
+    assert!(!app.engine.clock_skewed());
+    app.engine.tick().await.unwrap();
+    assert_eq!(s.exec.deliveries().len(), 1);
+    let (st, nodes) = app.get("/api/v1/nodes", &app.operator_key).await;
+    assert_eq!(st, StatusCode::OK, "{nodes}");
+    assert_eq!(nodes["items"][0]["id"], "node_test");
+    assert_eq!(nodes["items"][0]["state"], "alive");
 }

@@ -383,3 +383,108 @@ pub async fn job_delete_removes_edges_and_unstarted_runs(s: S) {
     assert!(s.run_get(&t.id, &done.id).await.unwrap().is_some(), "history kept");
     assert!(!s.job_delete(&t.id, &child.id).await.unwrap());
 }
+
+fn claim(node: &str, now: i64) -> ClaimParams {
+    ClaimParams {
+        node_id: node.into(),
+        due_before_ms: now,
+        now_ms: now,
+        lease_until_ms: now + 30_000,
+        limit: 100,
+        include_schedule: true,
+    }
+}
+
+pub async fn claims_are_atomic_and_expired_claims_are_recovered(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let j = job(&s, &a, "j").await;
+    for i in 0..5 {
+        s.run_insert(&run_of(&j, &format!("s:{i}"), NOW + i)).await.unwrap();
+    }
+    s.run_insert(&run_of(&j, "s:later", NOW + 60_000)).await.unwrap();
+    // Two nodes claim at once: every due run goes to exactly one of them.
+    let (cx, cy) = (claim("node_x", NOW + 10), claim("node_y", NOW + 10));
+    let (x, y) = tokio::join!(s.run_claim(&cx), s.run_claim(&cy));
+    let (x, y) = (x.unwrap(), y.unwrap());
+    assert_eq!(x.len() + y.len(), 5, "{} + {}", x.len(), y.len());
+    let mut ids: Vec<&String> = x.iter().chain(&y).map(|r| &r.id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 5, "no run claimed twice");
+    assert!(x.iter().chain(&y).all(|r| r.state == RunState::Queued));
+    // Nothing more is due; after the leases run out, another node recovers them all.
+    assert!(s.run_claim(&claim("node_z", NOW + 10)).await.unwrap().is_empty());
+    let recovered = s.run_claim(&claim("node_z", NOW + 30_011)).await.unwrap();
+    assert_eq!(recovered.len(), 5);
+    assert!(recovered.iter().all(|r| r.owner_node.as_deref() == Some("node_z")));
+    // A run no longer ours cannot be dispatched by its old owner.
+    let stale = s.run_dispatch_begin(&recovered[0].id, "node_x", NOW + 30_012, 30_000).await.unwrap();
+    assert_eq!(stale, DispatchDecision::Gone);
+    let fresh = s.run_dispatch_begin(&recovered[0].id, "node_z", NOW + 30_012, 30_000).await.unwrap();
+    assert!(matches!(fresh, DispatchDecision::Dispatch { .. }));
+}
+
+pub async fn dead_nodes_hand_back_their_claims(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let mut j = job_of(&a, "j");
+    j.block = BlockStrategy::DiscardLater;
+    j.max_concurrency = None;
+    s.job_insert(&j, &[]).await.unwrap();
+    s.run_insert(&run_of(&j, "s:1", NOW)).await.unwrap();
+    s.run_insert(&run_of(&j, "s:2", NOW)).await.unwrap();
+    s.node_heartbeat("node_a", "http://a", "1", 2, NOW).await.unwrap();
+    s.node_heartbeat("node_b", "http://b", "1", 0, NOW).await.unwrap();
+    let claimed = s.run_claim(&claim("node_a", NOW)).await.unwrap();
+    assert_eq!(claimed.len(), 2);
+    let dispatched = s.run_dispatch_begin(&claimed[0].id, "node_a", NOW, 30_000).await.unwrap();
+    assert!(matches!(dispatched, DispatchDecision::Dispatch { .. }));
+    // node_b keeps heartbeating; node_a is silent past the deadline.
+    let db_now = s.db_now_ms().await.unwrap();
+    let dead = s.node_reap_dead(db_now + 1, NOW + 1).await.unwrap();
+    assert_eq!(dead.len(), 2, "both silent as far as this check goes");
+    s.node_heartbeat("node_b", "http://b", "1", 0, NOW).await.unwrap();
+    let nodes = s.node_list().await.unwrap();
+    let state = |id: &str| nodes.iter().find(|n| n.id == id).unwrap().state.clone();
+    assert_eq!((state("node_a"), state("node_b")), ("dead".to_string(), "alive".to_string()));
+    let queued_back = s.run_get(&t.id, &claimed[1].id).await.unwrap().unwrap();
+    assert_eq!((queued_back.state, queued_back.owner_node), (RunState::Pending, None));
+    let in_flight = s.run_get(&t.id, &claimed[0].id).await.unwrap().unwrap();
+    assert_eq!(in_flight.state, RunState::Dispatching);
+    assert_eq!(in_flight.lease_until_ms, Some(0), "its lease ended: any node redelivers it");
+    let recovered = s.run_claim(&claim("node_b", NOW + 1)).await.unwrap();
+    assert_eq!(recovered.len(), 2);
+    s.node_leave("node_b").await.unwrap();
+    assert!(s.node_list().await.unwrap().iter().any(|n| n.id == "node_b" && n.state == "left"));
+}
+
+pub async fn retention_deletes_only_old_finished_runs(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let j = job(&s, &a, "j").await;
+    let mut old = run_of(&j, "s:1", NOW);
+    old.state = RunState::Succeeded;
+    old.finished_at_ms = Some(NOW);
+    let mut recent = run_of(&j, "s:2", NOW);
+    recent.state = RunState::Failed;
+    recent.finished_at_ms = Some(NOW + 10_000);
+    let pending = run_of(&j, "s:3", NOW - 100_000);
+    for r in [&old, &recent, &pending] {
+        s.run_insert(r).await.unwrap();
+    }
+    s.run_log_append(&old.id, 1, &[(NOW, "info".into(), "x".into())]).await.unwrap();
+    assert_eq!(s.retention_cleanup(NOW + 5_000, 100).await.unwrap(), 1);
+    assert!(s.run_get(&t.id, &old.id).await.unwrap().is_none());
+    assert!(s.run_logs(&old.id, 10).await.unwrap().is_empty());
+    assert!(s.run_get(&t.id, &recent.id).await.unwrap().is_some());
+    assert!(s.run_get(&t.id, &pending.id).await.unwrap().is_some(), "unfinished runs are never deleted");
+}
+
+pub async fn seen_webhook_ids_are_refused_twice(s: S) {
+    assert!(s.webhook_seen("app_1", "msg_1", NOW).await.unwrap());
+    assert!(!s.webhook_seen("app_1", "msg_1", NOW + 1).await.unwrap());
+    assert!(s.webhook_seen("app_2", "msg_1", NOW).await.unwrap(), "per app");
+    assert_eq!(s.webhook_forget(NOW + 1).await.unwrap(), 2);
+    assert!(s.webhook_seen("app_1", "msg_1", NOW + 2).await.unwrap());
+}

@@ -39,6 +39,10 @@ for_each_database!(
     runs_are_unique_per_fire_key,
     runs_list_newest_first_with_a_stable_cursor,
     job_delete_removes_edges_and_unstarted_runs,
+    claims_are_atomic_and_expired_claims_are_recovered,
+    dead_nodes_hand_back_their_claims,
+    retention_deletes_only_old_finished_runs,
+    seen_webhook_ids_are_refused_twice,
 );
 
 mod sqlite_only {
