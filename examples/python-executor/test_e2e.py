@@ -285,3 +285,31 @@ def test_fixed_rate_deliveries_verify_and_keep_the_grid(sundial, tenant_key, syn
     assert all(o >= 0 and o == int(o) for o in offsets), (job["schedule"]["anchor"], raw)
     if anchor:
         assert all(t.microsecond == 0 for t in times), f"not whole seconds: {raw}"
+
+
+# -- D: the README's tiny executor, as written ----------------------------------------------------
+def test_the_readme_tiny_executor_runs_a_job(sundial, tenant_key):
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = call(sundial.base, "POST", "/api/v1/apps", tenant_key,
+               {"name": "tiny", "endpoints": [f"http://127.0.0.1:{port}/"]})
+    env = dict(os.environ, SUNDIAL_SECRET=app["secret"], PORT=str(port))
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("tiny.py"))], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for("tiny.py to listen", lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0, 10)
+        job = call(sundial.base, "POST", "/api/v1/jobs", tenant_key, {
+            "name": "tiny-job", "app": "tiny", "handler": "hello", "schedule": {"kind": "manual"}})
+        run = call(sundial.base, "POST", f"/api/v1/jobs/{job['id']}/trigger", tenant_key, {"params": {"to": "world"}})
+        done = wait_for("the run to succeed",
+                        lambda: (r := run_of(sundial, tenant_key, run["id"]))["state"] == "succeeded" and r, 15)
+        assert done["output"] == {"echo": {"to": "world"}}
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=10)
+    assert "hello({'to': 'world'})" in out
