@@ -11,7 +11,7 @@ use sundial_core::run_state::FailReason;
 use sundial_core::signing::{self, SigningKey};
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::{ExecutorState, JobState, Route};
-use sundial_store::{App, DispatchDecision, Job, Run, Store};
+use sundial_store::{App, DispatchDecision, FinishOutcome, Job, Run, Store};
 
 use crate::outcome::{ExecutorResult, finish_attempt};
 use crate::{Engine, Result};
@@ -291,8 +291,11 @@ impl Engine {
                 self.store.run_mark_running(&run.id, run.attempt, self.now_ms()).await?;
             }
             Some(Answer::Done(result)) => {
-                finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, self.now_ms()).await?;
-                self.wake.notify_one();
+                let outcome =
+                    finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, self.now_ms()).await?;
+                if matches!(&outcome, FinishOutcome::Applied { children, .. } if !children.is_empty()) {
+                    self.wake.notify_one(); // child runs are due now
+                }
             }
             _ => {
                 if retired > 0 && retired == tried {
@@ -306,7 +309,6 @@ impl Engine {
                 if reason == FailReason::Timeout && chosen.is_some() {
                     cancel_remote(self.store.as_ref(), &self.client, &run).await;
                 }
-                self.wake.notify_one();
             }
         }
         Ok(())

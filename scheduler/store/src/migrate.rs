@@ -12,12 +12,20 @@ pub struct Migration {
     pub sqlite: &'static str,
 }
 
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "init",
-    mysql: include_str!("../../../migrations/mysql/0001_init.sql"),
-    sqlite: include_str!("../../../migrations/sqlite/0001_init.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        mysql: include_str!("../../../migrations/mysql/0001_init.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "lease_indexes",
+        mysql: include_str!("../../../migrations/mysql/0002_lease_indexes.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0002_lease_indexes.sql"),
+    },
+];
 
 /// Split a migration file into statements (no statement of ours contains `;` inside).
 fn statements(sql: &str) -> impl Iterator<Item = String> + '_ {

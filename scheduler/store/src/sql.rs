@@ -53,7 +53,14 @@ impl SqlStore {
     pub async fn connect(opts: &ConnectOptions) -> Result<SqlStore> {
         sqlx::any::install_default_drivers();
         if opts.url.starts_with("mysql://") || opts.url.starts_with("mariadb://") {
-            let url = opts.url.replacen("mariadb://", "mysql://", 1);
+            let mut url = opts.url.replacen("mariadb://", "mysql://", 1);
+            // Every statement of the store fits in the prepared-statement cache (about 100
+            // distinct texts exist): an eviction costs a re-prepare, and sqlx's sockets run
+            // without TCP_NODELAY, where that round trip was measured to stall ~40 ms.
+            if !url.contains("statement-cache-capacity") {
+                url.push(if url.contains('?') { '&' } else { '?' });
+                url.push_str("statement-cache-capacity=1024");
+            }
             let pool = AnyPoolOptions::new()
                 .max_connections(opts.max_connections)
                 .acquire_timeout(Duration::from_secs(10))
@@ -1059,8 +1066,7 @@ impl Store for SqlStore {
             // A `queued` run goes back through the misfire policy; a `dispatching` one is
             // redelivered as the same attempt with the same webhook-id.
             let orphan_sql = format!(
-                "SELECT * FROM runs WHERE state IN ('queued', 'dispatching') AND lease_until_ms < ? \
-                 ORDER BY lease_until_ms LIMIT ?{lock}"
+                "SELECT * FROM runs WHERE state IN ('queued', 'dispatching') AND lease_until_ms < ? LIMIT ?{lock}"
             );
             let orphans: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(orphan_sql))
                 .bind(p.now_ms)
