@@ -1,7 +1,6 @@
 //! Pre-generation: runs for the horizon ahead are written to the store under their
 //! unique fire key, so dispatch needs no computation on the hot path.
 
-use sundial_core::ids::{self, new_id};
 use sundial_core::job::{DEFAULT_CATCHUP_WINDOW_MS, DEFAULT_MAX_CATCHUP, DEFAULT_MISFIRE_THRESHOLD_MS};
 use sundial_core::schedule::Schedule;
 use sundial_core::time::rfc3339_utc;
@@ -17,33 +16,7 @@ const JOBS_PER_ROUND: i64 = 200;
 const MAX_WALK: usize = 1_000_000;
 
 pub(crate) fn schedule_run(job: &Job, at_ms: i64, now_ms: i64) -> Run {
-    Run {
-        id: new_id(ids::RUN),
-        tenant_id: job.tenant_id.clone(),
-        job_id: job.id.clone(),
-        fire_key: format!("s:{at_ms}"),
-        trigger: TriggerKind::Schedule,
-        scheduled_at_ms: at_ms,
-        state: RunState::Pending,
-        attempt: 0,
-        shard_total: None,
-        params: None,
-        parent_run_id: None,
-        parent_output: None,
-        job_version: job.version,
-        owner_node: None,
-        lease_until_ms: None,
-        deadline_ms: None,
-        next_attempt_at_ms: None,
-        reason: None,
-        message: None,
-        output: None,
-        expired_count: 0,
-        created_at_ms: now_ms,
-        updated_at_ms: now_ms,
-        started_at_ms: None,
-        finished_at_ms: None,
-    }
+    Run::pending(&job.tenant_id, &job.id, job.version, format!("s:{at_ms}"), TriggerKind::Schedule, at_ms, now_ms)
 }
 
 /// The runs to write for `job`'s fires in `(from, until]`. Missed fires (older than the

@@ -140,6 +140,48 @@ pub struct Script {
     pub updated_at_ms: i64,
 }
 
+impl Run {
+    /// A new `pending` run of a job, with a fresh id: the one constructor the
+    /// generator, triggers and child firing share.
+    pub fn pending(
+        tenant_id: &str,
+        job_id: &str,
+        job_version: i64,
+        fire_key: String,
+        trigger: TriggerKind,
+        scheduled_at_ms: i64,
+        now_ms: i64,
+    ) -> Run {
+        Run {
+            id: sundial_core::ids::new_id(sundial_core::ids::RUN),
+            tenant_id: tenant_id.to_string(),
+            job_id: job_id.to_string(),
+            fire_key,
+            trigger,
+            scheduled_at_ms,
+            state: RunState::Pending,
+            attempt: 0,
+            shard_total: None,
+            params: None,
+            parent_run_id: None,
+            parent_output: None,
+            job_version,
+            owner_node: None,
+            lease_until_ms: None,
+            deadline_ms: None,
+            next_attempt_at_ms: None,
+            reason: None,
+            message: None,
+            output: None,
+            expired_count: 0,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            started_at_ms: None,
+            finished_at_ms: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     pub id: String,

@@ -1459,33 +1459,17 @@ impl Store for SqlStore {
                     .map(|r| col(r, "child_job_id"))
                     .collect::<Result<_>>()?;
             for child in child_ids {
-                let child_run = Run {
-                    id: sundial_core::ids::new_id(sundial_core::ids::RUN),
-                    tenant_id: run.tenant_id.clone(),
-                    job_id: child,
-                    fire_key: format!("p:{}", run.id),
-                    trigger: TriggerKind::Parent,
-                    scheduled_at_ms: p.now_ms,
-                    state: RunState::Pending,
-                    attempt: 0,
-                    shard_total: None,
-                    params: None,
-                    parent_run_id: Some(run.id.clone()),
-                    parent_output: p.output.clone(),
-                    job_version: 0,
-                    owner_node: None,
-                    lease_until_ms: None,
-                    deadline_ms: None,
-                    next_attempt_at_ms: None,
-                    reason: None,
-                    message: None,
-                    output: None,
-                    expired_count: 0,
-                    created_at_ms: p.now_ms,
-                    updated_at_ms: p.now_ms,
-                    started_at_ms: None,
-                    finished_at_ms: None,
-                };
+                let mut child_run = Run::pending(
+                    &run.tenant_id,
+                    &child,
+                    0,
+                    format!("p:{}", run.id),
+                    TriggerKind::Parent,
+                    p.now_ms,
+                    p.now_ms,
+                );
+                child_run.parent_run_id = Some(run.id.clone());
+                child_run.parent_output = p.output.clone();
                 if insert_run(&mut tx, self.dialect, &child_run).await? {
                     children.push(child_run);
                 }

@@ -307,38 +307,16 @@ pub async fn trigger(
         }
     }
     let job = load(&st, &caller, &id).await?;
-    let run_id = new_id(ids::RUN);
     let (fire_key, trigger) = match &key {
         Some(k) => (format!("i:{k}"), sundial_core::types::TriggerKind::Api),
-        None => (format!("m:{run_id}"), sundial_core::types::TriggerKind::Manual),
+        None => (String::new(), sundial_core::types::TriggerKind::Manual), // m:<run id>, set below
     };
-    let run = sundial_store::Run {
-        id: run_id,
-        tenant_id: caller.tenant_id.clone(),
-        job_id: job.id.clone(),
-        fire_key: fire_key.clone(),
-        trigger,
-        scheduled_at_ms: at,
-        state: sundial_core::types::RunState::Pending,
-        attempt: 0,
-        shard_total: None,
-        params: req.params,
-        parent_run_id: None,
-        parent_output: None,
-        job_version: job.version,
-        owner_node: None,
-        lease_until_ms: None,
-        deadline_ms: None,
-        next_attempt_at_ms: None,
-        reason: None,
-        message: None,
-        output: None,
-        expired_count: 0,
-        created_at_ms: now,
-        updated_at_ms: now,
-        started_at_ms: None,
-        finished_at_ms: None,
-    };
+    let mut run = sundial_store::Run::pending(&caller.tenant_id, &job.id, job.version, fire_key, trigger, at, now);
+    if key.is_none() {
+        run.fire_key = format!("m:{}", run.id);
+    }
+    run.params = req.params;
+    let fire_key = run.fire_key.clone();
     if st.store.run_insert(&run).await? {
         tracing::info!(job_id = %job.id, run_id = %run.id, "job triggered");
         st.wake.notify_one();
