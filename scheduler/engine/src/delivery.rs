@@ -177,19 +177,22 @@ impl Engine {
     /// Dispatch one claimed run: commit `dispatching`, then route and deliver.
     pub(crate) async fn dispatch_one(self: &Arc<Self>, run_id: &str) -> Result<()> {
         let now = self.now_ms();
-        let (run, job, webhook_id, covered) =
-            match self.store.run_dispatch_begin(run_id, &self.cfg.node_id, now, self.cfg.lease_ms).await? {
-                DispatchDecision::Dispatch { run, job, webhook_id, covered } => (run, job, webhook_id, covered),
-                DispatchDecision::Gone => return Ok(()),
-                DispatchDecision::Blocked => {
-                    self.timer.push(now + 500, run_id.to_string());
-                    return Ok(());
-                }
-                DispatchDecision::Skipped { reason } => {
-                    tracing::info!(run_id, reason, "run skipped");
-                    return Ok(());
-                }
-            };
+        let (run, job, webhook_id, covered) = match crate::retry_deadlock(|| {
+            self.store.run_dispatch_begin(run_id, &self.cfg.node_id, now, self.cfg.lease_ms)
+        })
+        .await?
+        {
+            DispatchDecision::Dispatch { run, job, webhook_id, covered } => (run, job, webhook_id, covered),
+            DispatchDecision::Gone => return Ok(()),
+            DispatchDecision::Blocked => {
+                self.timer.push(now + 500, run_id.to_string());
+                return Ok(());
+            }
+            DispatchDecision::Skipped { reason } => {
+                tracing::info!(run_id, reason, "run skipped");
+                return Ok(());
+            }
+        };
         for c in &covered {
             cancel_remote(self.store.as_ref(), &self.client, c).await;
         }
@@ -288,7 +291,7 @@ impl Engine {
             .await?;
         match answer_final {
             Some(Answer::Accepted) => {
-                self.store.run_mark_running(&run.id, run.attempt, self.now_ms()).await?;
+                crate::retry_deadlock(|| self.store.run_mark_running(&run.id, run.attempt, self.now_ms())).await?;
             }
             Some(Answer::Done(result)) => {
                 let outcome =

@@ -94,6 +94,28 @@ pub enum EngineError {
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
 
+/// Run a store transaction again when the database rolled it back to break a deadlock
+/// (nothing was written): a few times, with a short growing pause.
+pub(crate) async fn retry_deadlock<T, F, Fut>(mut op: F) -> sundial_store::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = sundial_store::Result<T>>,
+{
+    let mut pause = Duration::from_millis(5);
+    let mut tries = 0;
+    loop {
+        match op().await {
+            Err(e) if e.is_retryable() && tries < 6 => {
+                tries += 1;
+                tracing::debug!(error = %e, tries, "transaction rolled back by the database; running it again");
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// One node's engine.
 #[derive(Debug)]
 pub struct Engine {

@@ -57,16 +57,15 @@ pub async fn finish_attempt(
             retry_at_ms: retry_delay_ms(job, attempt, unit).map(|d| now_ms + d),
         }
     };
-    let outcome = store
-        .run_finish_attempt(&FinishAttempt {
-            run_id: run_id.to_string(),
-            attempt,
-            result: result_kind,
-            output: result.output,
-            message: result.message,
-            now_ms,
-        })
-        .await?;
+    let params = FinishAttempt {
+        run_id: run_id.to_string(),
+        attempt,
+        result: result_kind,
+        output: result.output,
+        message: result.message,
+        now_ms,
+    };
+    let outcome = crate::retry_deadlock(|| store.run_finish_attempt(&params)).await?;
     if let FinishOutcome::Applied { run, children } = &outcome {
         tracing::info!(run_id = %run.id, job_id = %run.job_id, attempt, state = %run.state, children = children.len(), "attempt finished");
     }

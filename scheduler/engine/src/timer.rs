@@ -76,9 +76,7 @@ impl Engine {
             .await?;
         let mut queued = 0;
         for run in claimed {
-            if run.state == RunState::Queued
-                && run.trigger == TriggerKind::Schedule
-                && self.misfire_drops(&run, now).await?
+            if run.state == RunState::Queued && run.trigger == TriggerKind::Schedule && self.misfire_drops(&run).await?
             {
                 continue;
             }
@@ -93,7 +91,9 @@ impl Engine {
     }
 
     /// Apply the job's misfire policy to a claimed schedule fire; true if it was expired.
-    async fn misfire_drops(&self, run: &Run, now: i64) -> Result<bool> {
+    async fn misfire_drops(&self, run: &Run) -> Result<bool> {
+        // Read the clock now, not before the claim: the claim may have waited for a connection.
+        let now = self.now_ms();
         let late = now - run.scheduled_at_ms;
         if late <= 0 {
             return Ok(false); // claimed ahead of time: the normal case, no lookup

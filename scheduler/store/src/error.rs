@@ -26,6 +26,23 @@ pub enum StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+impl StoreError {
+    /// A transaction the database rolled back to break a deadlock or a lock wait: nothing
+    /// was written, and running it again is the remedy.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Database(d)) => {
+                let msg = d.message().to_ascii_lowercase();
+                d.code().is_some_and(|c| c == "40001" || c == "1213" || c == "1205")
+                    || msg.contains("deadlock")
+                    || msg.contains("lock wait timeout")
+                    || msg.contains("database is locked")
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Map a unique-key violation to [`StoreError::Conflict`], leave other errors alone.
 pub(crate) fn conflict_on(what: &'static str, message: impl Into<String>) -> impl FnOnce(sqlx::Error) -> StoreError {
     let message = message.into();

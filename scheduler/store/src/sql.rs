@@ -1034,15 +1034,40 @@ impl Store for SqlStore {
             "SELECT * FROM runs WHERE state = 'pending' AND scheduled_at_ms <= ? AND (? = 1 OR trigger_kind <> 'schedule') \
              ORDER BY scheduled_at_ms LIMIT ?{lock}"
         );
-        let mut claimed: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(pending_sql))
-            .bind(p.due_before_ms)
-            .bind(p.include_schedule as i64)
-            .bind(p.limit)
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(run_row)
-            .collect::<Result<_>>()?;
+        let mut claimed: Vec<Run> = Vec::new();
+        {
+            // Recovery: claims whose lease ran out (their node died or lost the database).
+            // A `queued` run goes back through the misfire policy; a `dispatching` one is
+            // redelivered as the same attempt with the same webhook-id.
+            let orphan_sql = format!(
+                "SELECT * FROM runs WHERE state IN ('queued', 'dispatching') AND lease_until_ms < ? LIMIT ?{lock}"
+            );
+            let orphans: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(orphan_sql))
+                .bind(p.now_ms)
+                .bind(p.limit)
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(run_row)
+                .collect::<Result<_>>()?;
+            if !orphans.is_empty() {
+                tracing::warn!(runs = orphans.len(), node_id = %p.node_id, "recovering runs whose claim expired");
+            }
+            claimed.extend(orphans);
+        }
+        let room = p.limit - claimed.len() as i64;
+        if room > 0 {
+            let pending: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(pending_sql))
+                .bind(p.due_before_ms)
+                .bind(p.include_schedule as i64)
+                .bind(room)
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(run_row)
+                .collect::<Result<_>>()?;
+            claimed.extend(pending);
+        }
         let room = p.limit - claimed.len() as i64;
         if room > 0 {
             let retry_sql = format!(
@@ -1059,27 +1084,6 @@ impl Store for SqlStore {
                 .map(run_row)
                 .collect::<Result<_>>()?;
             claimed.extend(retrying);
-        }
-        let room = p.limit - claimed.len() as i64;
-        if room > 0 {
-            // Recovery: claims whose lease ran out (their node died or lost the database).
-            // A `queued` run goes back through the misfire policy; a `dispatching` one is
-            // redelivered as the same attempt with the same webhook-id.
-            let orphan_sql = format!(
-                "SELECT * FROM runs WHERE state IN ('queued', 'dispatching') AND lease_until_ms < ? LIMIT ?{lock}"
-            );
-            let orphans: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(orphan_sql))
-                .bind(p.now_ms)
-                .bind(room)
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(run_row)
-                .collect::<Result<_>>()?;
-            if !orphans.is_empty() {
-                tracing::warn!(runs = orphans.len(), node_id = %p.node_id, "recovering runs whose claim expired");
-            }
-            claimed.extend(orphans);
         }
         // Constant statement text: ids go in fixed-size chunks, padded with the last id.
         for chunk in claimed.chunks(CLAIM_CHUNK) {
@@ -1120,8 +1124,9 @@ impl Store for SqlStore {
 
     async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool> {
         Ok(sqlx::query(
-            "SELECT 1 FROM runs WHERE job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule' \
-             AND scheduled_at_ms > ? AND scheduled_at_ms < ? LIMIT 1",
+            "SELECT 1 FROM runs WHERE job_id = ? AND trigger_kind = 'schedule' AND scheduled_at_ms > ? \
+             AND (state IN ('dispatching', 'running', 'retrying', 'succeeded', 'failed') \
+                  OR (state IN ('pending', 'queued') AND scheduled_at_ms < ?)) LIMIT 1",
         )
         .bind(job_id)
         .bind(scheduled_at_ms)
@@ -1200,9 +1205,10 @@ impl Store for SqlStore {
             let webhook_id = webhook_id.unwrap_or_else(|| format!("msg_{}_0_{}", run.id, run.attempt));
             let lease = now_ms + job.timeout_ms + lease_ms;
             sqlx::query(
-                "UPDATE runs SET lease_until_ms = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND owner_node = ?",
+                "UPDATE runs SET lease_until_ms = ?, deadline_ms = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND owner_node = ?",
             )
             .bind(lease)
+            .bind(now_ms + job.timeout_ms)
             .bind(now_ms)
             .bind(&run.id)
             .bind(node_id)
@@ -1211,6 +1217,8 @@ impl Store for SqlStore {
             tx.commit().await?;
             let mut run = run;
             run.lease_until_ms = Some(lease);
+            // The redelivery gets the job's full timeout, measured from now.
+            run.deadline_ms = Some(now_ms + job.timeout_ms);
             return Ok(DispatchDecision::Dispatch { run, job, webhook_id, covered: Vec::new() });
         }
         // The job row lock serialises dispatch decisions of one job across nodes.
