@@ -64,6 +64,9 @@ pub struct Settings {
     /// Seconds in-flight deliveries may take to finish after SIGTERM.
     #[arg(long, env = "SUNDIAL_SHUTDOWN_GRACE_SECS")]
     pub shutdown_grace_secs: Option<u64>,
+    /// Days finished runs, their logs and silent executors are kept.
+    #[arg(long, env = "SUNDIAL_RETENTION_DAYS")]
+    pub retention_days: Option<i64>,
 }
 
 /// Settings with every default applied.
@@ -83,6 +86,7 @@ pub struct Resolved {
     pub timer_capacity: usize,
     pub max_inflight: usize,
     pub shutdown_grace_secs: u64,
+    pub retention_days: i64,
 }
 
 impl Settings {
@@ -91,68 +95,40 @@ impl Settings {
             Some(p) => load_file(p)?,
             None => Settings::default(),
         };
-        let data_dir = self
-            .data_dir
-            .or(file.data_dir)
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+        let data_dir = self.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
         let database_url = self
             .database_url
             .or(file.database_url)
             .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("sundial.db").display()));
-        let log_format = self
-            .log_format
-            .or(file.log_format)
-            .unwrap_or_else(|| "text".into());
+        let log_format = self.log_format.or(file.log_format).unwrap_or_else(|| "text".into());
         let log_json = match log_format.as_str() {
             "text" => false,
             "json" => true,
             other => anyhow::bail!("log_format: `{other}` is not `text` or `json`"),
         };
-        let secret_grace_secs = self
-            .secret_grace_secs
-            .or(file.secret_grace_secs)
-            .unwrap_or(86_400);
-        anyhow::ensure!(
-            secret_grace_secs >= 0,
-            "secret_grace_secs: must not be negative"
-        );
-        let claim_window_ms = self
-            .claim_window_ms
-            .or(file.claim_window_ms)
-            .unwrap_or(5_000);
-        anyhow::ensure!(
-            (100..=60_000).contains(&claim_window_ms),
-            "claim_window_ms: must be 100-60000"
-        );
+        let secret_grace_secs = self.secret_grace_secs.or(file.secret_grace_secs).unwrap_or(86_400);
+        anyhow::ensure!(secret_grace_secs >= 0, "secret_grace_secs: must not be negative");
+        let claim_window_ms = self.claim_window_ms.or(file.claim_window_ms).unwrap_or(5_000);
+        anyhow::ensure!((100..=60_000).contains(&claim_window_ms), "claim_window_ms: must be 100-60000");
         let horizon_ms = self.horizon_ms.or(file.horizon_ms).unwrap_or(180_000);
         anyhow::ensure!(
             horizon_ms >= claim_window_ms && horizon_ms <= 86_400_000,
             "horizon_ms: must be at least claim_window_ms ({claim_window_ms}) and at most one day"
         );
-        let timer_capacity = self
-            .timer_capacity
-            .or(file.timer_capacity)
-            .unwrap_or(10_000);
+        let timer_capacity = self.timer_capacity.or(file.timer_capacity).unwrap_or(10_000);
         anyhow::ensure!(timer_capacity >= 1, "timer_capacity: must be at least 1");
+        let retention_days = self.retention_days.or(file.retention_days).unwrap_or(5);
+        anyhow::ensure!(retention_days >= 1, "retention_days: must be at least 1");
         let max_inflight = self.max_inflight.or(file.max_inflight).unwrap_or(512);
         anyhow::ensure!(max_inflight >= 1, "max_inflight: must be at least 1");
         Ok(Resolved {
-            listen: self
-                .listen
-                .or(file.listen)
-                .unwrap_or_else(|| DEFAULT_LISTEN.into()),
+            listen: self.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.into()),
             database_url,
-            db_max_connections: self
-                .db_max_connections
-                .or(file.db_max_connections)
-                .unwrap_or(10),
+            db_max_connections: self.db_max_connections.or(file.db_max_connections).unwrap_or(10),
             admin_key: self.admin_key.or(file.admin_key),
             log_json,
             log: self.log.or(file.log).unwrap_or_else(|| "info".into()),
-            max_body_bytes: self
-                .max_body_bytes
-                .or(file.max_body_bytes)
-                .unwrap_or(1024 * 1024),
+            max_body_bytes: self.max_body_bytes.or(file.max_body_bytes).unwrap_or(1024 * 1024),
             secret_grace_secs,
             node_id: self
                 .node_id
@@ -162,17 +138,14 @@ impl Settings {
             claim_window_ms,
             timer_capacity,
             max_inflight,
-            shutdown_grace_secs: self
-                .shutdown_grace_secs
-                .or(file.shutdown_grace_secs)
-                .unwrap_or(30),
+            shutdown_grace_secs: self.shutdown_grace_secs.or(file.shutdown_grace_secs).unwrap_or(30),
+            retention_days,
         })
     }
 }
 
 fn load_file(path: &Path) -> anyhow::Result<Settings> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading config file {}", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading config file {}", path.display()))?;
     toml::from_str(&text).with_context(|| format!("config file {}", path.display()))
 }
 
@@ -184,16 +157,9 @@ mod tests {
     fn flags_beat_the_file_and_defaults_fill_the_rest() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("sundial.toml");
-        std::fs::write(
-            &file,
-            "listen = \"127.0.0.1:9999\"\ndata_dir = \"/var/lib/sundial\"\nlog_format = \"json\"\n",
-        )
-        .unwrap();
-        let s = Settings {
-            config: Some(file.clone()),
-            listen: Some("0.0.0.0:1".into()),
-            ..Default::default()
-        };
+        std::fs::write(&file, "listen = \"127.0.0.1:9999\"\ndata_dir = \"/var/lib/sundial\"\nlog_format = \"json\"\n")
+            .unwrap();
+        let s = Settings { config: Some(file.clone()), listen: Some("0.0.0.0:1".into()), ..Default::default() };
         let r = s.resolve().unwrap();
         assert_eq!(r.listen, "0.0.0.0:1");
         assert_eq!(r.database_url, "sqlite:///var/lib/sundial/sundial.db");
@@ -206,19 +172,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("sundial.toml");
         std::fs::write(&file, "lissen = \"x\"\n").unwrap();
-        let err = Settings {
-            config: Some(file.clone()),
-            ..Default::default()
-        }
-        .resolve()
-        .unwrap_err();
+        let err = Settings { config: Some(file.clone()), ..Default::default() }.resolve().unwrap_err();
         assert!(format!("{err:#}").contains("lissen"), "{err:#}");
-        let err = Settings {
-            log_format: Some("xml".into()),
-            ..Default::default()
-        }
-        .resolve()
-        .unwrap_err();
+        let err = Settings { log_format: Some("xml".into()), ..Default::default() }.resolve().unwrap_err();
         assert!(err.to_string().contains("log_format"), "{err}");
     }
 }

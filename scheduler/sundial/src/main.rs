@@ -2,6 +2,7 @@
 //! scheduling engine), `migrate` applies database migrations, `openapi` prints the
 //! OpenAPI document. `anyhow` lives here and nowhere else.
 
+mod bench;
 mod config;
 
 use std::sync::Arc;
@@ -35,20 +36,16 @@ enum Command {
     Migrate(Settings),
     /// Print the OpenAPI document.
     Openapi,
+    /// Measure fires/s and lateness against raw baselines
+    Bench(bench::BenchArgs),
 }
 
 fn init_tracing(cfg: &Resolved) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&cfg.log)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(&cfg.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if cfg.log_json {
-        builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .init();
+        builder.json().flatten_event(true).with_current_span(true).init();
     } else {
         builder.init();
     }
@@ -72,21 +69,14 @@ async fn open_store(cfg: &Resolved, clock: &dyn Clock) -> anyhow::Result<SqlStor
 async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let store = Arc::new(open_store(&cfg, clock.as_ref()).await?);
-    let new_key = sundial_api::bootstrap::ensure_operator_key(
-        store.as_ref(),
-        cfg.admin_key.as_deref(),
-        clock.now_ms(),
-    )
-    .await
-    .context("creating the operator key")?;
+    let new_key = sundial_api::bootstrap::ensure_operator_key(store.as_ref(), cfg.admin_key.as_deref(), clock.now_ms())
+        .await
+        .context("creating the operator key")?;
     let wake = Arc::new(tokio::sync::Notify::new());
     let state = AppState::new(
         store.clone(),
         clock.clone(),
-        ApiConfig {
-            max_body_bytes: cfg.max_body_bytes,
-            secret_grace_ms: cfg.secret_grace_secs * 1000,
-        },
+        ApiConfig { max_body_bytes: cfg.max_body_bytes, secret_grace_ms: cfg.secret_grace_secs * 1000 },
         wake.clone(),
     );
     let mut engine_cfg = EngineConfig::new(cfg.node_id.clone());
@@ -94,11 +84,11 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     engine_cfg.claim_window_ms = cfg.claim_window_ms;
     engine_cfg.capacity = cfg.timer_capacity;
     engine_cfg.max_inflight = cfg.max_inflight;
-    let engine = Engine::new(store.clone(), clock.clone(), engine_cfg, wake);
-    let listener = TcpListener::bind(&cfg.listen)
-        .await
-        .with_context(|| format!("listening on {}", cfg.listen))?;
+    engine_cfg.retention_ms = cfg.retention_days * 86_400_000;
+    let listener = TcpListener::bind(&cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
+    engine_cfg.address = format!("http://{addr}");
+    let engine = Engine::new(store.clone(), clock.clone(), engine_cfg, wake);
     println!("database: {}", redact(&cfg.database_url));
     if let Some(key) = new_key {
         println!("operator API key (shown once, store it now): {key}");
@@ -110,13 +100,9 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     println!("Sundial listening on http://{addr}");
     engine.start().await;
     tracing::info!(%addr, node_id = %cfg.node_id, database = %redact(&cfg.database_url), "node started");
-    axum::serve(listener, sundial_api::router(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    axum::serve(listener, sundial_api::router(state)).with_graceful_shutdown(shutdown_signal()).await?;
     tracing::info!("shutting down: no more claiming; handing back claimed runs");
-    engine
-        .shutdown(std::time::Duration::from_secs(cfg.shutdown_grace_secs))
-        .await;
+    engine.shutdown(std::time::Duration::from_secs(cfg.shutdown_grace_secs)).await;
     store.close().await;
     tracing::info!("stopped");
     Ok(())
@@ -158,5 +144,6 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", sundial_api::openapi::document());
             Ok(())
         }
+        Command::Bench(args) => bench::run(args).await,
     }
 }

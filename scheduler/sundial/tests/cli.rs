@@ -27,15 +27,8 @@ fn sundial() -> Command {
 /// Start `sundial serve ARGS` and wait for its "listening" line.
 fn serve(args: &[&str], envs: &[(&str, &str)]) -> Node {
     let mut cmd = sundial();
-    cmd.arg("serve")
-        .args(args)
-        .args(["--listen", "127.0.0.1:0"])
-        .envs(envs.iter().copied());
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn sundial");
+    cmd.arg("serve").args(args).args(["--listen", "127.0.0.1:0"]).envs(envs.iter().copied());
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn sundial");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut base = None;
@@ -52,28 +45,18 @@ fn serve(args: &[&str], envs: &[(&str, &str)]) -> Node {
     }
     // Keep draining stdout so the child never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    Node {
-        child,
-        base: base.expect("sundial printed its URL"),
-        operator_key,
-    }
+    Node { child, base: base.expect("sundial printed its URL"), operator_key }
 }
 
 impl Node {
     fn sigterm(mut self) -> std::process::ExitStatus {
-        Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
+        Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(s) = self.child.try_wait().unwrap() {
                 return s;
             }
-            assert!(
-                Instant::now() < deadline,
-                "sundial did not exit after SIGTERM"
-            );
+            assert!(Instant::now() < deadline, "sundial did not exit after SIGTERM");
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -86,16 +69,8 @@ impl Drop for Node {
     }
 }
 
-async fn call(
-    base: &str,
-    method: reqwest::Method,
-    path: &str,
-    key: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = reqwest::Client::new()
-        .request(method, format!("{base}{path}"))
-        .bearer_auth(key);
+async fn call(base: &str, method: reqwest::Method, path: &str, key: &str, body: Option<Value>) -> (u16, Value) {
+    let mut req = reqwest::Client::new().request(method, format!("{base}{path}")).bearer_auth(key);
     if let Some(b) = body {
         // Like the README's curl: a raw body, no content type.
         req = req.body(serde_json::to_vec(&b).unwrap());
@@ -108,14 +83,7 @@ async fn call(
 /// The README quickstart, as written there.
 async fn quickstart(base: &str, operator_key: &str) {
     use reqwest::Method;
-    let (s, tenant) = call(
-        base,
-        Method::POST,
-        "/api/v1/tenants",
-        operator_key,
-        Some(json!({"name": "acme"})),
-    )
-    .await;
+    let (s, tenant) = call(base, Method::POST, "/api/v1/tenants", operator_key, Some(json!({"name": "acme"}))).await;
     assert_eq!(s, 201, "{tenant}");
     let key = tenant["admin_key"].as_str().unwrap();
     let (s, app) = call(
@@ -140,28 +108,14 @@ async fn quickstart(base: &str, operator_key: &str) {
     )
     .await;
     assert_eq!(s, 201, "{job}");
-    let (s, preview) = call(
-        base,
-        Method::GET,
-        &format!(
-            "/api/v1/jobs/{}/preview?count=3",
-            job["id"].as_str().unwrap()
-        ),
-        key,
-        None,
-    )
-    .await;
+    let (s, preview) =
+        call(base, Method::GET, &format!("/api/v1/jobs/{}/preview?count=3", job["id"].as_str().unwrap()), key, None)
+            .await;
     assert_eq!(s, 200, "{preview}");
     assert_eq!(preview["times"].as_array().unwrap().len(), 3);
     assert!(
-        preview["times"][0]
-            .as_str()
-            .unwrap()
-            .contains("T02:30:00.000+0")
-            || preview["times"][0]
-                .as_str()
-                .unwrap()
-                .contains("T03:00:00.000+02:00")
+        preview["times"][0].as_str().unwrap().contains("T02:30:00.000+0")
+            || preview["times"][0].as_str().unwrap().contains("T03:00:00.000+02:00")
     );
 }
 
@@ -171,19 +125,13 @@ async fn serve_on_embedded_sqlite_runs_the_quickstart_and_refuses_a_second_serve
     let data = dir.path().join("data");
     let data = data.to_str().unwrap();
     let node = serve(&["--data-dir", data], &[]);
-    let key = node
-        .operator_key
-        .clone()
-        .expect("first start prints an operator key");
+    let key = node.operator_key.clone().expect("first start prints an operator key");
     let health = reqwest::get(format!("{}/readyz", node.base)).await.unwrap();
     assert_eq!(health.status(), 200);
     quickstart(&node.base, &key).await;
 
     // A second server on the same file is refused with a clear message.
-    let second = sundial()
-        .args(["serve", "--data-dir", data, "--listen", "127.0.0.1:0"])
-        .output()
-        .unwrap();
+    let second = sundial().args(["serve", "--data-dir", data, "--listen", "127.0.0.1:0"]).output().unwrap();
     assert!(!second.status.success());
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(stderr.contains("another `sundial serve`"), "{stderr}");
@@ -193,46 +141,20 @@ async fn serve_on_embedded_sqlite_runs_the_quickstart_and_refuses_a_second_serve
     // Restart: data kept, no new operator key printed, the old one still works.
     let again = serve(&["--data-dir", data], &[]);
     assert!(again.operator_key.is_none());
-    let (s, tenants) = call(
-        &again.base,
-        reqwest::Method::GET,
-        "/api/v1/tenants",
-        &key,
-        None,
-    )
-    .await;
-    assert_eq!(
-        (s, tenants["items"][0]["name"].as_str()),
-        (200, Some("acme"))
-    );
+    let (s, tenants) = call(&again.base, reqwest::Method::GET, "/api/v1/tenants", &key, None).await;
+    assert_eq!((s, tenants["items"][0]["name"].as_str()), (200, Some("acme")));
 }
 
 #[tokio::test]
 async fn migrate_and_serve_on_mariadb_with_a_given_operator_key() {
     let (url, name) = sundial_store::testing::TestDb::mysql_empty_url().await;
-    let out = sundial()
-        .args(["migrate", "--database-url", &url])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = sundial().args(["migrate", "--database-url", &url]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("migrations up to date"));
     // Applying again is a no-op.
-    assert!(
-        sundial()
-            .args(["migrate", "--database-url", &url])
-            .status()
-            .unwrap()
-            .success()
-    );
+    assert!(sundial().args(["migrate", "--database-url", &url]).status().unwrap().success());
     let key = "sk_test_operator_key_for_the_cli_test_0123456789";
-    let node = serve(
-        &[],
-        &[("SUNDIAL_DATABASE_URL", &url), ("SUNDIAL_ADMIN_KEY", key)],
-    );
+    let node = serve(&[], &[("SUNDIAL_DATABASE_URL", &url), ("SUNDIAL_ADMIN_KEY", key)]);
     assert!(node.operator_key.is_none(), "a given key is not printed");
     quickstart(&node.base, key).await;
     assert!(node.sigterm().success());
@@ -241,22 +163,11 @@ async fn migrate_and_serve_on_mariadb_with_a_given_operator_key() {
 
 #[test]
 fn bad_configuration_is_refused_clearly() {
-    let out = sundial()
-        .args(["serve", "--log-format", "xml"])
-        .output()
-        .unwrap();
+    let out = sundial().args(["serve", "--log-format", "xml"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("log_format"));
-    let out = sundial()
-        .args([
-            "serve",
-            "--database-url",
-            "postgres://x/y",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .output()
-        .unwrap();
+    let out =
+        sundial().args(["serve", "--database-url", "postgres://x/y", "--listen", "127.0.0.1:0"]).output().unwrap();
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("unsupported database URL"),
@@ -269,10 +180,7 @@ fn bad_configuration_is_refused_clearly() {
 fn openapi_subcommand_prints_the_checked_in_document() {
     let out = sundial().arg("openapi").output().unwrap();
     assert!(out.status.success());
-    let checked_in = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../openapi/openapi.json"
-    ))
-    .unwrap();
+    let checked_in =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../openapi/openapi.json")).unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), checked_in);
 }
