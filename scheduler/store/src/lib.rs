@@ -276,6 +276,9 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// `dispatching` runs' leases end, so any node recovers them at once. Returns the
     /// ids of nodes newly found dead.
     async fn node_reap_dead(&self, dead_before_ms: i64, now_ms: i64) -> Result<Vec<String>>;
+    /// A node starting under an id that may have run before (a restart in place): hand back
+    /// whatever its previous life claimed, as for a dead node. Returns the runs handed back.
+    async fn node_recover_own(&self, id: &str, now_ms: i64) -> Result<u64>;
     /// Delete finished runs (with their attempts and logs) finished before `before_ms`,
     /// and executors silent since then, at most `batch` runs per call. Returns runs deleted.
     async fn retention_cleanup(&self, before_ms: i64, batch: i64) -> Result<u64>;

@@ -459,6 +459,24 @@ async fn set_terminal(
     Ok(true)
 }
 
+/// Return a node's claims: `queued` → `pending`, retrying runs lose their owner, and the
+/// leases of its `dispatching` runs end so any node redelivers them. Returns rows changed.
+async fn hand_back(tx: &mut Transaction<'static, Any>, id: &str, now_ms: i64) -> Result<u64> {
+    let r = sqlx::query(
+        "UPDATE runs SET state = CASE WHEN state = 'queued' THEN 'pending' ELSE state END, owner_node = NULL, \
+                 lease_until_ms = NULL, updated_at_ms = ? WHERE owner_node = ? AND state IN ('queued', 'retrying')",
+    )
+    .bind(now_ms)
+    .bind(id)
+    .execute(&mut **tx)
+    .await?;
+    let d = sqlx::query("UPDATE runs SET lease_until_ms = 0 WHERE owner_node = ? AND state = 'dispatching'")
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(r.rows_affected() + d.rows_affected())
+}
+
 #[async_trait]
 impl Store for SqlStore {
     fn dialect(&self) -> Dialect {
@@ -1865,22 +1883,18 @@ impl Store for SqlStore {
         .map(|r| col(r, "id"))
         .collect::<Result<_>>()?;
         for id in &dead {
-            sqlx::query(
-                "UPDATE runs SET state = CASE WHEN state = 'queued' THEN 'pending' ELSE state END, owner_node = NULL, \
-                 lease_until_ms = NULL, updated_at_ms = ? WHERE owner_node = ? AND state IN ('queued', 'retrying')",
-            )
-            .bind(now_ms)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query("UPDATE runs SET lease_until_ms = 0 WHERE owner_node = ? AND state = 'dispatching'")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+            hand_back(&mut tx, id, now_ms).await?;
             sqlx::query("UPDATE nodes SET state = 'dead' WHERE id = ?").bind(id).execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(dead)
+    }
+
+    async fn node_recover_own(&self, id: &str, now_ms: i64) -> Result<u64> {
+        let mut tx = self.begin().await?;
+        let n = hand_back(&mut tx, id, now_ms).await?;
+        tx.commit().await?;
+        Ok(n)
     }
 
     async fn retention_cleanup(&self, before_ms: i64, batch: i64) -> Result<u64> {

@@ -455,6 +455,9 @@ pub async fn dead_nodes_hand_back_their_claims(s: S) {
     assert_eq!(in_flight.lease_until_ms, Some(0), "its lease ended: any node redelivers it");
     let recovered = s.run_claim(&claim("node_b", NOW + 1)).await.unwrap();
     assert_eq!(recovered.len(), 2);
+    // node_b restarts in place: its previous life's claims come back at once.
+    assert_eq!(s.node_recover_own("node_b", NOW + 2).await.unwrap(), 2);
+    assert!(s.run_claim(&claim("node_b", NOW + 2)).await.unwrap().len() == 2, "claimable again");
     s.node_leave("node_b").await.unwrap();
     assert!(s.node_list().await.unwrap().iter().any(|n| n.id == "node_b" && n.state == "left"));
 }
