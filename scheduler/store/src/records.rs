@@ -140,6 +140,46 @@ pub struct Script {
     pub updated_at_ms: i64,
 }
 
+impl Job {
+    /// A new API job row (version 1) from a validated definition whose references the
+    /// caller resolved: the app id, and the handler or script id.
+    pub fn from_def(
+        def: sundial_core::job::JobDef,
+        id: String,
+        tenant_id: &str,
+        app_id: String,
+        handler: Option<String>,
+        script_id: Option<String>,
+        now_ms: i64,
+    ) -> Job {
+        Job {
+            id,
+            tenant_id: tenant_id.to_string(),
+            app_id,
+            name: def.name.into_string(),
+            description: def.description,
+            handler,
+            script_id,
+            schedule_kind: def.schedule.kind(),
+            schedule: def.schedule.to_spec(),
+            params: def.params,
+            route: def.route,
+            block: def.block,
+            misfire: def.misfire,
+            failure: def.failure,
+            timeout_ms: def.timeout_ms,
+            max_concurrency: def.max_concurrency,
+            state: def.state,
+            source: JobSource::Api,
+            registration_key: None,
+            version: 1,
+            generated_until_ms: None,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+        }
+    }
+}
+
 impl Run {
     /// A new `pending` run of a job, with a fresh id: the one constructor the
     /// generator, triggers and child firing share.

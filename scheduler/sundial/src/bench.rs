@@ -32,7 +32,7 @@ use sundial_core::keys::generate_signing_secret;
 use sundial_core::schedule::ScheduleSpec;
 use sundial_core::signing::{self, SigningKey};
 use sundial_core::time::{parse_rfc3339, rfc3339_utc};
-use sundial_core::types::{BlockStrategy, FailurePolicyKind, JobSource, MisfirePolicy, RunState, ScheduleKind};
+use sundial_core::types::{BlockStrategy, FailurePolicyKind, MisfirePolicy, RunState, ScheduleKind};
 use sundial_engine::{DeliveryClient, Engine, EngineConfig};
 use sundial_store::{App, ConnectOptions, Dialect, Job, Page, RunFilter, SqlStore, Store, Tenant};
 use tokio::task::JoinSet;
@@ -710,32 +710,10 @@ fn bench_job(
         state: None,
     };
     let def = JobDef::parse(&input, now).map_err(|e| anyhow::anyhow!("bench job: {e:?}"))?;
-    let Target::Handler(handler) = def.target else { bail!("bench jobs run a handler") };
-    Ok(Job {
-        id: new_id(ids::JOB),
-        tenant_id: tenant.id.clone(),
-        app_id: app.id.clone(),
-        name: def.name.into_string(),
-        description: def.description,
-        handler: Some(handler),
-        script_id: None,
-        schedule_kind: def.schedule.kind(),
-        schedule: def.schedule.to_spec(),
-        params: def.params,
-        route: def.route,
-        block: def.block,
-        misfire: def.misfire,
-        failure: def.failure,
-        timeout_ms: def.timeout_ms,
-        max_concurrency: def.max_concurrency,
-        state: def.state,
-        source: JobSource::Api,
-        registration_key: None,
-        version: 1,
-        generated_until_ms: Some(first_fire),
-        created_at_ms: now,
-        updated_at_ms: now,
-    })
+    let Target::Handler(handler) = def.target.clone() else { bail!("bench jobs run a handler") };
+    let mut job = Job::from_def(def, new_id(ids::JOB), &tenant.id, app.id.clone(), Some(handler), None, now);
+    job.generated_until_ms = Some(first_fire);
+    Ok(job)
 }
 
 fn dialect_name(d: Dialect) -> &'static str {

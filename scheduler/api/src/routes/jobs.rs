@@ -3,7 +3,7 @@ use axum::http::{HeaderMap, StatusCode};
 use sundial_core::ids::{self, new_id};
 use sundial_core::job::{JobDef, JobInput, Target};
 use sundial_core::schedule::{MAX_PREVIEW, Schedule, ScheduleSpec, Trigger};
-use sundial_core::types::{JobSource, JobState};
+use sundial_core::types::JobState;
 use sundial_store::{Job, JobFilter};
 
 use crate::auth::TenantCaller;
@@ -28,41 +28,17 @@ async fn to_row(st: &AppState, caller: &TenantCaller, def: JobDef, id: String, n
         .app_get(&caller.tenant_id, &def.app)
         .await?
         .ok_or_else(|| ApiError::field("app", "invalid_field", format!("no app `{}` in this tenant", def.app)))?;
-    let (handler, script_id) = match def.target {
-        Target::Handler(h) => (Some(h), None),
+    let (handler, script_id) = match &def.target {
+        Target::Handler(h) => (Some(h.clone()), None),
         Target::Script(s) => {
             let script =
-                st.store.script_get(&caller.tenant_id, &s).await?.ok_or_else(|| {
+                st.store.script_get(&caller.tenant_id, s).await?.ok_or_else(|| {
                     ApiError::field("script", "invalid_field", format!("no script `{s}` in this tenant"))
                 })?;
             (None, Some(script.id))
         }
     };
-    Ok(Job {
-        id,
-        tenant_id: caller.tenant_id.clone(),
-        app_id: app.id,
-        name: def.name.into_string(),
-        description: def.description,
-        handler,
-        script_id,
-        schedule_kind: def.schedule.kind(),
-        schedule: def.schedule.to_spec(),
-        params: def.params,
-        route: def.route,
-        block: def.block,
-        misfire: def.misfire,
-        failure: def.failure,
-        timeout_ms: def.timeout_ms,
-        max_concurrency: def.max_concurrency,
-        state: def.state,
-        source: JobSource::Api,
-        registration_key: None,
-        version: 1,
-        generated_until_ms: None,
-        created_at_ms: now,
-        updated_at_ms: now,
-    })
+    Ok(Job::from_def(def, id, &caller.tenant_id, app.id, handler, script_id, now))
 }
 
 /// Create a job (editor).
