@@ -2,7 +2,6 @@
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use sundial_core::ids::{self, new_id};
 use sundial_core::types::{RunState, TriggerKind};
 use sundial_store::Run;
 
@@ -194,33 +193,10 @@ async fn runs_list_and_detail(app: &TestApp) {
     let mut run_ids = Vec::new();
     for (i, state) in [RunState::Succeeded, RunState::Failed, RunState::Pending].into_iter().enumerate() {
         let at = T0 + i as i64 * 1000;
-        let run = Run {
-            id: new_id(ids::RUN),
-            tenant_id: t.id.clone(),
-            job_id: job_id.clone(),
-            fire_key: format!("s:{at}"),
-            trigger: TriggerKind::Schedule,
-            scheduled_at_ms: at,
-            state,
-            attempt: 1,
-            shard_total: None,
-            params: None,
-            parent_run_id: None,
-            parent_output: None,
-            job_version: 1,
-            owner_node: None,
-            lease_until_ms: None,
-            deadline_ms: None,
-            next_attempt_at_ms: None,
-            reason: None,
-            message: None,
-            output: Some(json!({"ok": i})),
-            expired_count: 0,
-            created_at_ms: at,
-            updated_at_ms: at,
-            started_at_ms: None,
-            finished_at_ms: None,
-        };
+        let mut run = Run::pending(&t.id, &job_id, 1, format!("s:{at}"), TriggerKind::Schedule, at, at);
+        run.state = state;
+        run.attempt = 1;
+        run.output = Some(json!({"ok": i}));
         assert!(sundial_store::Store::run_insert(store, &run).await.unwrap());
         run_ids.push(run.id);
     }

@@ -92,33 +92,9 @@ async fn job(s: &S, a: &App, name: &str) -> Job {
 }
 
 fn run_of(j: &Job, fire_key: &str, at: i64) -> Run {
-    Run {
-        id: new_id(ids::RUN),
-        tenant_id: j.tenant_id.clone(),
-        job_id: j.id.clone(),
-        fire_key: fire_key.into(),
-        trigger: TriggerKind::Schedule,
-        scheduled_at_ms: at,
-        state: RunState::Pending,
-        attempt: 0,
-        shard_total: None,
-        params: Some(json!({"a": 1})),
-        parent_run_id: None,
-        parent_output: None,
-        job_version: j.version,
-        owner_node: None,
-        lease_until_ms: None,
-        deadline_ms: None,
-        next_attempt_at_ms: None,
-        reason: None,
-        message: None,
-        output: None,
-        expired_count: 0,
-        created_at_ms: NOW,
-        updated_at_ms: NOW,
-        started_at_ms: None,
-        finished_at_ms: None,
-    }
+    let mut r = Run::pending(&j.tenant_id, &j.id, j.version, fire_key.into(), TriggerKind::Schedule, at, NOW);
+    r.params = Some(json!({"a": 1}));
+    r
 }
 
 pub async fn migrations_are_idempotent_and_clock_is_sane(s: S) {
