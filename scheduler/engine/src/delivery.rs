@@ -11,9 +11,9 @@ use sundial_core::run_state::FailReason;
 use sundial_core::signing::{self, SigningKey};
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::{ExecutorState, JobState, Route};
-use sundial_store::{App, DispatchDecision, FinishOutcome, Job, Run, Store};
+use sundial_store::{App, AttemptTarget, DispatchDecision, FinishOutcome, Job, Run, Store};
 
-use crate::outcome::{ExecutorResult, finish_attempt};
+use crate::outcome::{ExecutorResult, finish_params};
 use crate::{Engine, Result};
 
 /// The HTTP client for deliveries and cancels, with the clock that stamps signatures.
@@ -173,36 +173,81 @@ pub async fn cancel_remote(store: &dyn Store, client: &DeliveryClient, run: &Run
     }
 }
 
+/// The routing data of one dispatch batch: each app's row and executors, read once.
+type Routing = std::collections::HashMap<String, (Option<App>, Vec<sundial_store::Executor>)>;
+
 impl Engine {
-    /// Dispatch one claimed run: commit `dispatching`, then route and deliver.
-    pub(crate) async fn dispatch_one(self: &Arc<Self>, run_id: &str) -> Result<()> {
+    /// Dispatch claimed runs: one transaction commits every one that may go as
+    /// `dispatching` (commit before send), then each is routed and delivered in a task
+    /// of its own. With `wait`, returns when every delivery is over (tests).
+    pub(crate) async fn dispatch_batch(self: &Arc<Self>, run_ids: Vec<String>, wait: bool) -> Result<()> {
         let now = self.now_ms();
-        let (run, job, webhook_id, covered) = match crate::retry_deadlock(|| {
-            self.store.run_dispatch_begin(run_id, &self.cfg.node_id, now, self.cfg.lease_ms)
-        })
-        .await?
-        {
-            DispatchDecision::Dispatch { run, job, webhook_id, covered } => (run, job, webhook_id, covered),
-            DispatchDecision::Gone => return Ok(()),
-            DispatchDecision::Blocked => {
-                self.timer.push(now + 500, run_id.to_string());
-                return Ok(());
+        let decisions =
+            crate::retry_deadlock(|| self.store.run_dispatch_many(&run_ids, &self.cfg.node_id, now, self.cfg.lease_ms))
+                .await?;
+        let mut go = Vec::new();
+        for (run_id, decision) in decisions {
+            match decision {
+                DispatchDecision::Dispatch { run, job, webhook_id, covered } => {
+                    go.push((run, job, webhook_id, covered))
+                }
+                DispatchDecision::Gone => {}
+                DispatchDecision::Blocked => self.timer.push(now + 500, run_id),
+                DispatchDecision::Skipped { reason } => tracing::info!(run_id, reason, "run skipped"),
             }
-            DispatchDecision::Skipped { reason } => {
-                tracing::info!(run_id, reason, "run skipped");
-                return Ok(());
+        }
+        if go.is_empty() {
+            return Ok(());
+        }
+        let mut routing: Routing = Routing::new();
+        for (_, job, _, _) in &go {
+            if !routing.contains_key(&job.app_id) {
+                let app = self.store.app_by_id(&job.app_id).await?;
+                let executors = match &app {
+                    Some(a) => self.store.executor_list(&a.id).await?,
+                    None => Vec::new(),
+                };
+                routing.insert(job.app_id.clone(), (app, executors));
             }
-        };
+        }
+        let routing = Arc::new(routing);
+        let mut handles = Vec::new();
+        for (run, job, webhook_id, covered) in go {
+            let permit = self.inflight_permit().await;
+            let e = self.clone();
+            let routing = routing.clone();
+            let h = tokio::spawn(async move {
+                let _permit = permit;
+                let run_id = run.id.clone();
+                if let Err(err) = e.deliver(run, job, webhook_id, covered, &routing).await {
+                    tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
+                }
+            });
+            if wait {
+                handles.push(h);
+            }
+        }
+        for h in handles {
+            let _ = h.await;
+        }
+        Ok(())
+    }
+
+    /// Route and deliver one attempt committed as `dispatching`, and record the answer.
+    async fn deliver(
+        self: &Arc<Self>,
+        run: Run,
+        job: Job,
+        webhook_id: String,
+        covered: Vec<Run>,
+        routing: &Routing,
+    ) -> Result<()> {
+        let now = self.now_ms();
         for c in &covered {
             cancel_remote(self.store.as_ref(), &self.client, c).await;
         }
-        let app = self.store.app_by_id(&job.app_id).await?;
-        let executors = match &app {
-            Some(a) => self.store.executor_list(&a.id).await?,
-            None => Vec::new(),
-        };
-        let mut cands =
-            app.as_ref().map(|a| candidates(a, &executors, now, self.cfg.executor_offline_ms)).unwrap_or_default();
+        let (app, executors) = routing.get(&job.app_id).map(|(a, e)| (a.as_ref(), e.as_slice())).unwrap_or((None, &[]));
+        let mut cands = app.map(|a| candidates(a, executors, now, self.cfg.executor_offline_ms)).unwrap_or_default();
         let body = serde_json::to_vec(&delivery_body(&run, &job)).expect("JSON");
         let headers = [
             ("sundial-run-id", run.id.clone()),
@@ -231,7 +276,7 @@ impl Engine {
                 trail = plan.trail.clone();
             }
             for target in &plan.targets {
-                let Some(app) = &app else { break 'replan };
+                let Some(app) = app else { break 'replan };
                 tried += 1;
                 let remaining = (run.deadline_ms.unwrap_or(now + job.timeout_ms) - self.now_ms()).max(1);
                 let resp = self
@@ -282,24 +327,26 @@ impl Engine {
             }
             break;
         }
-        let (exec_id, address) = match &chosen {
-            Some(c) => (Some(c.id.as_str()), Some(c.address.as_str())),
-            None => (None, None),
+        let target = AttemptTarget {
+            executor_id: chosen.as_ref().map(|c| c.id.clone()),
+            address: chosen.as_ref().map(|c| c.address.clone()),
+            trail: serde_json::to_value(&trail).expect("JSON"),
         };
-        self.store
-            .attempt_set_target(&run.id, run.attempt, exec_id, address, &serde_json::to_value(&trail).expect("JSON"))
-            .await?;
-        match answer_final {
+        let result = match answer_final {
             Some(Answer::Accepted) => {
+                self.store
+                    .attempt_set_target(
+                        &run.id,
+                        run.attempt,
+                        target.executor_id.as_deref(),
+                        target.address.as_deref(),
+                        &target.trail,
+                    )
+                    .await?;
                 crate::retry_deadlock(|| self.store.run_mark_running(&run.id, run.attempt, self.now_ms())).await?;
+                return Ok(());
             }
-            Some(Answer::Done(result)) => {
-                let outcome =
-                    finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, self.now_ms()).await?;
-                if matches!(&outcome, FinishOutcome::Applied { children, .. } if !children.is_empty()) {
-                    self.wake.notify_one(); // child runs are due now
-                }
-            }
+            Some(Answer::Done(result)) => result,
             _ => {
                 if retired > 0 && retired == tried {
                     // Every executor asked says the handler is gone: stop the job.
@@ -307,12 +354,16 @@ impl Engine {
                     tracing::warn!(job_id = %job.id, "every executor retired the handler; job stopped");
                 }
                 let (reason, message) = last_failure;
-                let result = ExecutorResult { succeeded: false, reason, output: None, message: Some(message) };
-                finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, self.now_ms()).await?;
                 if reason == FailReason::Timeout && chosen.is_some() {
                     cancel_remote(self.store.as_ref(), &self.client, &run).await;
                 }
+                ExecutorResult { succeeded: false, reason, output: None, message: Some(message) }
             }
+        };
+        let params = finish_params(&job, &run.id, run.attempt, result, Some(target), self.now_ms());
+        let outcome = self.results.finish(self.store.as_ref(), params).await?;
+        if matches!(&outcome, FinishOutcome::Applied { children, .. } if !children.is_empty()) {
+            self.wake.notify_one(); // child runs are due now
         }
         Ok(())
     }

@@ -5,12 +5,14 @@ use sundial_core::job::{DEFAULT_CATCHUP_WINDOW_MS, DEFAULT_MAX_CATCHUP, DEFAULT_
 use sundial_core::schedule::Schedule;
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::{RunState, TriggerKind};
-use sundial_store::{Job, Run};
+use sundial_store::{GenerateJob, Job, Run};
 
 use crate::{Engine, Result};
 
 /// Jobs handled per store round trip.
 const JOBS_PER_ROUND: i64 = 200;
+/// Runs per generation transaction, about (a job's runs are never split).
+const GENERATE_ROWS: usize = 256;
 /// Never walk more fires than this for one job in one round (a very long outage of a
 /// per-second job): the rest is counted by one `expired` record.
 const MAX_WALK: usize = 1_000_000;
@@ -62,6 +64,7 @@ impl Engine {
             let until = now + self.cfg.horizon_ms;
             let jobs = self.store.job_due_for_generation(now + self.cfg.horizon_ms / 2, JOBS_PER_ROUND).await?;
             let n = jobs.len() as i64;
+            let mut batch = Vec::with_capacity(jobs.len());
             for job in jobs {
                 let Some(schedule) = Self::schedule_of(&job) else {
                     tracing::error!(job_id = %job.id, "stored schedule does not parse; skipping the job");
@@ -69,10 +72,25 @@ impl Engine {
                 };
                 let from = job.generated_until_ms.unwrap_or(job.updated_at_ms - 1);
                 let runs = plan_runs(&job, &schedule, from, until, now);
-                match self.store.run_generate(&job.id, job.version, &runs, until).await? {
-                    Some(k) => written += k,
-                    None => {
-                        tracing::debug!(job_id = %job.id, "job changed while generating; next round")
+                batch.push(GenerateJob { job_id: job.id, job_version: job.version, runs, generated_until_ms: until });
+            }
+            // Several jobs per transaction, in slices of about GENERATE_ROWS runs: few commits,
+            // yet short transactions (each holds its jobs' rows, which dispatch also locks).
+            let mut slices: Vec<&[GenerateJob]> = Vec::new();
+            let (mut start, mut rows) = (0, 0);
+            for (i, g) in batch.iter().enumerate() {
+                rows += g.runs.len();
+                if rows >= GENERATE_ROWS || i + 1 == batch.len() {
+                    slices.push(&batch[start..=i]);
+                    (start, rows) = (i + 1, 0);
+                }
+            }
+            for slice in slices {
+                let results = crate::retry_deadlock(|| self.store.run_generate_many(slice)).await?;
+                for (g, r) in slice.iter().zip(results) {
+                    match r {
+                        Some(k) => written += k,
+                        None => tracing::debug!(job_id = %g.job_id, "job changed while generating; next round"),
                     }
                 }
             }

@@ -29,7 +29,12 @@ use tokio::sync::{Mutex, Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 pub use delivery::{DeliveryClient, cancel_remote};
-pub use outcome::{ExecutorResult, finish_attempt};
+pub use outcome::{ExecutorResult, finish_attempt, finish_params};
+
+/// Dispatch transactions in flight at once per node.
+const DISPATCH_SLOTS: usize = 4;
+/// Runs per dispatch transaction at most.
+pub(crate) const DISPATCH_BATCH: usize = 64;
 
 /// Name of the operator switch in the `settings` table.
 pub const SETTING_SCHEDULES_PAUSED: &str = "schedules_paused";
@@ -125,6 +130,10 @@ pub struct Engine {
     pub(crate) timer: timer::Timer,
     pub(crate) routes: Mutex<RouteState>,
     pub(crate) client: DeliveryClient,
+    /// Group commit of the results of this node's deliveries.
+    pub(crate) results: outcome::FinishBatcher,
+    /// Dispatch transactions in flight at once (each commits a batch of runs).
+    pub(crate) batch_slots: Arc<Semaphore>,
     /// Woken when runs may have become due (a trigger, a child run, a retry).
     pub wake: Arc<Notify>,
     inflight: Arc<Semaphore>,
@@ -148,6 +157,8 @@ impl Engine {
             timer: timer::Timer::default(),
             routes: Mutex::new(RouteState::new()),
             client,
+            results: outcome::FinishBatcher::default(),
+            batch_slots: Arc::new(Semaphore::new(DISPATCH_SLOTS)),
             wake,
             cancel: CancellationToken::new(),
             tasks: Mutex::new(Vec::new()),
@@ -238,7 +249,12 @@ impl Engine {
             }
         }
         let all = self.cfg.max_inflight as u32;
-        if tokio::time::timeout(grace, self.inflight.acquire_many(all)).await.is_err() {
+        let drained = async {
+            // Dispatch transactions first (their runs then hold delivery permits), then deliveries.
+            let _slots = self.batch_slots.acquire_many(DISPATCH_SLOTS as u32).await;
+            let _ = self.inflight.acquire_many(all).await;
+        };
+        if tokio::time::timeout(grace, drained).await.is_err() {
             tracing::warn!("deliveries still in flight after the grace period");
         }
         if let Err(e) = self.store.node_leave(&self.cfg.node_id).await {

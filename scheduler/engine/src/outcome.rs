@@ -4,7 +4,8 @@
 use rand::Rng;
 use sundial_core::run_state::FailReason;
 use sundial_core::types::{BackoffKind, FailurePolicyKind};
-use sundial_store::{AttemptResult, FinishAttempt, FinishOutcome, Job, Store};
+use sundial_store::{AttemptResult, AttemptTarget, FinishAttempt, FinishOutcome, Job, Store};
+use tokio::sync::oneshot;
 
 use crate::{Engine, Result};
 
@@ -39,15 +40,16 @@ pub fn retry_delay_ms(job: &Job, attempt: i64, unit: f64) -> Option<i64> {
     Some(if jitter { ((delay as f64) * (0.8 + 0.4 * unit)).round() as i64 } else { delay })
 }
 
-/// Record an attempt's outcome, applying the job's failure policy.
-pub async fn finish_attempt(
-    store: &dyn Store,
+/// The store write for an attempt's outcome, with the job's failure policy applied
+/// (a failed attempt gets its retry time, or none when the policy allows no more).
+pub fn finish_params(
     job: &Job,
     run_id: &str,
     attempt: i64,
     result: ExecutorResult,
+    target: Option<AttemptTarget>,
     now_ms: i64,
-) -> sundial_store::Result<FinishOutcome> {
+) -> FinishAttempt {
     let result_kind = if result.succeeded {
         AttemptResult::Succeeded
     } else {
@@ -57,19 +59,93 @@ pub async fn finish_attempt(
             retry_at_ms: retry_delay_ms(job, attempt, unit).map(|d| now_ms + d),
         }
     };
-    let params = FinishAttempt {
+    FinishAttempt {
         run_id: run_id.to_string(),
         attempt,
         result: result_kind,
         output: result.output,
         message: result.message,
         now_ms,
-    };
-    let outcome = crate::retry_deadlock(|| store.run_finish_attempt(&params)).await?;
-    if let FinishOutcome::Applied { run, children } = &outcome {
+        target,
+    }
+}
+
+fn log_outcome(outcome: &FinishOutcome, attempt: i64) {
+    if let FinishOutcome::Applied { run, children } = outcome {
         tracing::info!(run_id = %run.id, job_id = %run.job_id, attempt, state = %run.state, children = children.len(), "attempt finished");
     }
+}
+
+/// Record an attempt's outcome, applying the job's failure policy, in a transaction of its own.
+pub async fn finish_attempt(
+    store: &dyn Store,
+    job: &Job,
+    run_id: &str,
+    attempt: i64,
+    result: ExecutorResult,
+    now_ms: i64,
+) -> sundial_store::Result<FinishOutcome> {
+    let params = finish_params(job, run_id, attempt, result, None, now_ms);
+    let outcome = crate::retry_deadlock(|| store.run_finish_attempt(&params)).await?;
+    log_outcome(&outcome, attempt);
     Ok(outcome)
+}
+
+/// Group commit of attempt results: callers queue their result; whoever finds no write
+/// in progress writes everything queued in one transaction ([`Store::run_finish_many`]),
+/// the others wait for it. Idle, a batch is one result and adds no delay; under load the
+/// batches grow with the queue, and so does the number of results per durable commit.
+#[derive(Debug, Default)]
+pub(crate) struct FinishBatcher {
+    queue: std::sync::Mutex<Vec<(FinishAttempt, oneshot::Sender<sundial_store::Result<FinishOutcome>>)>>,
+    writing: tokio::sync::Mutex<()>,
+}
+
+/// Results per transaction at most.
+const FINISH_BATCH: usize = 256;
+
+impl FinishBatcher {
+    pub(crate) async fn finish(&self, store: &dyn Store, p: FinishAttempt) -> sundial_store::Result<FinishOutcome> {
+        let attempt = p.attempt;
+        let (tx, mut rx) = oneshot::channel();
+        self.queue.lock().expect("queue lock").push((p, tx));
+        loop {
+            let writing = self.writing.lock().await;
+            match rx.try_recv() {
+                Ok(r) => return r.inspect(|o| log_outcome(o, attempt)),
+                Err(oneshot::error::TryRecvError::Closed) => {
+                    return Err(sundial_store::StoreError::Stale("a result whose batch was abandoned"));
+                }
+                Err(oneshot::error::TryRecvError::Empty) => {}
+            }
+            let batch: Vec<_> = {
+                let mut q = self.queue.lock().expect("queue lock");
+                let n = q.len().min(FINISH_BATCH);
+                q.drain(..n).collect()
+            };
+            let params: Vec<FinishAttempt> = batch.iter().map(|(p, _)| p.clone()).collect();
+            match crate::retry_deadlock(|| store.run_finish_many(&params)).await {
+                Ok(outcomes) => {
+                    for ((_, tx), o) in batch.into_iter().zip(outcomes) {
+                        let _ = tx.send(Ok(o));
+                    }
+                }
+                Err(e) if batch.len() == 1 => {
+                    if let Some((_, tx)) = batch.into_iter().next() {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+                // One bad result must not fail the others: write them one by one.
+                Err(_) => {
+                    for (p, tx) in batch {
+                        let r = crate::retry_deadlock(|| store.run_finish_attempt(&p)).await;
+                        let _ = tx.send(r);
+                    }
+                }
+            }
+            drop(writing);
+        }
+    }
 }
 
 impl Engine {

@@ -34,11 +34,11 @@ impl Timer {
     pub fn next_due(&self) -> Option<i64> {
         self.inner.lock().expect("timer lock").0.peek().map(|r| r.0.0)
     }
-    /// Remove and return every run due at or before `now_ms`.
-    pub fn pop_due(&self, now_ms: i64) -> Vec<String> {
+    /// Remove and return up to `max` runs due at or before `now_ms`, earliest first.
+    pub fn pop_due(&self, now_ms: i64, max: usize) -> Vec<String> {
         let mut g = self.inner.lock().expect("timer lock");
         let mut out = Vec::new();
-        while g.0.peek().is_some_and(|r| r.0.0 <= now_ms) {
+        while out.len() < max && g.0.peek().is_some_and(|r| r.0.0 <= now_ms) {
             let Reverse((_, id)) = g.0.pop().expect("peeked");
             g.1.remove(&id);
             out.push(id);
@@ -128,19 +128,28 @@ impl Engine {
     }
 
     /// Dispatch every run in the timer due at or before now; returns how many were started.
-    /// With `wait`, deliveries finish before this returns (tests); otherwise they run as tasks.
+    /// Due runs go in batches of up to [`crate::DISPATCH_BATCH`], one dispatch transaction
+    /// each, a few at once; while every slot is busy more runs fall due, so batches grow
+    /// with the load. With `wait`, deliveries finish before this returns (tests);
+    /// otherwise they run as tasks.
     pub async fn fire_due(self: &Arc<Self>, wait: bool) -> usize {
-        let due = self.timer.pop_due(self.now_ms());
-        let n = due.len();
+        let mut n = 0;
         let mut handles = Vec::new();
-        for run_id in due {
-            let permit = self.inflight_permit().await;
+        loop {
+            let slot = self.batch_slots.clone().acquire_owned().await.expect("the semaphore is never closed");
+            let due = self.timer.pop_due(self.now_ms(), crate::DISPATCH_BATCH);
+            if due.is_empty() {
+                break;
+            }
+            n += due.len();
             let e = self.clone();
             let h = tokio::spawn(async move {
-                let _permit = permit;
-                if let Err(err) = e.dispatch_one(&run_id).await {
-                    tracing::warn!(run_id = %run_id, error = %err, "dispatch failed; the run's lease will bring it back");
+                let first = due[0].clone();
+                let count = due.len();
+                if let Err(err) = e.dispatch_batch(due, wait).await {
+                    tracing::warn!(run_id = %first, runs = count, error = %err, "dispatch failed; the runs' leases will bring them back");
                 }
+                drop(slot);
             });
             if wait {
                 handles.push(h);

@@ -97,6 +97,27 @@ pub struct FinishAttempt {
     pub output: Option<serde_json::Value>,
     pub message: Option<String>,
     pub now_ms: i64,
+    /// Where the attempt went, recorded with the result (the engine's own deliveries);
+    /// `None` leaves what was recorded before (executor callbacks).
+    pub target: Option<AttemptTarget>,
+}
+
+/// Where an attempt was delivered and the dispatch trail that led there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptTarget {
+    pub executor_id: Option<String>,
+    pub address: Option<String>,
+    pub trail: serde_json::Value,
+}
+
+/// One job's generated runs, for [`Store::run_generate_many`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerateJob {
+    pub job_id: String,
+    /// Written only if the job is still at this version (and active).
+    pub job_version: i64,
+    pub runs: Vec<Run>,
+    pub generated_until_ms: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -185,7 +206,12 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         job_version: i64,
         runs: &[Run],
         generated_until_ms: i64,
-    ) -> Result<Option<usize>>;
+    ) -> Result<Option<usize>> {
+        let batch = [GenerateJob { job_id: job_id.into(), job_version, runs: runs.to_vec(), generated_until_ms }];
+        Ok(self.run_generate_many(&batch).await?.pop().flatten())
+    }
+    /// [`Store::run_generate`] for several jobs in one transaction (one commit), in order.
+    async fn run_generate_many(&self, batch: &[GenerateJob]) -> Result<Vec<Option<usize>>>;
     /// Atomically claim due `pending` runs (→ `queued`) and due `retrying` runs
     /// (owner set) for a node, oldest first.
     async fn run_claim(&self, p: &ClaimParams) -> Result<Vec<Run>>;
@@ -204,7 +230,20 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         node_id: &str,
         now_ms: i64,
         lease_ms: i64,
-    ) -> Result<DispatchDecision>;
+    ) -> Result<DispatchDecision> {
+        let mut d = self.run_dispatch_many(&[run_id.to_string()], node_id, now_ms, lease_ms).await?;
+        Ok(d.pop().map(|(_, d)| d).unwrap_or(DispatchDecision::Gone))
+    }
+    /// [`Store::run_dispatch_begin`] for a batch of claimed runs in one transaction and one
+    /// commit: each run decided as if alone, in order (a queued run sees the runs of its
+    /// job dispatched earlier in the batch as in flight). One decision per distinct id.
+    async fn run_dispatch_many(
+        &self,
+        run_ids: &[String],
+        node_id: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<(String, DispatchDecision)>>;
     /// Record where an attempt went and the dispatch trail.
     async fn attempt_set_target(
         &self,
@@ -218,7 +257,13 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn run_mark_running(&self, run_id: &str, attempt: i64, now_ms: i64) -> Result<bool>;
     /// Record how the current attempt ended, through the state machine, conditional on
     /// state and attempt. Success fires the job's children (`p:<run id>`) in the same transaction.
-    async fn run_finish_attempt(&self, p: &FinishAttempt) -> Result<FinishOutcome>;
+    async fn run_finish_attempt(&self, p: &FinishAttempt) -> Result<FinishOutcome> {
+        let mut out = self.run_finish_many(std::slice::from_ref(p)).await?;
+        Ok(out.pop().unwrap_or(FinishOutcome::NotFound))
+    }
+    /// [`Store::run_finish_attempt`] for several results in one transaction and one commit
+    /// (group commit), applied in order; one outcome per result.
+    async fn run_finish_many(&self, ps: &[FinishAttempt]) -> Result<Vec<FinishOutcome>>;
     /// Cancel a non-terminal run. Returns the run as it was before, if it was cancelled.
     async fn run_cancel(&self, tenant_id: &str, run_id: &str, message: &str, now_ms: i64) -> Result<Option<Run>>;
     /// Make a `retrying` run due now.

@@ -14,6 +14,8 @@ use sqlx::{Any, AnyPool, Executor as _, Row, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
 use sundial_core::types::{BlockStrategy, ExecutorState, JobState, Role, RunState, TriggerKind};
 
+mod batch;
+
 use crate::error::conflict_on;
 use crate::{
     ApiKey, App, Attempt, AttemptResult, ClaimParams, Dialect, DispatchDecision, Executor, FinishAttempt,
@@ -1017,32 +1019,8 @@ impl Store for SqlStore {
         .collect()
     }
 
-    async fn run_generate(
-        &self,
-        job_id: &str,
-        job_version: i64,
-        runs: &[Run],
-        generated_until_ms: i64,
-    ) -> Result<Option<usize>> {
-        let mut tx = self.begin().await?;
-        let moved =
-            sqlx::query("UPDATE jobs SET generated_until_ms = ? WHERE id = ? AND version = ? AND state = 'active'")
-                .bind(generated_until_ms)
-                .bind(job_id)
-                .bind(job_version)
-                .execute(&mut *tx)
-                .await?;
-        if moved.rows_affected() == 0 {
-            return Ok(None);
-        }
-        let mut inserted = 0;
-        for r in runs {
-            if insert_run(&mut tx, self.dialect, r).await? {
-                inserted += 1;
-            }
-        }
-        tx.commit().await?;
-        Ok(Some(inserted))
+    async fn run_generate_many(&self, batch: &[crate::GenerateJob]) -> Result<Vec<Option<usize>>> {
+        self.generate_many(batch).await
     }
 
     async fn run_claim(&self, p: &ClaimParams) -> Result<Vec<Run>> {
@@ -1177,191 +1155,14 @@ impl Store for SqlStore {
         Ok(n)
     }
 
-    async fn run_dispatch_begin(
+    async fn run_dispatch_many(
         &self,
-        run_id: &str,
+        run_ids: &[String],
         node_id: &str,
         now_ms: i64,
         lease_ms: i64,
-    ) -> Result<DispatchDecision> {
-        let lock = self.lock_clause();
-        let mut tx = self.begin().await?;
-        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ?{lock}")))
-            .bind(run_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .as_ref()
-            .map(run_row)
-            .transpose()?
-        else {
-            return Ok(DispatchDecision::Gone);
-        };
-        let ours = run.owner_node.as_deref() == Some(node_id) && run.lease_until_ms.is_some_and(|l| l >= now_ms);
-        if !ours || !matches!(run.state, RunState::Queued | RunState::Retrying | RunState::Dispatching) {
-            return Ok(DispatchDecision::Gone);
-        }
-        if run.state == RunState::Dispatching {
-            // A delivery recovered from a dead node: the same attempt, the same webhook-id.
-            transition(run.state, &RunEvent::Redeliver).map_err(refused)?;
-            let job = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ?")))
-                .bind(&run.job_id)
-                .fetch_optional(&mut *tx)
-                .await?
-                .as_ref()
-                .map(job_row)
-                .transpose()?;
-            let Some(job) = job else {
-                set_terminal(&mut tx, &run, RunEvent::Cancel, "the job was deleted", now_ms).await?;
-                tx.commit().await?;
-                return Ok(DispatchDecision::Gone);
-            };
-            let webhook_id: Option<String> =
-                sqlx::query("SELECT webhook_id FROM attempts WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
-                    .bind(&run.id)
-                    .bind(run.attempt)
-                    .fetch_optional(&mut *tx)
-                    .await?
-                    .as_ref()
-                    .map(|r| col(r, "webhook_id"))
-                    .transpose()?;
-            let webhook_id = webhook_id.unwrap_or_else(|| format!("msg_{}_0_{}", run.id, run.attempt));
-            let lease = now_ms + job.timeout_ms + lease_ms;
-            sqlx::query(
-                "UPDATE runs SET lease_until_ms = ?, deadline_ms = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND owner_node = ?",
-            )
-            .bind(lease)
-            .bind(now_ms + job.timeout_ms)
-            .bind(now_ms)
-            .bind(&run.id)
-            .bind(node_id)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            let mut run = run;
-            run.lease_until_ms = Some(lease);
-            // The redelivery gets the job's full timeout, measured from now.
-            run.deadline_ms = Some(now_ms + job.timeout_ms);
-            return Ok(DispatchDecision::Dispatch { run, job, webhook_id, covered: Vec::new() });
-        }
-        // The job row lock serialises dispatch decisions of one job across nodes.
-        let job = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ?{lock}")))
-            .bind(&run.job_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .as_ref()
-            .map(job_row)
-            .transpose()?;
-        let Some(job) = job else {
-            set_terminal(&mut tx, &run, RunEvent::Cancel, "the job was deleted", now_ms).await?;
-            tx.commit().await?;
-            return Ok(DispatchDecision::Gone);
-        };
-        let mut covered = Vec::new();
-        if run.state == RunState::Queued {
-            let inflight: Vec<Run> = sqlx::query(
-                "SELECT * FROM runs WHERE job_id = ? AND id <> ? AND state IN ('dispatching', 'running', 'retrying')",
-            )
-            .bind(&job.id)
-            .bind(&run.id)
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(run_row)
-            .collect::<Result<_>>()?;
-            let mut still = inflight.len() as i64;
-            if !inflight.is_empty() {
-                match job.block {
-                    BlockStrategy::Serial => {
-                        // Waits in `queued`; keep the claim alive while it waits.
-                        sqlx::query(
-                            "UPDATE runs SET lease_until_ms = ? WHERE id = ? AND owner_node = ? AND state = 'queued'",
-                        )
-                        .bind(now_ms + lease_ms)
-                        .bind(&run.id)
-                        .bind(node_id)
-                        .execute(&mut *tx)
-                        .await?;
-                        tx.commit().await?;
-                        return Ok(DispatchDecision::Blocked);
-                    }
-                    BlockStrategy::DiscardLater => {
-                        set_terminal(
-                            &mut tx,
-                            &run,
-                            RunEvent::Skip,
-                            "discard_later: the previous run is still in flight",
-                            now_ms,
-                        )
-                        .await?;
-                        tx.commit().await?;
-                        return Ok(DispatchDecision::Skipped { reason: "discard_later" });
-                    }
-                    BlockStrategy::CoverEarly => {
-                        for r in inflight {
-                            if set_terminal(
-                                &mut tx,
-                                &r,
-                                RunEvent::Cancel,
-                                "cover_early: replaced by a newer run",
-                                now_ms,
-                            )
-                            .await?
-                            {
-                                still -= 1;
-                                covered.push(r);
-                            }
-                        }
-                    }
-                }
-            }
-            if job.max_concurrency.is_some_and(|m| still >= m) {
-                set_terminal(&mut tx, &run, RunEvent::Skip, "max_concurrency reached", now_ms).await?;
-                tx.commit().await?;
-                return Ok(DispatchDecision::Skipped { reason: "max_concurrency" });
-            }
-        }
-        let t = transition(run.state, &RunEvent::Dispatch).map_err(refused)?;
-        let attempt = run.attempt + 1;
-        let updated = sqlx::query(
-            "UPDATE runs SET state = ?, attempt = ?, owner_node = ?, lease_until_ms = ?, deadline_ms = ?, next_attempt_at_ms = NULL, \
-             started_at_ms = COALESCE(started_at_ms, ?), job_version = ?, updated_at_ms = ? WHERE id = ? AND state = ? AND attempt = ?",
-        )
-        .bind(t.to.as_str())
-        .bind(attempt)
-        .bind(node_id)
-        .bind(now_ms + job.timeout_ms + lease_ms)
-        .bind(now_ms + job.timeout_ms)
-        .bind(now_ms)
-        .bind(job.version)
-        .bind(now_ms)
-        .bind(&run.id)
-        .bind(run.state.as_str())
-        .bind(run.attempt)
-        .execute(&mut *tx)
-        .await?;
-        if updated.rows_affected() == 0 {
-            return Ok(DispatchDecision::Gone);
-        }
-        let webhook_id = format!("msg_{}_0_{attempt}", run.id);
-        sqlx::query(
-            "INSERT INTO attempts (run_id, shard_index, attempt, webhook_id, state, trail, started_at_ms) VALUES (?, 0, ?, ?, 'dispatching', '[]', ?)",
-        )
-        .bind(&run.id)
-        .bind(attempt)
-        .bind(&webhook_id)
-        .bind(now_ms)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        let mut run = run;
-        run.state = t.to;
-        run.attempt = attempt;
-        run.owner_node = Some(node_id.to_string());
-        run.lease_until_ms = Some(now_ms + job.timeout_ms + lease_ms);
-        run.deadline_ms = Some(now_ms + job.timeout_ms);
-        run.started_at_ms = run.started_at_ms.or(Some(now_ms));
-        run.job_version = job.version;
-        Ok(DispatchDecision::Dispatch { run, job, webhook_id, covered })
+    ) -> Result<Vec<(String, DispatchDecision)>> {
+        self.dispatch_many(run_ids, node_id, now_ms, lease_ms).await
     }
 
     async fn attempt_set_target(
@@ -1404,119 +1205,8 @@ impl Store for SqlStore {
         Ok(r.rows_affected() > 0)
     }
 
-    async fn run_finish_attempt(&self, p: &FinishAttempt) -> Result<FinishOutcome> {
-        let lock = self.lock_clause();
-        let mut tx = self.begin().await?;
-        let Some(run) = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ?{lock}")))
-            .bind(&p.run_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .as_ref()
-            .map(run_row)
-            .transpose()?
-        else {
-            return Ok(FinishOutcome::NotFound);
-        };
-        let (status, event) = match &p.result {
-            AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
-            AttemptResult::Failed { reason, retry_at_ms } => {
-                ("failed", RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
-            }
-        };
-        let current = run.attempt == p.attempt && matches!(run.state, RunState::Dispatching | RunState::Running);
-        if !current {
-            let prior =
-                sqlx::query("SELECT state, output FROM attempts WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
-                    .bind(&p.run_id)
-                    .bind(p.attempt)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-            if let Some(prior) = prior {
-                let state: String = col(&prior, "state")?;
-                let output = json_opt(&prior, "output")?;
-                if state == status && output == p.output {
-                    return Ok(FinishOutcome::Duplicate);
-                }
-            }
-            return Ok(FinishOutcome::Conflict { state: run.state, attempt: run.attempt });
-        }
-        let t = transition(run.state, &event).map_err(refused)?;
-        let (reason, retry_at) = match &p.result {
-            AttemptResult::Succeeded => (None, None),
-            AttemptResult::Failed { reason, retry_at_ms } => (Some(reason.as_str()), *retry_at_ms),
-        };
-        let finished = t.to.is_terminal().then_some(p.now_ms);
-        let output = p.output.as_ref().map(to_json);
-        let updated = sqlx::query(
-            "UPDATE runs SET state = ?, reason = ?, message = ?, output = ?, next_attempt_at_ms = ?, finished_at_ms = ?, \
-             owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? WHERE id = ? AND state = ? AND attempt = ?",
-        )
-        .bind(t.to.as_str())
-        .bind(reason)
-        .bind(&p.message)
-        .bind(&output)
-        .bind(retry_at)
-        .bind(finished)
-        .bind(p.now_ms)
-        .bind(&run.id)
-        .bind(run.state.as_str())
-        .bind(run.attempt)
-        .execute(&mut *tx)
-        .await?;
-        if updated.rows_affected() == 0 {
-            return Ok(FinishOutcome::Conflict { state: run.state, attempt: run.attempt });
-        }
-        sqlx::query(
-            "UPDATE attempts SET state = ?, reason = ?, message = ?, output = ?, finished_at_ms = ? WHERE run_id = ? AND shard_index = 0 AND attempt = ?",
-        )
-        .bind(status)
-        .bind(reason)
-        .bind(&p.message)
-        .bind(&output)
-        .bind(p.now_ms)
-        .bind(&run.id)
-        .bind(p.attempt)
-        .execute(&mut *tx)
-        .await?;
-        let mut children = Vec::new();
-        if t.to == RunState::Succeeded {
-            let child_ids: Vec<String> =
-                sqlx::query("SELECT child_job_id FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
-                    .bind(&run.job_id)
-                    .fetch_all(&mut *tx)
-                    .await?
-                    .iter()
-                    .map(|r| col(r, "child_job_id"))
-                    .collect::<Result<_>>()?;
-            for child in child_ids {
-                let mut child_run = Run::pending(
-                    &run.tenant_id,
-                    &child,
-                    0,
-                    format!("p:{}", run.id),
-                    TriggerKind::Parent,
-                    p.now_ms,
-                    p.now_ms,
-                );
-                child_run.parent_run_id = Some(run.id.clone());
-                child_run.parent_output = p.output.clone();
-                if insert_run(&mut tx, self.dialect, &child_run).await? {
-                    children.push(child_run);
-                }
-            }
-        }
-        tx.commit().await?;
-        let mut run = run;
-        run.state = t.to;
-        run.reason = reason.map(String::from);
-        run.message = p.message.clone();
-        run.output = p.output.clone();
-        run.next_attempt_at_ms = retry_at;
-        run.finished_at_ms = finished;
-        run.owner_node = None;
-        run.lease_until_ms = None;
-        run.updated_at_ms = p.now_ms;
-        Ok(FinishOutcome::Applied { run, children })
+    async fn run_finish_many(&self, ps: &[FinishAttempt]) -> Result<Vec<FinishOutcome>> {
+        self.finish_many(ps).await
     }
 
     async fn run_cancel(&self, tenant_id: &str, run_id: &str, message: &str, now_ms: i64) -> Result<Option<Run>> {

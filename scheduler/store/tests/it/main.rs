@@ -43,6 +43,9 @@ for_each_database!(
     dead_nodes_hand_back_their_claims,
     retention_deletes_only_old_finished_runs,
     seen_webhook_ids_are_refused_twice,
+    dispatch_batches_decide_each_run_as_if_alone,
+    result_batches_apply_in_order_with_duplicates_and_conflicts,
+    generate_batches_skip_jobs_that_changed,
 );
 
 mod sqlite_only {

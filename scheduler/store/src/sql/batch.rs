@@ -1,0 +1,650 @@
+//! The hot path in batches: many claimed runs' dispatch decisions, many attempts'
+//! results, many jobs' generated runs — each batch one transaction and one durable
+//! commit (group commit), with the same per-run rules as one run alone.
+//!
+//! Statement text stays constant whatever the batch size (sqlx's prepared-statement
+//! cache must not churn, see `connect`): id lists go in chunks of [`IN_CHUNK`] padded
+//! with their last id, multi-row inserts in power-of-two sizes up to [`INSERT_CHUNK`].
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::GenerateJob;
+
+/// Ids per `IN (…)` list.
+pub(super) const IN_CHUNK: usize = 32;
+/// Rows per multi-row `INSERT` at most (chunks are powers of two: a handful of texts).
+const INSERT_CHUNK: usize = 32;
+
+fn placeholders(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+/// Split `n` rows into power-of-two chunk sizes, largest first.
+fn pow2_chunks(mut n: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    while n > 0 {
+        let size = INSERT_CHUNK.min(1 << (usize::BITS - 1 - n.leading_zeros()));
+        out.push(size);
+        n -= size;
+    }
+    out
+}
+
+/// Run `sql` (with one `IN ({ids})` list of [`IN_CHUNK`] placeholders, after `pre` binds)
+/// over `ids` in padded chunks, collecting the rows.
+async fn fetch_in(tx: &mut Transaction<'static, Any>, sql: &str, ids: &[&str]) -> Result<Vec<AnyRow>> {
+    let mut rows = Vec::new();
+    for chunk in ids.chunks(IN_CHUNK) {
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()));
+        for i in 0..IN_CHUNK {
+            q = q.bind(chunk[i.min(chunk.len() - 1)]);
+        }
+        rows.extend(q.fetch_all(&mut **tx).await?);
+    }
+    Ok(rows)
+}
+
+/// Distinct values in first-seen order.
+fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    items.filter(|s| seen.insert(*s)).collect()
+}
+
+/// Insert runs unless their (job, fire key) exists, in multi-row statements; returns how many were inserted.
+pub(super) async fn insert_runs(tx: &mut Transaction<'static, Any>, dialect: Dialect, runs: &[Run]) -> Result<usize> {
+    let verb = match dialect {
+        Dialect::MySql => "INSERT IGNORE",
+        Dialect::Sqlite => "INSERT OR IGNORE",
+    };
+    let row = format!("({})", placeholders(25));
+    let mut inserted = 0;
+    let mut rest = runs;
+    for size in pow2_chunks(runs.len()) {
+        let (chunk, tail) = rest.split_at(size);
+        rest = tail;
+        let sql = format!(
+            "{verb} INTO runs (id, tenant_id, job_id, fire_key, trigger_kind, scheduled_at_ms, state, attempt, shard_total, params, \
+             parent_run_id, parent_output, job_version, owner_node, lease_until_ms, deadline_ms, next_attempt_at_ms, reason, message, \
+             output, expired_count, created_at_ms, updated_at_ms, started_at_ms, finished_at_ms) VALUES {}",
+            vec![row.as_str(); size].join(", ")
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for r in chunk {
+            q = q
+                .bind(&r.id)
+                .bind(&r.tenant_id)
+                .bind(&r.job_id)
+                .bind(&r.fire_key)
+                .bind(r.trigger.as_str())
+                .bind(r.scheduled_at_ms)
+                .bind(r.state.as_str())
+                .bind(r.attempt)
+                .bind(r.shard_total)
+                .bind(r.params.as_ref().map(to_json))
+                .bind(&r.parent_run_id)
+                .bind(r.parent_output.as_ref().map(to_json))
+                .bind(r.job_version)
+                .bind(&r.owner_node)
+                .bind(r.lease_until_ms)
+                .bind(r.deadline_ms)
+                .bind(r.next_attempt_at_ms)
+                .bind(&r.reason)
+                .bind(&r.message)
+                .bind(r.output.as_ref().map(to_json))
+                .bind(r.expired_count)
+                .bind(r.created_at_ms)
+                .bind(r.updated_at_ms)
+                .bind(r.started_at_ms)
+                .bind(r.finished_at_ms);
+        }
+        inserted += q.execute(&mut **tx).await?.rows_affected() as usize;
+    }
+    Ok(inserted)
+}
+
+impl SqlStore {
+    /// Lock and read runs by id (MySQL `FOR UPDATE`; SQLite holds the write lock already).
+    async fn lock_runs(&self, tx: &mut Transaction<'static, Any>, ids: &[&str]) -> Result<HashMap<String, Run>> {
+        let sql = format!("SELECT * FROM runs WHERE id IN ({}){}", placeholders(IN_CHUNK), self.lock_clause());
+        let mut out = HashMap::new();
+        for row in fetch_in(tx, &sql, ids).await? {
+            let run = run_row(&row)?;
+            out.insert(run.id.clone(), run);
+        }
+        Ok(out)
+    }
+
+    /// The dispatch transaction for a batch of claimed runs: see [`Store::run_dispatch_many`].
+    pub(super) async fn dispatch_many(
+        &self,
+        run_ids: &[String],
+        node_id: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<(String, DispatchDecision)>> {
+        let ids = distinct(run_ids.iter().map(String::as_str));
+        let mut tx = self.begin().await?;
+        let mut runs = self.lock_runs(&mut tx, &ids).await?;
+        let mut decisions: Vec<(String, Option<DispatchDecision>)> = Vec::with_capacity(ids.len());
+        let mut todo: Vec<String> = Vec::new();
+        for id in &ids {
+            let decision = match runs.get(*id) {
+                None => Some(DispatchDecision::Gone),
+                Some(run) => {
+                    let ours =
+                        run.owner_node.as_deref() == Some(node_id) && run.lease_until_ms.is_some_and(|l| l >= now_ms);
+                    if !ours || !matches!(run.state, RunState::Queued | RunState::Retrying | RunState::Dispatching) {
+                        Some(DispatchDecision::Gone)
+                    } else if run.state == RunState::Dispatching {
+                        Some(self.redeliver(&mut tx, run.clone(), node_id, now_ms, lease_ms).await?)
+                    } else {
+                        todo.push(id.to_string());
+                        None
+                    }
+                }
+            };
+            decisions.push((id.to_string(), decision));
+        }
+        // The job rows' locks serialise dispatch decisions of one job across nodes.
+        let job_ids = distinct(todo.iter().map(|id| runs[id].job_id.as_str()));
+        let job_sql =
+            format!("SELECT {JOB_COLS} FROM jobs WHERE id IN ({}){}", placeholders(IN_CHUNK), self.lock_clause());
+        let mut jobs: HashMap<String, Job> = HashMap::new();
+        for row in fetch_in(&mut tx, &job_sql, &job_ids).await? {
+            let job = job_row(&row)?;
+            jobs.insert(job.id.clone(), job);
+        }
+        // Runs in flight per job, for the block strategy and max concurrency of queued runs.
+        let queued_jobs =
+            distinct(todo.iter().filter(|id| runs[*id].state == RunState::Queued).map(|id| runs[id].job_id.as_str()));
+        let inflight_sql = format!(
+            "SELECT * FROM runs WHERE job_id IN ({}) AND state IN ('dispatching', 'running', 'retrying')",
+            placeholders(IN_CHUNK)
+        );
+        let mut inflight: HashMap<String, Vec<Run>> = HashMap::new();
+        for row in fetch_in(&mut tx, &inflight_sql, &queued_jobs).await? {
+            let r = run_row(&row)?;
+            inflight.entry(r.job_id.clone()).or_default().push(r);
+        }
+        let mut dispatched: Vec<String> = Vec::new();
+        let mut skipped: HashMap<String, DispatchDecision> = HashMap::new();
+        let mut covered_by: HashMap<String, Vec<Run>> = HashMap::new();
+        for id in &todo {
+            let run = runs[id].clone();
+            let Some(job) = jobs.get(&run.job_id) else {
+                set_terminal(&mut tx, &run, RunEvent::Cancel, "the job was deleted", now_ms).await?;
+                skipped.insert(id.clone(), DispatchDecision::Gone);
+                continue;
+            };
+            if run.state == RunState::Queued {
+                let list = inflight.entry(job.id.clone()).or_default();
+                list.retain(|r| r.id != run.id);
+                let mut still = list.len() as i64;
+                if !list.is_empty() {
+                    match job.block {
+                        BlockStrategy::Serial => {
+                            // Waits in `queued`; keep the claim alive while it waits.
+                            sqlx::query(
+                                "UPDATE runs SET lease_until_ms = ? WHERE id = ? AND owner_node = ? AND state = 'queued'",
+                            )
+                            .bind(now_ms + lease_ms)
+                            .bind(&run.id)
+                            .bind(node_id)
+                            .execute(&mut *tx)
+                            .await?;
+                            skipped.insert(id.clone(), DispatchDecision::Blocked);
+                            continue;
+                        }
+                        BlockStrategy::DiscardLater => {
+                            set_terminal(
+                                &mut tx,
+                                &run,
+                                RunEvent::Skip,
+                                "discard_later: the previous run is still in flight",
+                                now_ms,
+                            )
+                            .await?;
+                            skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "discard_later" });
+                            continue;
+                        }
+                        BlockStrategy::CoverEarly => {
+                            let mut covered = Vec::new();
+                            for r in std::mem::take(list) {
+                                if set_terminal(
+                                    &mut tx,
+                                    &r,
+                                    RunEvent::Cancel,
+                                    "cover_early: replaced by a newer run",
+                                    now_ms,
+                                )
+                                .await?
+                                {
+                                    still -= 1;
+                                    covered.push(r);
+                                }
+                            }
+                            covered_by.insert(id.clone(), covered);
+                        }
+                    }
+                }
+                if job.max_concurrency.is_some_and(|m| still >= m) {
+                    set_terminal(&mut tx, &run, RunEvent::Skip, "max_concurrency reached", now_ms).await?;
+                    skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "max_concurrency" });
+                    continue;
+                }
+            }
+            let t = transition(run.state, &RunEvent::Dispatch).map_err(refused)?;
+            let r = runs.get_mut(id).expect("locked above");
+            r.state = t.to;
+            r.attempt += 1;
+            r.owner_node = Some(node_id.to_string());
+            r.lease_until_ms = Some(now_ms + job.timeout_ms + lease_ms);
+            r.deadline_ms = Some(now_ms + job.timeout_ms);
+            r.next_attempt_at_ms = None;
+            r.started_at_ms = r.started_at_ms.or(Some(now_ms));
+            r.job_version = job.version;
+            r.updated_at_ms = now_ms;
+            // Later queued runs of this job in the batch see this one in flight.
+            inflight.entry(job.id.clone()).or_default().push(r.clone());
+            dispatched.push(id.clone());
+        }
+        // One statement per chunk moves the dispatched runs; the locks taken above make
+        // the reads and these writes one decision. Deadline and lease come from each job.
+        let update_sql = format!(
+            "UPDATE runs SET state = 'dispatching', attempt = attempt + 1, owner_node = ?, \
+             deadline_ms = ? + (SELECT j.timeout_ms FROM jobs j WHERE j.id = runs.job_id), \
+             lease_until_ms = ? + (SELECT j.timeout_ms FROM jobs j WHERE j.id = runs.job_id), \
+             next_attempt_at_ms = NULL, started_at_ms = COALESCE(started_at_ms, ?), \
+             job_version = (SELECT j.version FROM jobs j WHERE j.id = runs.job_id), updated_at_ms = ? \
+             WHERE id IN ({}) AND state IN ('queued', 'retrying') AND owner_node = ?",
+            placeholders(IN_CHUNK)
+        );
+        for chunk in dispatched.chunks(IN_CHUNK) {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(update_sql.clone()))
+                .bind(node_id)
+                .bind(now_ms)
+                .bind(now_ms + lease_ms)
+                .bind(now_ms)
+                .bind(now_ms);
+            for i in 0..IN_CHUNK {
+                q = q.bind(&chunk[i.min(chunk.len() - 1)]);
+            }
+            let n = q.bind(node_id).execute(&mut *tx).await?.rows_affected();
+            if n != chunk.len() as u64 {
+                // Cannot happen under the row locks; refuse the whole batch rather than guess.
+                return Err(StoreError::Stale("a run of the dispatch batch"));
+            }
+        }
+        let row = "(?, 0, ?, ?, 'dispatching', '[]', ?)";
+        let mut rest = dispatched.as_slice();
+        for size in pow2_chunks(dispatched.len()) {
+            let (chunk, tail) = rest.split_at(size);
+            rest = tail;
+            let sql = format!(
+                "INSERT INTO attempts (run_id, shard_index, attempt, webhook_id, state, trail, started_at_ms) VALUES {}",
+                vec![row; size].join(", ")
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                let r = &runs[id];
+                q = q.bind(&r.id).bind(r.attempt).bind(webhook_id(r)).bind(now_ms);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(decisions
+            .into_iter()
+            .map(|(id, d)| {
+                let d = d.unwrap_or_else(|| {
+                    if let Some(d) = skipped.remove(&id) {
+                        return d;
+                    }
+                    let run = runs.remove(&id).expect("dispatched");
+                    let job = jobs[&run.job_id].clone();
+                    DispatchDecision::Dispatch {
+                        webhook_id: webhook_id(&run),
+                        covered: covered_by.remove(&id).unwrap_or_default(),
+                        run,
+                        job,
+                    }
+                });
+                (id, d)
+            })
+            .collect())
+    }
+
+    /// A `dispatching` run recovered from a node that lost it: the same attempt, the same
+    /// webhook-id, a fresh deadline and lease. Inside the caller's transaction.
+    async fn redeliver(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        mut run: Run,
+        node_id: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<DispatchDecision> {
+        transition(run.state, &RunEvent::Redeliver).map_err(refused)?;
+        let job = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ?")))
+            .bind(&run.job_id)
+            .fetch_optional(&mut **tx)
+            .await?
+            .as_ref()
+            .map(job_row)
+            .transpose()?;
+        let Some(job) = job else {
+            set_terminal(tx, &run, RunEvent::Cancel, "the job was deleted", now_ms).await?;
+            return Ok(DispatchDecision::Gone);
+        };
+        let stored: Option<String> =
+            sqlx::query("SELECT webhook_id FROM attempts WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
+                .bind(&run.id)
+                .bind(run.attempt)
+                .fetch_optional(&mut **tx)
+                .await?
+                .as_ref()
+                .map(|r| col(r, "webhook_id"))
+                .transpose()?;
+        let webhook_id = stored.unwrap_or_else(|| webhook_id(&run));
+        let lease = now_ms + job.timeout_ms + lease_ms;
+        sqlx::query(
+            "UPDATE runs SET lease_until_ms = ?, deadline_ms = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND owner_node = ?",
+        )
+        .bind(lease)
+        .bind(now_ms + job.timeout_ms)
+        .bind(now_ms)
+        .bind(&run.id)
+        .bind(node_id)
+        .execute(&mut **tx)
+        .await?;
+        run.lease_until_ms = Some(lease);
+        // The redelivery gets the job's full timeout, measured from now.
+        run.deadline_ms = Some(now_ms + job.timeout_ms);
+        run.updated_at_ms = now_ms;
+        Ok(DispatchDecision::Dispatch { run, job, webhook_id, covered: Vec::new() })
+    }
+
+    /// Record a batch of attempt results in one transaction: see [`Store::run_finish_many`].
+    pub(super) async fn finish_many(&self, ps: &[FinishAttempt]) -> Result<Vec<FinishOutcome>> {
+        let ids = distinct(ps.iter().map(|p| p.run_id.as_str()));
+        let mut tx = self.begin().await?;
+        let mut runs = self.lock_runs(&mut tx, &ids).await?;
+        // Results applied earlier in this batch, for the duplicate check: (run, attempt) → (status, output).
+        let mut applied: HashMap<(String, i64), (&'static str, Option<Value>)> = HashMap::new();
+        let mut outcomes = Vec::with_capacity(ps.len());
+        let mut run_writes: Vec<RunWrite> = Vec::new();
+        let mut attempt_writes: Vec<AttemptWrite> = Vec::new();
+        let mut succeeded: Vec<usize> = Vec::new();
+        for p in ps {
+            let Some(run) = runs.get_mut(&p.run_id) else {
+                outcomes.push(FinishOutcome::NotFound);
+                continue;
+            };
+            let (status, event) = match &p.result {
+                AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
+                AttemptResult::Failed { reason, retry_at_ms } => {
+                    ("failed", RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
+                }
+            };
+            let current = run.attempt == p.attempt && matches!(run.state, RunState::Dispatching | RunState::Running);
+            if !current {
+                let prior = match applied.get(&(p.run_id.clone(), p.attempt)) {
+                    Some((s, o)) => Some((s.to_string(), o.clone())),
+                    None => sqlx::query(
+                        "SELECT state, output FROM attempts WHERE run_id = ? AND shard_index = 0 AND attempt = ?",
+                    )
+                    .bind(&p.run_id)
+                    .bind(p.attempt)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .map(|row| Ok::<_, StoreError>((col::<String>(&row, "state")?, json_opt(&row, "output")?)))
+                    .transpose()?,
+                };
+                outcomes.push(match prior {
+                    Some((state, output)) if state == status && output == p.output => FinishOutcome::Duplicate,
+                    _ => FinishOutcome::Conflict { state: run.state, attempt: run.attempt },
+                });
+                continue;
+            }
+            let t = transition(run.state, &event).map_err(refused)?;
+            let (reason, retry_at) = match &p.result {
+                AttemptResult::Succeeded => (None, None),
+                AttemptResult::Failed { reason, retry_at_ms } => (Some(reason.as_str()), *retry_at_ms),
+            };
+            let finished = t.to.is_terminal().then_some(p.now_ms);
+            let output = p.output.as_ref().map(to_json);
+            run_writes.push(RunWrite {
+                id: run.id.clone(),
+                state: t.to.as_str(),
+                reason,
+                message: p.message.clone(),
+                output: output.clone(),
+                next_attempt_at_ms: retry_at,
+                finished_at_ms: finished,
+                now_ms: p.now_ms,
+            });
+            attempt_writes.push(AttemptWrite {
+                run_id: run.id.clone(),
+                attempt: p.attempt,
+                state: status,
+                reason,
+                message: p.message.clone(),
+                output,
+                finished_at_ms: p.now_ms,
+                target: p.target.as_ref().map(|t| (t.executor_id.clone(), t.address.clone(), to_json(&t.trail))),
+            });
+            applied.insert((run.id.clone(), p.attempt), (status, p.output.clone()));
+            run.state = t.to;
+            run.reason = reason.map(String::from);
+            run.message = p.message.clone();
+            run.output = p.output.clone();
+            run.next_attempt_at_ms = retry_at;
+            run.finished_at_ms = finished;
+            run.owner_node = None;
+            run.lease_until_ms = None;
+            run.updated_at_ms = p.now_ms;
+            if t.to == RunState::Succeeded {
+                succeeded.push(outcomes.len());
+            }
+            outcomes.push(FinishOutcome::Applied { run: run.clone(), children: Vec::new() });
+        }
+        write_runs(&mut tx, &run_writes).await?;
+        write_attempts(&mut tx, &attempt_writes).await?;
+        // Children of the succeeded runs' jobs fire once each, in the same transaction.
+        if !succeeded.is_empty() {
+            let parents = distinct(succeeded.iter().map(|&i| match &outcomes[i] {
+                FinishOutcome::Applied { run, .. } => run.job_id.as_str(),
+                _ => unreachable!("only applied outcomes are listed"),
+            }));
+            let sql = format!(
+                "SELECT parent_job_id, child_job_id FROM job_children WHERE parent_job_id IN ({}) ORDER BY child_job_id",
+                placeholders(IN_CHUNK)
+            );
+            let mut children_of: HashMap<String, Vec<String>> = HashMap::new();
+            for row in fetch_in(&mut tx, &sql, &parents).await? {
+                children_of.entry(col(&row, "parent_job_id")?).or_default().push(col(&row, "child_job_id")?);
+            }
+            for i in succeeded {
+                let FinishOutcome::Applied { run, children } = &mut outcomes[i] else { continue };
+                for child in children_of.get(&run.job_id).map(Vec::as_slice).unwrap_or_default() {
+                    let now = run.updated_at_ms;
+                    let mut child_run =
+                        Run::pending(&run.tenant_id, child, 0, format!("p:{}", run.id), TriggerKind::Parent, now, now);
+                    child_run.parent_run_id = Some(run.id.clone());
+                    child_run.parent_output = run.output.clone();
+                    if insert_run(&mut tx, self.dialect, &child_run).await? {
+                        children.push(child_run);
+                    }
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(outcomes)
+    }
+
+    /// Generated runs of several jobs in one transaction: see [`Store::run_generate_many`].
+    pub(super) async fn generate_many(&self, batch: &[GenerateJob]) -> Result<Vec<Option<usize>>> {
+        let mut tx = self.begin().await?;
+        let mut out = Vec::with_capacity(batch.len());
+        let mut rows: Vec<Run> = Vec::new();
+        let mut owners: Vec<usize> = Vec::new();
+        for (i, g) in batch.iter().enumerate() {
+            let moved =
+                sqlx::query("UPDATE jobs SET generated_until_ms = ? WHERE id = ? AND version = ? AND state = 'active'")
+                    .bind(g.generated_until_ms)
+                    .bind(&g.job_id)
+                    .bind(g.job_version)
+                    .execute(&mut *tx)
+                    .await?;
+            if moved.rows_affected() == 0 {
+                out.push(None);
+                continue;
+            }
+            out.push(Some(0));
+            rows.extend(g.runs.iter().cloned());
+            owners.extend(std::iter::repeat_n(i, g.runs.len()));
+        }
+        let inserted = insert_runs(&mut tx, self.dialect, &rows).await?;
+        tx.commit().await?;
+        // INSERT IGNORE reports a total only: credit it to the jobs in order (exact when
+        // nothing was ignored, which is the rule: fire keys are new past `generated_until`).
+        let mut left = inserted;
+        for i in owners {
+            if left == 0 {
+                break;
+            }
+            if let Some(Some(n)) = out.get_mut(i) {
+                *n += 1;
+                left -= 1;
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn webhook_id(run: &Run) -> String {
+    format!("msg_{}_0_{}", run.id, run.attempt)
+}
+
+struct RunWrite {
+    id: String,
+    state: &'static str,
+    reason: Option<&'static str>,
+    message: Option<String>,
+    output: Option<String>,
+    next_attempt_at_ms: Option<i64>,
+    finished_at_ms: Option<i64>,
+    now_ms: i64,
+}
+
+struct AttemptWrite {
+    run_id: String,
+    attempt: i64,
+    state: &'static str,
+    reason: Option<&'static str>,
+    message: Option<String>,
+    output: Option<String>,
+    finished_at_ms: i64,
+    target: Option<(Option<String>, Option<String>, String)>,
+}
+
+/// Group writes whose values are equal, so each group is one `UPDATE … WHERE id IN (…)`.
+fn groups<W, K: PartialEq>(writes: &[W], key: impl Fn(&W) -> K) -> Vec<Vec<&W>> {
+    let mut out: Vec<(K, Vec<&W>)> = Vec::new();
+    for w in writes {
+        let k = key(w);
+        match out.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(w),
+            None => out.push((k, vec![w])),
+        }
+    }
+    out.into_iter().map(|(_, v)| v).collect()
+}
+
+async fn write_runs(tx: &mut Transaction<'static, Any>, writes: &[RunWrite]) -> Result<()> {
+    let sql = format!(
+        "UPDATE runs SET state = ?, reason = ?, message = ?, output = ?, next_attempt_at_ms = ?, finished_at_ms = ?, \
+         owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? WHERE id IN ({}) AND state IN ('dispatching', 'running')",
+        placeholders(IN_CHUNK)
+    );
+    let key = |w: &RunWrite| {
+        (w.state, w.reason, w.message.clone(), w.output.clone(), w.next_attempt_at_ms, w.finished_at_ms, w.now_ms)
+    };
+    for group in groups(writes, key) {
+        for chunk in group.chunks(IN_CHUNK) {
+            let w = chunk[0];
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                .bind(w.state)
+                .bind(w.reason)
+                .bind(&w.message)
+                .bind(&w.output)
+                .bind(w.next_attempt_at_ms)
+                .bind(w.finished_at_ms)
+                .bind(w.now_ms);
+            for i in 0..IN_CHUNK {
+                q = q.bind(&chunk[i.min(chunk.len() - 1)].id);
+            }
+            let n = q.execute(&mut **tx).await?.rows_affected();
+            if n != chunk.len() as u64 {
+                return Err(StoreError::Stale("a run of the result batch"));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn write_attempts(tx: &mut Transaction<'static, Any>, writes: &[AttemptWrite]) -> Result<()> {
+    let plain = format!(
+        "UPDATE attempts SET state = ?, reason = ?, message = ?, output = ?, finished_at_ms = ? \
+         WHERE shard_index = 0 AND attempt = ? AND run_id IN ({})",
+        placeholders(IN_CHUNK)
+    );
+    let targeted = format!(
+        "UPDATE attempts SET state = ?, reason = ?, message = ?, output = ?, finished_at_ms = ?, \
+         executor_id = ?, address = ?, trail = ? WHERE shard_index = 0 AND attempt = ? AND run_id IN ({})",
+        placeholders(IN_CHUNK)
+    );
+    let key = |w: &AttemptWrite| {
+        (w.attempt, w.state, w.reason, w.message.clone(), w.output.clone(), w.finished_at_ms, w.target.clone())
+    };
+    for group in groups(writes, key) {
+        for chunk in group.chunks(IN_CHUNK) {
+            let w = chunk[0];
+            let sql = if w.target.is_some() { &targeted } else { &plain };
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                .bind(w.state)
+                .bind(w.reason)
+                .bind(&w.message)
+                .bind(&w.output)
+                .bind(w.finished_at_ms);
+            if let Some((executor_id, address, trail)) = &w.target {
+                q = q.bind(executor_id).bind(address).bind(trail);
+            }
+            q = q.bind(w.attempt);
+            for i in 0..IN_CHUNK {
+                q = q.bind(&chunk[i.min(chunk.len() - 1)].run_id);
+            }
+            q.execute(&mut **tx).await?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pow2_chunks;
+
+    #[test]
+    fn chunks_are_powers_of_two_summing_to_n() {
+        assert_eq!(pow2_chunks(0), Vec::<usize>::new());
+        assert_eq!(pow2_chunks(1), vec![1]);
+        assert_eq!(pow2_chunks(7), vec![4, 2, 1]);
+        assert_eq!(pow2_chunks(32), vec![32]);
+        assert_eq!(pow2_chunks(77), vec![32, 32, 8, 4, 1]);
+        for n in 0..200 {
+            let c = pow2_chunks(n);
+            assert_eq!(c.iter().sum::<usize>(), n);
+            assert!(c.iter().all(|s| s.is_power_of_two() && *s <= super::INSERT_CHUNK));
+        }
+    }
+}
