@@ -43,6 +43,11 @@ pub struct FailureSpec {
     pub max_retries: Option<i64>,
     #[serde(default)]
     pub backoff: Option<BackoffSpec>,
+    /// May a retry start while the executor of the timed-out attempt still reports, in its
+    /// heartbeats, that it is running the run? Default false: the retry waits until that
+    /// executor stops listing the run or goes offline.
+    #[serde(default)]
+    pub allow_overlap: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -208,6 +213,7 @@ impl FailureSpec {
                 max_ms: Some(max),
                 jitter: Some(b.jitter.unwrap_or(true)),
             }),
+            allow_overlap: Some(self.allow_overlap.unwrap_or(false)),
         })
     }
 }
@@ -254,7 +260,12 @@ impl JobDef {
         let failure = input
             .failure
             .clone()
-            .unwrap_or(FailureSpec { policy: FailurePolicyKind::Retry, max_retries: None, backoff: None })
+            .unwrap_or(FailureSpec {
+                policy: FailurePolicyKind::Retry,
+                max_retries: None,
+                backoff: None,
+                allow_overlap: None,
+            })
             .resolve()
             .map_err(|e| e.within("failure"))?;
         let timeout_ms = in_range("timeout_ms", input.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS), 1_000, 86_400_000)?;
@@ -337,7 +348,12 @@ mod tests {
         i.schedule.timezone = Some("Nowhere/Land".into());
         assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "schedule.timezone");
         let mut i = input();
-        i.failure = Some(FailureSpec { policy: FailurePolicyKind::Retry, max_retries: Some(1000), backoff: None });
+        i.failure = Some(FailureSpec {
+            policy: FailurePolicyKind::Retry,
+            max_retries: Some(1000),
+            backoff: None,
+            allow_overlap: None,
+        });
         assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "failure.max_retries");
         let mut i = input();
         i.children = Some(vec!["nope".into()]);

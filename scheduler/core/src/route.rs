@@ -46,6 +46,9 @@ pub mod outcome {
 
 /// Virtual nodes per executor on the consistent-hash ring.
 pub const VIRTUAL_NODES: u32 = 100;
+
+/// An executor without a heartbeat for this long is offline (the brief: 10 s).
+pub const EXECUTOR_OFFLINE_MS: i64 = 10_000;
 /// At most this many job keys are remembered (round-robin counters and usage,
 /// each); past it an arbitrary key is forgotten, which only costs that job its
 /// balancing history.

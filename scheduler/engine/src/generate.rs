@@ -151,7 +151,12 @@ pub(crate) mod tests {
                 catchup_window_ms: Some(window),
                 max_catchup: Some(cap),
             },
-            failure: FailureSpec { policy: FailurePolicyKind::Discard, max_retries: Some(0), backoff: None },
+            failure: FailureSpec {
+                policy: FailurePolicyKind::Discard,
+                max_retries: Some(0),
+                backoff: None,
+                allow_overlap: None,
+            },
             timeout_ms: 1000,
             max_concurrency: None,
             state: JobState::Active,

@@ -81,7 +81,7 @@ impl EngineConfig {
             tick_ms: 200,
             max_inflight: 512,
             reaper_grace_ms: 5_000,
-            executor_offline_ms: 10_000,
+            executor_offline_ms: sundial_core::route::EXECUTOR_OFFLINE_MS,
             executor_lost_ms: 30_000,
             address: String::new(),
             node_dead_ms: 10_000,

@@ -223,6 +223,7 @@ mod tests {
                 max_ms: Some(3000),
                 jitter: Some(false),
             }),
+            allow_overlap: None,
         });
         assert_eq!(retry_delay_ms(&j, 1, 0.5), Some(1000));
         assert_eq!(retry_delay_ms(&j, 2, 0.5), Some(2000));
@@ -241,10 +242,16 @@ mod tests {
                 max_ms: None,
                 jitter: Some(true),
             }),
+            allow_overlap: None,
         });
         assert_eq!(retry_delay_ms(&j, 1, 0.0), Some(800));
         assert_eq!(retry_delay_ms(&j, 1, 0.999_999), Some(1200));
-        let d = job_with(FailureSpec { policy: FailurePolicyKind::Discard, max_retries: Some(0), backoff: None });
+        let d = job_with(FailureSpec {
+            policy: FailurePolicyKind::Discard,
+            max_retries: Some(0),
+            backoff: None,
+            allow_overlap: None,
+        });
         assert_eq!(retry_delay_ms(&d, 1, 0.5), None);
     }
 }

@@ -280,11 +280,13 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn app_by_id(&self, id: &str) -> Result<Option<App>>;
     /// Insert or refresh an executor by (app, address); returns the stored row (its id is stable).
     async fn executor_upsert(&self, e: &Executor) -> Result<Executor>;
+    /// `running_runs`: the run ids the executor says it is working on (`None`: not reported).
     async fn executor_heartbeat(
         &self,
         app_id: &str,
         executor_id: &str,
         running: i64,
+        running_runs: Option<&[String]>,
         metadata: Option<&serde_json::Value>,
         now_ms: i64,
     ) -> Result<bool>;

@@ -25,6 +25,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0002_lease_indexes.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0002_lease_indexes.sql"),
     },
+    Migration {
+        version: 5,
+        name: "executor_running_runs",
+        mysql: include_str!("../../../migrations/mysql/0005_executor_running_runs.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0005_executor_running_runs.sql"),
+    },
 ];
 
 /// Split a migration file into statements (no statement of ours contains `;` inside).

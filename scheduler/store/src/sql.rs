@@ -1412,15 +1412,17 @@ impl Store for SqlStore {
         app_id: &str,
         executor_id: &str,
         running: i64,
+        running_runs: Option<&[String]>,
         metadata: Option<&Value>,
         now_ms: i64,
     ) -> Result<bool> {
         let r = sqlx::query(
-            "UPDATE executors SET state = 'online', running = ?, last_heartbeat_ms = ?, \
+            "UPDATE executors SET state = 'online', running = ?, running_runs = ?, last_heartbeat_ms = ?, \
              metadata = COALESCE(?, metadata), last_metadata_ms = CASE WHEN ? IS NULL THEN last_metadata_ms ELSE ? END \
              WHERE id = ? AND app_id = ?",
         )
         .bind(running)
+        .bind(running_runs.map(|r| to_json(&r)))
         .bind(now_ms)
         .bind(metadata.map(to_json))
         .bind(metadata.map(|_| now_ms))

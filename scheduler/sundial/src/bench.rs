@@ -703,7 +703,12 @@ fn bench_job(
             catchup_window_ms: None,
             max_catchup: None,
         }),
-        failure: Some(FailureSpec { policy: FailurePolicyKind::Discard, max_retries: None, backoff: None }),
+        failure: Some(FailureSpec {
+            policy: FailurePolicyKind::Discard,
+            max_retries: None,
+            backoff: None,
+            allow_overlap: None,
+        }),
         timeout_ms: Some(30_000),
         max_concurrency: None,
         children: None,

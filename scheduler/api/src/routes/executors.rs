@@ -52,9 +52,15 @@ pub struct Registered {
 #[serde(deny_unknown_fields)]
 pub struct HeartbeatRequest {
     pub executor_id: String,
-    /// Runs in progress on this executor (used by the `busyover` route).
+    /// Runs in progress on this executor (used by the `busyover` route). Default: the
+    /// length of `running_runs`, else 0.
     #[serde(default)]
     pub running: Option<i64>,
+    /// The ids of the runs in progress on this executor, at most 10000. A retry of a run
+    /// whose attempt timed out waits while its executor still lists it here (unless the
+    /// job's `failure.allow_overlap` is true).
+    #[serde(default)]
+    pub running_runs: Option<Vec<String>>,
     /// Sent every 30 s; replaces the stored metadata.
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
@@ -113,9 +119,14 @@ fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> J
         }
         .resolve()
         .expect("defaults are valid"),
-        failure: FailureSpec { policy: FailurePolicyKind::Retry, max_retries: None, backoff: None }
-            .resolve()
-            .expect("defaults are valid"),
+        failure: FailureSpec {
+            policy: FailurePolicyKind::Retry,
+            max_retries: None,
+            backoff: None,
+            allow_overlap: None,
+        }
+        .resolve()
+        .expect("defaults are valid"),
         timeout_ms: DEFAULT_TIMEOUT_MS,
         max_concurrency: None,
         state: JobState::Stopped,
@@ -186,11 +197,21 @@ pub async fn register(
     responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn heartbeat(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
     let (app, req): (_, HeartbeatRequest) = verify(&st, &headers, &body).await?;
-    let running = req.running.unwrap_or(0);
+    let running = req.running.unwrap_or(req.running_runs.as_ref().map_or(0, |r| r.len() as i64));
     if running < 0 {
         return Err(ApiError::field("running", "invalid_field", "must not be negative"));
     }
-    if !st.store.executor_heartbeat(&app.id, &req.executor_id, running, req.metadata.as_ref(), st.now_ms()).await? {
+    if let Some(ids) = &req.running_runs {
+        if ids.len() > 10_000 {
+            return Err(ApiError::field("running_runs", "invalid_field", "at most 10000 run ids"));
+        }
+        if let Some(i) = ids.iter().position(|id| id.is_empty() || id.len() > 64) {
+            return Err(ApiError::field(&format!("running_runs[{i}]"), "invalid_field", "not a run id"));
+        }
+    }
+    let store = &st.store;
+    let runs = req.running_runs.as_deref();
+    if !store.executor_heartbeat(&app.id, &req.executor_id, running, runs, req.metadata.as_ref(), st.now_ms()).await? {
         return Err(ApiError::not_found("executor (register first)"));
     }
     Ok(axum::Json(Ack { ok: true }))

@@ -25,6 +25,7 @@ crate::on_both_databases!(
     a_dead_nodes_claims_are_recovered_and_redelivered_with_the_same_webhook_id,
     runs_of_a_silent_executor_are_lost_after_a_grace_period,
     a_node_whose_clock_is_off_stops_claiming,
+    a_retry_waits_while_the_timed_out_executor_still_runs_it,
 );
 
 struct Setup {
@@ -708,4 +709,60 @@ async fn a_node_whose_clock_is_off_stops_claiming(app: &TestApp) {
     assert_eq!(st, StatusCode::OK, "{nodes}");
     assert_eq!(nodes["items"][0]["id"], "node_test");
     assert_eq!(nodes["items"][0]["state"], "alive");
+}
+
+async fn a_retry_waits_while_the_timed_out_executor_still_runs_it(app: &TestApp) {
+    let s = setup(app).await;
+    app.patch("/api/v1/apps/billing", &s.key, json!({"endpoints": []})).await;
+    s.exec.always(Answer::Accept);
+    let (st, reg) = callback(
+        app,
+        &s,
+        "/api/v1/executors/register",
+        "reg",
+        json!({"address": s.exec.url, "handlers": ["invoice.run"]}),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK);
+    let exe = reg["executor_id"].clone();
+    let retry = |overlap: bool| {
+        json!({"timeout_ms": 10000, "failure": {"policy": "retry", "max_retries": 3, "allow_overlap": overlap,
+            "backoff": {"kind": "fixed", "base_ms": 1000, "jitter": false}}})
+    };
+    let careful = app.job(&s.key, manual("careful", retry(false))).await;
+    assert_eq!(careful["failure"]["allow_overlap"], false);
+    let relaxed = app.job(&s.key, manual("relaxed", retry(true))).await;
+    let c = trigger(app, &s.key, careful["id"].as_str().unwrap()).await;
+    let r = trigger(app, &s.key, relaxed["id"].as_str().unwrap()).await;
+    app.engine.tick().await.unwrap();
+    assert_eq!(s.exec.deliveries().len(), 2);
+    // Both attempts time out; the executor keeps reporting both runs as running.
+    app.clock.advance(15_001);
+    running_heartbeat(app, &s, &exe, "hb-1", json!([c, r])).await;
+    assert_eq!(app.engine.reap_once().await.unwrap(), 2);
+    assert_eq!(s.exec.cancels().len(), 2, "each timed-out attempt was cancelled");
+    app.clock.advance(1_000);
+    app.engine.tick().await.unwrap();
+    assert_eq!(run_detail(app, &s.key, &r).await["attempt"], 2, "overlap allowed: the retry went at once");
+    assert_eq!(state(app, &s.key, &c).await, "retrying", "the executor still runs it: the retry waits");
+    app.clock.advance(600);
+    running_heartbeat(app, &s, &exe, "hb-2", json!([c])).await;
+    app.engine.tick().await.unwrap();
+    assert_eq!(run_detail(app, &s.key, &c).await["attempt"], 1, "still listed: still waiting");
+    // The executor lets go of it: the retry starts.
+    app.clock.advance(600);
+    running_heartbeat(app, &s, &exe, "hb-3", json!([])).await;
+    app.engine.tick().await.unwrap();
+    let d = run_detail(app, &s.key, &c).await;
+    assert_eq!((d["attempt"].clone(), d["state"].clone()), (json!(2), json!("running")), "{d}");
+    // A bad list is refused, naming the field, and changes nothing.
+    let bad = json!({"executor_id": exe, "running_runs": ["run_1", ""]});
+    let (st, v) = callback(app, &s, "/api/v1/executors/heartbeat", "hb-bad", bad).await;
+    assert_eq!((st, v["details"]["field"].clone()), (StatusCode::UNPROCESSABLE_ENTITY, json!("running_runs[1]")));
+}
+
+async fn running_heartbeat(app: &TestApp, s: &Setup, executor_id: &Value, msg_id: &str, running: Value) {
+    let body = json!({"executor_id": executor_id, "running_runs": running});
+    let (st, v) = callback(app, s, "/api/v1/executors/heartbeat", msg_id, body).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
 }

@@ -177,6 +177,22 @@ impl SqlStore {
                 skipped.insert(id.clone(), DispatchDecision::Gone);
                 continue;
             };
+            if run.state == RunState::Retrying
+                && !job.failure.allow_overlap.unwrap_or(false)
+                && self.still_running_elsewhere(&mut tx, &run, now_ms).await?
+            {
+                // The timed-out attempt's executor still reports running it: the retry waits.
+                sqlx::query(
+                    "UPDATE runs SET lease_until_ms = ? WHERE id = ? AND owner_node = ? AND state = 'retrying'",
+                )
+                .bind(now_ms + lease_ms)
+                .bind(&run.id)
+                .bind(node_id)
+                .execute(&mut *tx)
+                .await?;
+                skipped.insert(id.clone(), DispatchDecision::Blocked);
+                continue;
+            }
             if run.state == RunState::Queued {
                 let list = inflight.entry(job.id.clone()).or_default();
                 list.retain(|r| r.id != run.id);
@@ -312,6 +328,32 @@ impl SqlStore {
                 (id, d)
             })
             .collect())
+    }
+
+    /// Does the executor of the run's timed-out attempt, online by its heartbeat, still
+    /// list the run among those it is running?
+    async fn still_running_elsewhere(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        run: &Run,
+        now_ms: i64,
+    ) -> Result<bool> {
+        let row = sqlx::query(
+            "SELECT e.running_runs FROM attempts a JOIN executors e ON e.id = a.executor_id \
+             WHERE a.run_id = ? AND a.shard_index = 0 AND a.attempt = ? AND a.reason = 'timeout' \
+             AND e.state = 'online' AND e.last_heartbeat_ms >= ?",
+        )
+        .bind(&run.id)
+        .bind(run.attempt)
+        .bind(now_ms - sundial_core::route::EXECUTOR_OFFLINE_MS)
+        .fetch_optional(&mut **tx)
+        .await?;
+        let Some(row) = row else { return Ok(false) };
+        let listed: Option<Vec<String>> = json_opt(&row, "running_runs")?
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("executors.running_runs: {e}")))?;
+        Ok(listed.is_some_and(|ids| ids.contains(&run.id)))
     }
 
     /// A `dispatching` run recovered from a node that lost it: the same attempt, the same

@@ -72,7 +72,12 @@ fn job_of(a: &App, name: &str) -> Job {
             catchup_window_ms: Some(3_600_000),
             max_catchup: Some(10),
         },
-        failure: FailureSpec { policy: FailurePolicyKind::Retry, max_retries: Some(3), backoff: None },
+        failure: FailureSpec {
+            policy: FailurePolicyKind::Retry,
+            max_retries: Some(3),
+            backoff: None,
+            allow_overlap: None,
+        },
         timeout_ms: 60_000,
         max_concurrency: Some(2),
         state: JobState::Active,
