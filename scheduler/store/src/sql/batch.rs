@@ -265,31 +265,36 @@ impl SqlStore {
             inflight.entry(job.id.clone()).or_default().push(r.clone());
             dispatched.push(id.clone());
         }
-        // One statement per chunk moves the dispatched runs; the locks taken above make
-        // the reads and these writes one decision. Deadline and lease come from each job.
+        // One statement per chunk of runs whose jobs share timeout and version moves the
+        // dispatched runs; the locks taken above make the reads and these writes one decision.
         let update_sql = format!(
-            "UPDATE runs SET state = 'dispatching', attempt = attempt + 1, owner_node = ?, \
-             deadline_ms = ? + (SELECT j.timeout_ms FROM jobs j WHERE j.id = runs.job_id), \
-             lease_until_ms = ? + (SELECT j.timeout_ms FROM jobs j WHERE j.id = runs.job_id), \
-             next_attempt_at_ms = NULL, started_at_ms = COALESCE(started_at_ms, ?), \
-             job_version = (SELECT j.version FROM jobs j WHERE j.id = runs.job_id), updated_at_ms = ? \
-             WHERE id IN ({}) AND state IN ('queued', 'retrying') AND owner_node = ?",
+            "UPDATE runs SET state = 'dispatching', attempt = attempt + 1, owner_node = ?, deadline_ms = ?, \
+             lease_until_ms = ?, next_attempt_at_ms = NULL, started_at_ms = COALESCE(started_at_ms, ?), \
+             job_version = ?, updated_at_ms = ? WHERE id IN ({}) AND state IN ('queued', 'retrying') AND owner_node = ?",
             placeholders(IN_CHUNK)
         );
-        for chunk in dispatched.chunks(IN_CHUNK) {
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(update_sql.clone()))
-                .bind(node_id)
-                .bind(now_ms)
-                .bind(now_ms + lease_ms)
-                .bind(now_ms)
-                .bind(now_ms);
-            for i in 0..IN_CHUNK {
-                q = q.bind(&chunk[i.min(chunk.len() - 1)]);
-            }
-            let n = q.bind(node_id).execute(&mut *tx).await?.rows_affected();
-            if n != chunk.len() as u64 {
-                // Cannot happen under the row locks; refuse the whole batch rather than guess.
-                return Err(StoreError::Stale("a run of the dispatch batch"));
+        let key = |id: &String| {
+            let job = &jobs[&runs[id].job_id];
+            (job.timeout_ms, job.version)
+        };
+        for group in groups(&dispatched, key) {
+            let (timeout_ms, version) = key(group[0]);
+            for chunk in group.chunks(IN_CHUNK) {
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(update_sql.clone()))
+                    .bind(node_id)
+                    .bind(now_ms + timeout_ms)
+                    .bind(now_ms + timeout_ms + lease_ms)
+                    .bind(now_ms)
+                    .bind(version)
+                    .bind(now_ms);
+                for i in 0..IN_CHUNK {
+                    q = q.bind(chunk[i.min(chunk.len() - 1)]);
+                }
+                let n = q.bind(node_id).execute(&mut *tx).await?.rows_affected();
+                if n != chunk.len() as u64 {
+                    // Cannot happen under the row locks; refuse the whole batch rather than guess.
+                    return Err(StoreError::Stale("a run of the dispatch batch"));
+                }
             }
         }
         let row = "(?, 0, ?, ?, 'dispatching', '[]', ?)";
@@ -527,40 +532,47 @@ impl SqlStore {
     /// Generated runs of several jobs in one transaction: see [`Store::run_generate_many`].
     pub(super) async fn generate_many(&self, batch: &[GenerateJob]) -> Result<Vec<Option<usize>>> {
         let mut tx = self.begin().await?;
-        let mut out = Vec::with_capacity(batch.len());
-        let mut rows: Vec<Run> = Vec::new();
-        let mut owners: Vec<usize> = Vec::new();
-        for (i, g) in batch.iter().enumerate() {
-            let moved =
-                sqlx::query("UPDATE jobs SET generated_until_ms = ? WHERE id = ? AND version = ? AND state = 'active'")
-                    .bind(g.generated_until_ms)
-                    .bind(&g.job_id)
-                    .bind(g.job_version)
-                    .execute(&mut *tx)
-                    .await?;
-            if moved.rows_affected() == 0 {
-                out.push(None);
-                continue;
-            }
-            out.push(Some(0));
-            rows.extend(g.runs.iter().cloned());
-            owners.extend(std::iter::repeat_n(i, g.runs.len()));
+        // Which jobs are still at the version the runs were planned from (and active)?
+        let ids = distinct(batch.iter().map(|g| g.job_id.as_str()));
+        let sql = format!(
+            "SELECT id, version, state FROM jobs WHERE id IN ({}){}",
+            placeholders(IN_CHUNK),
+            self.lock_clause()
+        );
+        let mut current: HashMap<String, (i64, String)> = HashMap::new();
+        for row in fetch_in(&mut tx, &sql, &ids).await? {
+            current.insert(col(&row, "id")?, (col(&row, "version")?, col(&row, "state")?));
         }
+        let fresh: Vec<&GenerateJob> = batch
+            .iter()
+            .filter(|g| current.get(&g.job_id).is_some_and(|(v, st)| *v == g.job_version && st == "active"))
+            .collect();
+        let update = format!("UPDATE jobs SET generated_until_ms = ? WHERE id IN ({})", placeholders(IN_CHUNK));
+        for group in groups(&fresh, |g| g.generated_until_ms) {
+            for chunk in group.chunks(IN_CHUNK) {
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(update.clone())).bind(chunk[0].generated_until_ms);
+                for i in 0..IN_CHUNK {
+                    q = q.bind(&chunk[i.min(chunk.len() - 1)].job_id);
+                }
+                q.execute(&mut *tx).await?;
+            }
+        }
+        let rows: Vec<Run> = fresh.iter().flat_map(|g| g.runs.iter().cloned()).collect();
         let inserted = insert_runs(&mut tx, self.dialect, &rows).await?;
         tx.commit().await?;
         // INSERT IGNORE reports a total only: credit it to the jobs in order (exact when
         // nothing was ignored, which is the rule: fire keys are new past `generated_until`).
         let mut left = inserted;
-        for i in owners {
-            if left == 0 {
-                break;
-            }
-            if let Some(Some(n)) = out.get_mut(i) {
-                *n += 1;
-                left -= 1;
-            }
-        }
-        Ok(out)
+        Ok(batch
+            .iter()
+            .map(|g| {
+                fresh.iter().any(|f| std::ptr::eq(*f, g)).then(|| {
+                    let n = g.runs.len().min(left);
+                    left -= n;
+                    n
+                })
+            })
+            .collect())
     }
 }
 
