@@ -25,6 +25,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0002_lease_indexes.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0002_lease_indexes.sql"),
     },
+    Migration {
+        version: 3,
+        name: "shards",
+        mysql: include_str!("../../../migrations/mysql/0003_shards.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0003_shards.sql"),
+    },
 ];
 
 /// Split a migration file into statements (no statement of ours contains `;` inside).
