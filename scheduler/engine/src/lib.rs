@@ -17,6 +17,7 @@ mod cluster;
 mod delivery;
 mod generate;
 pub mod outcome;
+mod shard;
 mod timer;
 
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use delivery::{DeliveryClient, cancel_remote};
 pub use outcome::{ExecutorResult, finish_attempt};
+pub use shard::{cancel_shards_remote, finish_shard};
 
 /// Name of the operator switch in the `settings` table.
 pub const SETTING_SCHEDULES_PAUSED: &str = "schedules_paused";
@@ -192,6 +194,11 @@ impl Engine {
         }));
         let e = self.clone();
         tasks.push(tokio::spawn(async move { e.timer_loop().await }));
+        tasks.push(self.spawn_loop(
+            "shard-retry",
+            tick,
+            |e| async move { e.shard_retry_once(false).await.map(|_| ()) },
+        ));
         tasks.push(
             self.spawn_loop("reaper", Duration::from_millis(1000), |e| async move { e.reap_once().await.map(|_| ()) }),
         );

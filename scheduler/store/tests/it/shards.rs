@@ -170,10 +170,6 @@ fn applied(o: ShardFinishOutcome) -> (Run, RunShard, Vec<Run>) {
     }
 }
 
-async fn shard(s: &S, run: &Run, index: i64) -> RunShard {
-    s.shard_list(&run.id).await.unwrap().into_iter().find(|sh| sh.shard_index == index).unwrap()
-}
-
 pub async fn shards_are_frozen_once_with_stable_webhook_ids(s: S) {
     let f = fixture(&s).await;
     let job = sharded_job(&s, &f, "j", &[]).await;
