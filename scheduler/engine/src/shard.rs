@@ -347,6 +347,9 @@ impl Engine {
     /// Returns how many attempts were started. With `wait`, deliveries finish before this
     /// returns (tests); otherwise they run as tasks.
     pub async fn shard_retry_once(self: &Arc<Self>, wait: bool) -> Result<usize> {
+        if self.clock_skewed() {
+            return Ok(0); // backoffs are judged by this node's clock: not while it is off
+        }
         let now = self.now_ms();
         let due = self.store.shard_due_retries(now, 100).await?;
         let mut started = 0;
@@ -398,7 +401,10 @@ impl Engine {
     pub(crate) async fn reap_shards(&self, now: i64) -> Result<usize> {
         let mut n = 0;
         for (run, shard) in self.store.shard_overdue(now - self.cfg.reaper_grace_ms, 500).await? {
-            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else { continue };
+            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
+                self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
+                continue;
+            };
             if let (Some(address), Ok(Some(app))) = (&shard.address, self.store.app_by_id(&job.app_id).await) {
                 cancel_shard_attempt(&self.client, &app, &run.id, shard.shard_index, shard.attempt, address).await;
             }
@@ -414,7 +420,10 @@ impl Engine {
         }
         let lost = self.store.shard_on_silent_executors(now - self.cfg.executor_lost_ms, 500).await?;
         for (run, shard) in lost {
-            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else { continue };
+            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
+                self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
+                continue;
+            };
             let result = ExecutorResult {
                 succeeded: false,
                 reason: FailReason::Lost,

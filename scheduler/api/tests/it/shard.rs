@@ -510,6 +510,19 @@ async fn cancelling_a_sharded_run_cancels_every_shard_still_out(app: &TestApp) {
     assert_eq!(shard_states(&d), ["succeeded", "cancelled", "cancelled"]);
     let (st, _) = result(app, &s, &run_id, "late", json!({"attempt": 1, "shard": 1, "status": "succeeded"})).await;
     assert_eq!(st, StatusCode::CONFLICT);
+    // A sharded run whose job was deleted meanwhile ends `cancelled` once a shard is overdue.
+    let mut body = sharded("short-lived", json!({}));
+    body["timeout_ms"] = json!(1000);
+    let job = app.job(&s.key, body).await;
+    let run_id = trigger(app, &s.key, &job).await;
+    app.engine.tick().await.unwrap();
+    let (st, _) = app.delete(&format!("/api/v1/jobs/{}", job["id"].as_str().unwrap()), &s.key).await;
+    assert!(st.is_success(), "{st}");
+    app.clock.advance(1000 + 5000 + 1);
+    app.engine.reap_once().await.unwrap();
+    let d = detail(app, &s.key, &run_id).await;
+    assert_eq!((d["state"].clone(), d["message"].clone()), (json!("cancelled"), json!("the job was deleted")), "{d}");
+    assert_eq!(shard_states(&d), ["succeeded", "cancelled", "cancelled"]);
 }
 
 async fn a_shard_whose_executor_went_offline_retries_on_another(app: &TestApp) {
