@@ -1,11 +1,12 @@
 //! The scheduling engine: what makes runs happen.
 //!
-//! One [`Engine`] per node runs four loops, each a thin wrapper around a step
+//! One [`Engine`] per node runs five loops, each a thin wrapper around a step
 //! function that tests call directly with an injected clock:
 //! - [`Engine::generate_once`]: write runs for the horizon ahead (pre-generation);
 //! - [`Engine::claim_once`]: claim due runs into the in-memory timer, applying the misfire policy;
 //! - [`Engine::fire_due`]: pop due runs from the timer and dispatch them;
-//! - [`Engine::reap_once`]: fail `running` runs past their deadline.
+//! - [`Engine::shard_retry_once`]: start the due retries of shards of sharded runs;
+//! - [`Engine::reap_once`]: fail `running` runs (and shards) past their deadline.
 //!
 //! Every change of a run's state goes through the store's conditional updates
 //! (which apply `sundial_core::run_state::transition`), so the in-memory timer is
