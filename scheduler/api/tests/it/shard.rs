@@ -19,6 +19,7 @@ crate::on_both_databases!(
     a_redelivered_sharded_run_resends_only_unanswered_shards_with_the_same_ids,
     cancelling_a_sharded_run_cancels_every_shard_still_out,
     a_shard_whose_executor_went_offline_retries_on_another,
+    a_shard_retry_committed_but_never_sent_times_out_and_retries,
 );
 
 struct Setup {
@@ -564,4 +565,47 @@ async fn a_shard_whose_executor_went_offline_retries_on_another(app: &TestApp) {
         ],
         "the dispatch trail says why the shard moved"
     );
+}
+
+async fn a_shard_retry_committed_but_never_sent_times_out_and_retries(app: &TestApp) {
+    use sundial_store::{ShardRetryBegin, ShardTarget};
+    let s = setup(app, false, 2).await;
+    s.execs[1].then(Answer::Status(500, json!({})));
+    let mut body = sharded("crashy", retry(3));
+    body["timeout_ms"] = json!(2000);
+    let job = app.job(&s.key, body).await;
+    let run_id = trigger(app, &s.key, &job).await;
+    app.engine.tick().await.unwrap();
+    assert_eq!(shard_states(&detail(app, &s.key, &run_id).await), ["succeeded", "retrying"]);
+    // Another node wins the due retry, commits attempt 2 ... and dies before sending it.
+    app.clock.advance(1000);
+    let now = app.clock.now_ms();
+    let begin = ShardRetryBegin {
+        run_id: run_id.clone(),
+        shard_index: 1,
+        attempt: 1,
+        target: Some(ShardTarget { executor_id: s.exec_ids[1].clone(), address: s.execs[1].url.clone() }),
+        deadline_ms: now + 2000,
+        now_ms: now,
+    };
+    let d = app.db.store().shard_retry_begin(&begin).await.unwrap().expect("started");
+    assert_eq!(d.shard.attempt, 2);
+    app.engine.tick().await.unwrap();
+    assert_eq!(s.execs[1].deliveries().len(), 1, "started elsewhere: not this node's to send");
+    // Past its deadline and the grace, the reaper fails it `timeout`; its own policy retries it.
+    app.clock.advance(2000 + 5000 + 1);
+    assert_eq!(app.engine.reap_once().await.unwrap(), 1);
+    assert_eq!(s.execs[1].cancels()[0].body, json!({"run_id": run_id, "attempt": 2, "shard": 1}));
+    let d = detail(app, &s.key, &run_id).await;
+    assert_eq!(
+        (d["shards"][1]["state"].clone(), d["shards"][1]["reason"].clone()),
+        (json!("retrying"), json!("timeout"))
+    );
+    assert_eq!(d["state"], "running");
+    app.clock.advance(1000);
+    app.engine.tick().await.unwrap();
+    let sent = s.execs[1].deliveries();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(header(&sent[1], "webhook-id"), format!("msg_{run_id}_1_3"));
+    assert_eq!(detail(app, &s.key, &run_id).await["state"], "succeeded");
 }
