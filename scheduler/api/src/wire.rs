@@ -300,6 +300,7 @@ pub struct RunOut {
     pub scheduled_at: String,
     pub state: RunState,
     pub attempt: i64,
+    /// For a `sharding` job: how many shards the run has, frozen at its first dispatch.
     pub shard_total: Option<i64>,
     #[schema(value_type = Option<Object>)]
     pub params: Option<Value>,
@@ -412,8 +413,54 @@ impl From<sundial_store::Attempt> for AttemptOut {
     }
 }
 
+/// One shard of a sharded run: its own state, attempts and result.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShardOut {
+    /// 0 to `shard_total` - 1; sent as `sundial-shard: index/total`.
+    pub index: i64,
+    /// `dispatching`, `running`, `retrying`, `succeeded`, `failed` or `cancelled`.
+    pub state: RunState,
+    /// The shard's current attempt; all its attempts are in `attempts` with this `shard`.
+    pub attempt: i64,
+    /// The executor of the current attempt (`static:<url>` for a static endpoint).
+    pub executor_id: Option<String>,
+    pub address: Option<String>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub output: Option<Value>,
+    /// When a `retrying` shard's next attempt is due.
+    pub next_attempt_at: Option<String>,
+    /// The current attempt's deadline.
+    pub deadline_at: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub updated_at: String,
+}
+
+impl From<sundial_store::RunShard> for ShardOut {
+    fn from(s: sundial_store::RunShard) -> Self {
+        ShardOut {
+            index: s.shard_index,
+            state: s.state,
+            attempt: s.attempt,
+            executor_id: s.executor_id,
+            address: s.address,
+            reason: s.reason,
+            message: s.message,
+            output: s.output,
+            next_attempt_at: s.next_attempt_at_ms.map(rfc3339_utc),
+            deadline_at: s.deadline_ms.map(rfc3339_utc),
+            started_at: s.started_at_ms.map(rfc3339_utc),
+            finished_at: s.finished_at_ms.map(rfc3339_utc),
+            updated_at: rfc3339_utc(s.updated_at_ms),
+        }
+    }
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LogOut {
+    pub shard: i64,
     pub attempt: i64,
     pub at: String,
     pub level: String,
@@ -424,6 +471,8 @@ pub struct LogOut {
 pub struct RunDetail {
     #[serde(flatten)]
     pub run: RunOut,
+    /// For a sharded run, its shards in index order (empty otherwise).
+    pub shards: Vec<ShardOut>,
     pub attempts: Vec<AttemptOut>,
     /// The first 1000 log lines.
     pub logs: Vec<LogOut>,

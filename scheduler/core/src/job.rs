@@ -286,14 +286,6 @@ impl JobDef {
             return Err(FieldError::invalid("children", "lists a job more than once"));
         }
         let route = input.route.unwrap_or(Route::RoundRobin);
-        if route == Route::Sharding {
-            // Per-shard records exist in the schema, but the engine does not yet deliver
-            // and aggregate shards; refuse rather than run it as a single delivery.
-            return Err(FieldError::invalid(
-                "route",
-                "`sharding` is not available yet in this release; use `failover`, `round_robin` or another route",
-            ));
-        }
         Ok(JobDef {
             name,
             description,
@@ -358,8 +350,12 @@ mod tests {
         let mut i = input();
         i.children = Some(vec!["nope".into()]);
         assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "children[0]");
+    }
+
+    #[test]
+    fn sharding_is_a_route_like_the_others() {
         let mut i = input();
         i.route = Some(Route::Sharding);
-        assert!(JobDef::parse(&i, 0).unwrap_err().message.contains("not available yet"));
+        assert_eq!(JobDef::parse(&i, 0).unwrap().route, Route::Sharding);
     }
 }

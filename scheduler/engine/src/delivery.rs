@@ -67,7 +67,7 @@ impl DeliveryClient {
 
 /// What an executor's answer to a delivery means.
 #[derive(Debug)]
-enum Answer {
+pub(crate) enum Answer {
     /// `200` with a result.
     Done(ExecutorResult),
     /// `202`: the result comes by callback.
@@ -80,7 +80,7 @@ enum Answer {
     Failed(FailReason, String),
 }
 
-async fn read_answer(resp: reqwest::Result<reqwest::Response>) -> Answer {
+pub(crate) async fn read_answer(resp: reqwest::Result<reqwest::Response>) -> Answer {
     let resp = match resp {
         Ok(r) => r,
         Err(e) if e.is_timeout() => {
@@ -108,7 +108,12 @@ async fn read_answer(resp: reqwest::Result<reqwest::Response>) -> Answer {
     }
 }
 
-fn candidates(app: &App, executors: &[sundial_store::Executor], now: i64, offline_ms: i64) -> Vec<Candidate> {
+pub(crate) fn candidates(
+    app: &App,
+    executors: &[sundial_store::Executor],
+    now: i64,
+    offline_ms: i64,
+) -> Vec<Candidate> {
     let statics = app.endpoints.iter().map(|url| Candidate {
         id: format!("static:{url}"),
         address: url.clone(),
@@ -130,16 +135,21 @@ fn candidates(app: &App, executors: &[sundial_store::Executor], now: i64, offlin
 
 /// The JSON body of a delivery.
 pub fn delivery_body(run: &Run, job: &Job) -> Value {
+    shard_delivery_body(run, job, run.attempt, 0, 1)
+}
+
+/// The JSON body of a delivery of one shard attempt (`attempt` is the shard's).
+pub(crate) fn shard_delivery_body(run: &Run, job: &Job, attempt: i64, index: i64, total: i64) -> Value {
     let mut body = json!({
         "run_id": run.id,
         "job_id": job.id,
         "job": job.name,
         "handler": job.handler,
         "params": run.params.clone().unwrap_or_else(|| job.params.clone()),
-        "attempt": run.attempt,
+        "attempt": attempt,
         "scheduled_at": rfc3339_utc(run.scheduled_at_ms),
         "trigger": run.trigger,
-        "shard": {"index": 0, "total": 1},
+        "shard": {"index": index, "total": total},
     });
     if let Some(parent) = &run.parent_run_id {
         body["parent"] = json!({"run_id": parent, "output": run.parent_output});
@@ -147,8 +157,12 @@ pub fn delivery_body(run: &Run, job: &Job) -> Value {
     body
 }
 
-/// Best-effort signed `POST {address}/cancel` for a run's current attempt.
+/// Best-effort signed `POST {address}/cancel` for a run's current attempt (for a sharded
+/// run: for each shard attempt its end cancelled).
 pub async fn cancel_remote(store: &dyn Store, client: &DeliveryClient, run: &Run) {
+    if run.shard_total.is_some() {
+        return crate::shard::cancel_shards_remote(store, client, run).await;
+    }
     let attempt = match store.run_attempts(&run.id).await {
         Ok(a) => a.into_iter().rev().find(|a| a.attempt == run.attempt),
         Err(_) => None,
@@ -245,6 +259,9 @@ impl Engine {
         let now = self.now_ms();
         for c in &covered {
             cancel_remote(self.store.as_ref(), &self.client, c).await;
+        }
+        if job.route == Route::Sharding || run.shard_total.is_some() {
+            return self.dispatch_sharded(run, job).await;
         }
         let (app, executors) = routing.get(&job.app_id).map(|(a, e)| (a.as_ref(), e.as_slice())).unwrap_or((None, &[]));
         let mut cands = app.map(|a| candidates(a, executors, now, self.cfg.executor_offline_ms)).unwrap_or_default();

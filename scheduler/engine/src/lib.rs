@@ -1,11 +1,12 @@
 //! The scheduling engine: what makes runs happen.
 //!
-//! One [`Engine`] per node runs four loops, each a thin wrapper around a step
+//! One [`Engine`] per node runs five loops, each a thin wrapper around a step
 //! function that tests call directly with an injected clock:
 //! - [`Engine::generate_once`]: write runs for the horizon ahead (pre-generation);
 //! - [`Engine::claim_once`]: claim due runs into the in-memory timer, applying the misfire policy;
 //! - [`Engine::fire_due`]: pop due runs from the timer and dispatch them;
-//! - [`Engine::reap_once`]: fail `running` runs past their deadline.
+//! - [`Engine::shard_retry_once`]: start the due retries of shards of sharded runs;
+//! - [`Engine::reap_once`]: fail `running` runs (and shards) past their deadline.
 //!
 //! Every change of a run's state goes through the store's conditional updates
 //! (which apply `sundial_core::run_state::transition`), so the in-memory timer is
@@ -17,6 +18,7 @@ mod cluster;
 mod delivery;
 mod generate;
 pub mod outcome;
+mod shard;
 mod timer;
 
 use std::sync::Arc;
@@ -30,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use delivery::{DeliveryClient, cancel_remote};
 pub use outcome::{ExecutorResult, finish_attempt, finish_params};
+pub use shard::{cancel_shards_remote, finish_shard};
 
 /// Dispatch transactions in flight at once per node.
 const DISPATCH_SLOTS: usize = 4;
@@ -203,6 +206,11 @@ impl Engine {
         }));
         let e = self.clone();
         tasks.push(tokio::spawn(async move { e.timer_loop().await }));
+        tasks.push(self.spawn_loop(
+            "shard-retry",
+            tick,
+            |e| async move { e.shard_retry_once(false).await.map(|_| ()) },
+        ));
         tasks.push(
             self.spawn_loop("reaper", Duration::from_millis(1000), |e| async move { e.reap_once().await.map(|_| ()) }),
         );

@@ -192,6 +192,7 @@ impl Engine {
                 n += 1;
             }
         }
+        n += self.reap_shards(now).await?;
         // Seen webhook ids only matter inside the signature tolerance window.
         self.store.webhook_forget(now - 2 * sundial_core::signing::TOLERANCE_SECS * 1000).await?;
         if n > 0 {

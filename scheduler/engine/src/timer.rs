@@ -187,7 +187,9 @@ impl Engine {
     pub async fn tick(self: &Arc<Self>) -> Result<usize> {
         self.generate_once().await?;
         self.claim_once().await?;
-        Ok(self.fire_due(true).await)
+        let fired = self.fire_due(true).await;
+        self.shard_retry_once(true).await?;
+        Ok(fired)
     }
 
     /// Parse a stored schedule (stored specs are canonical, so this does not fail in practice).

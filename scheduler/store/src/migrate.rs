@@ -26,6 +26,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../../migrations/sqlite/0002_lease_indexes.sql"),
     },
     Migration {
+        version: 3,
+        name: "shards",
+        mysql: include_str!("../../../migrations/mysql/0003_shards.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0003_shards.sql"),
+    },
+    Migration {
         version: 5,
         name: "executor_running_runs",
         mysql: include_str!("../../../migrations/mysql/0005_executor_running_runs.sql"),

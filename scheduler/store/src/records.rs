@@ -264,3 +264,98 @@ pub struct RunLog {
     pub level: String,
     pub message: String,
 }
+
+// ---- shards ----
+
+/// One shard of a sharded run: its own state (the run state machine's `dispatching`,
+/// `running`, `retrying`, `succeeded`, `failed`, `cancelled`), its own attempts, and the
+/// executor its current attempt went to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunShard {
+    pub run_id: String,
+    pub shard_index: i64,
+    pub state: RunState,
+    /// The shard's current attempt. A shard's first attempt has the run's attempt number
+    /// (1, unless the run was first retried for want of any executor).
+    pub attempt: i64,
+    /// Executor id (or `static:<url>`) of the current attempt.
+    pub executor_id: Option<String>,
+    pub address: Option<String>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub output: Option<Value>,
+    /// When a `retrying` shard's next attempt is due.
+    pub next_attempt_at_ms: Option<i64>,
+    /// The current attempt's deadline.
+    pub deadline_ms: Option<i64>,
+    pub started_at_ms: Option<i64>,
+    pub finished_at_ms: Option<i64>,
+    pub updated_at_ms: i64,
+}
+
+/// Where one shard goes: an executor the router found eligible.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardTarget {
+    /// Executor id, or `static:<url>` for an app's static endpoint.
+    pub executor_id: String,
+    pub address: String,
+}
+
+/// Freeze the shard set of a run that is `dispatching` (as `run_attempt`, owned by `node_id`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardFreeze {
+    pub run_id: String,
+    pub run_attempt: i64,
+    pub node_id: String,
+    /// One shard per target, shard index = position. Used only if the run has no shards yet.
+    pub targets: Vec<ShardTarget>,
+    /// Deadline of the attempts about to be (re)delivered.
+    pub deadline_ms: i64,
+    pub now_ms: i64,
+}
+
+/// A shard attempt to send: the shard and its attempt's stable `webhook-id`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardDelivery {
+    pub shard: RunShard,
+    pub webhook_id: String,
+}
+
+/// Start the next attempt of a `retrying` shard, if it is still at `attempt`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardRetryBegin {
+    pub run_id: String,
+    pub shard_index: i64,
+    /// The shard's current (failed) attempt; the new one is `attempt + 1`.
+    pub attempt: i64,
+    /// Where the new attempt goes (`None`: no executor is eligible).
+    pub target: Option<ShardTarget>,
+    pub deadline_ms: i64,
+    pub now_ms: i64,
+}
+
+/// How one shard attempt ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishShard {
+    pub run_id: String,
+    pub shard_index: i64,
+    pub attempt: i64,
+    pub result: crate::AttemptResult,
+    pub output: Option<Value>,
+    pub message: Option<String>,
+    pub now_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // built once per result, never stored in bulk
+pub enum ShardFinishOutcome {
+    /// Recorded. `run` is the run after it (now `succeeded` when every shard has,
+    /// `failed` when this shard failed for good); `children` are the child runs fired.
+    Applied { run: Run, shard: RunShard, children: Vec<Run> },
+    /// The same result was already recorded for this shard attempt: nothing changed.
+    Duplicate,
+    /// Refused: not the shard's current attempt, the shard is finished, or the run is.
+    Conflict { state: RunState, attempt: i64 },
+    /// No such run, or no such shard of it.
+    NotFound,
+}

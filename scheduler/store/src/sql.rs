@@ -22,6 +22,10 @@ use crate::{
     FinishOutcome, Job, JobFilter, Node, Page, Result, Run, RunFilter, RunLog, Script, Store, StoreError, Tenant,
     migrate,
 };
+use crate::{FinishShard, RunShard, ShardDelivery, ShardFinishOutcome, ShardFreeze, ShardRetryBegin};
+
+#[path = "shards.rs"]
+mod shards;
 
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
@@ -458,6 +462,9 @@ async fn set_terminal(
     .bind(run.attempt)
     .execute(&mut **tx)
     .await?;
+    if run.shard_total.is_some() {
+        shards::cancel_open(tx, &run.id, message, now_ms).await?;
+    }
     Ok(true)
 }
 
@@ -1244,7 +1251,7 @@ impl Store for SqlStore {
     }
 
     async fn run_overdue(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>> {
-        sqlx::query("SELECT * FROM runs WHERE state = 'running' AND deadline_ms < ? ORDER BY deadline_ms LIMIT ?")
+        sqlx::query("SELECT * FROM runs WHERE state = 'running' AND deadline_ms < ? AND shard_total IS NULL ORDER BY deadline_ms LIMIT ?")
             .bind(now_ms)
             .bind(limit)
             .fetch_all(&self.pool)
@@ -1259,7 +1266,7 @@ impl Store for SqlStore {
             "SELECT r.* FROM runs r \
              JOIN attempts a ON a.run_id = r.id AND a.shard_index = 0 AND a.attempt = r.attempt \
              JOIN executors e ON e.id = a.executor_id \
-             WHERE r.state = 'running' AND e.last_heartbeat_ms < ? LIMIT ?",
+             WHERE r.state = 'running' AND r.shard_total IS NULL AND e.last_heartbeat_ms < ? LIMIT ?",
         )
         .bind(silent_before_ms)
         .bind(limit)
@@ -1642,5 +1649,55 @@ impl Store for SqlStore {
             .await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    // ---- shards (SQL in shards.rs) ----
+
+    async fn shard_freeze(&self, p: &ShardFreeze) -> Result<Option<Vec<ShardDelivery>>> {
+        shards::freeze(self, p).await
+    }
+    async fn shard_list(&self, run_id: &str) -> Result<Vec<RunShard>> {
+        shards::list(self, run_id).await
+    }
+    async fn shard_mark_running(&self, run_id: &str, shard_index: i64, attempt: i64, now_ms: i64) -> Result<bool> {
+        shards::mark_running(self, run_id, shard_index, attempt, now_ms).await
+    }
+    async fn shard_attempt_set_target(
+        &self,
+        run_id: &str,
+        shard_index: i64,
+        attempt: i64,
+        executor_id: Option<&str>,
+        address: Option<&str>,
+        trail: &Value,
+    ) -> Result<()> {
+        shards::set_target(self, run_id, shard_index, attempt, executor_id, address, trail).await
+    }
+    async fn shard_finish(&self, p: &FinishShard) -> Result<ShardFinishOutcome> {
+        shards::finish(self, p).await
+    }
+    async fn shard_run_delivered(&self, run_id: &str, run_attempt: i64, now_ms: i64) -> Result<bool> {
+        shards::run_delivered(self, run_id, run_attempt, now_ms).await
+    }
+    async fn shard_due_retries(&self, now_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+        shards::due_retries(self, now_ms, limit).await
+    }
+    async fn shard_retry_begin(&self, p: &ShardRetryBegin) -> Result<Option<ShardDelivery>> {
+        shards::retry_begin(self, p).await
+    }
+    async fn shard_overdue(&self, before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+        shards::overdue(self, before_ms, limit).await
+    }
+    async fn shard_on_silent_executors(&self, silent_before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+        shards::on_silent_executors(self, silent_before_ms, limit).await
+    }
+    async fn shard_log_append(
+        &self,
+        run_id: &str,
+        shard_index: i64,
+        attempt: i64,
+        lines: &[(i64, String, String)],
+    ) -> Result<()> {
+        shards::log_append(self, run_id, shard_index, attempt, lines).await
     }
 }

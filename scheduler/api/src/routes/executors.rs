@@ -10,7 +10,7 @@ use sundial_core::job::{DEFAULT_TIMEOUT_MS, FailureSpec, MisfireSpec, parse_hand
 use sundial_core::run_state::FailReason;
 use sundial_core::schedule::ScheduleSpec;
 use sundial_core::types::*;
-use sundial_store::{Executor, FinishOutcome, Job};
+use sundial_store::{Executor, FinishOutcome, Job, Run, ShardFinishOutcome};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -239,9 +239,10 @@ pub enum ResultStatus {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResultRequest {
-    /// The attempt this result is for (`sundial-attempt` of the delivery).
+    /// The attempt this result is for (`sundial-attempt` of the delivery; for a shard, the shard's attempt).
     pub attempt: i64,
-    /// Shard index; 0 for runs that are not sharded.
+    /// Shard index (`sundial-shard` of the delivery: `index/total`), from 0 to total - 1 for a
+    /// sharded run; 0 or omitted for runs that are not sharded.
     #[serde(default)]
     pub shard: Option<i64>,
     pub status: ResultStatus,
@@ -258,6 +259,9 @@ pub struct ResultAccepted {
     pub state: RunState,
     /// True when this exact result had already been recorded.
     pub duplicate: bool,
+    /// For a sharded run: the shard's state after this result (the run's `state` follows
+    /// its shards: `succeeded` when every shard has, `failed` when one failed for good).
+    pub shard_state: Option<RunState>,
 }
 
 async fn run_of_app(st: &AppState, app: &sundial_store::App, run_id: &str) -> ApiResult<(sundial_store::Run, Job)> {
@@ -282,24 +286,25 @@ pub async fn result(
     body: Bytes,
 ) -> ApiResult<axum::Json<ResultAccepted>> {
     let (app, req): (_, ResultRequest) = verify(&st, &headers, &body).await?;
-    if req.shard.is_some_and(|s| s != 0) {
-        return Err(ApiError::field("shard", "invalid_field", "this run is not sharded; use 0 or omit it"));
-    }
-    let (_, job) = run_of_app(&st, &app, &id).await?;
+    let (run, job) = run_of_app(&st, &app, &id).await?;
+    let shard = shard_of(&run, req.shard)?;
     let result = sundial_engine::ExecutorResult {
         succeeded: req.status == ResultStatus::Succeeded,
         reason: FailReason::Error,
         output: req.output,
         message: req.message,
     };
+    if run.shard_total.is_some() {
+        return shard_result(&st, &app, &run, &job, shard, req.attempt, result).await;
+    }
     match sundial_engine::finish_attempt(st.store.as_ref(), &job, &id, req.attempt, result, st.now_ms()).await? {
         FinishOutcome::Applied { run, .. } => {
             st.wake.notify_one();
-            Ok(axum::Json(ResultAccepted { run_id: run.id, state: run.state, duplicate: false }))
+            Ok(axum::Json(ResultAccepted { run_id: run.id, state: run.state, duplicate: false, shard_state: None }))
         }
         FinishOutcome::Duplicate => {
             let run = st.store.run_get(&app.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
-            Ok(axum::Json(ResultAccepted { run_id: run.id, state: run.state, duplicate: true }))
+            Ok(axum::Json(ResultAccepted { run_id: run.id, state: run.state, duplicate: true, shard_state: None }))
         }
         FinishOutcome::Conflict { state, attempt } => Err(ApiError::conflict(
             "not_current",
@@ -307,6 +312,64 @@ pub async fn result(
         )
         .with_details(json!({"field": "attempt", "state": state, "attempt": attempt}))),
         FinishOutcome::NotFound => Err(ApiError::not_found("run")),
+    }
+}
+
+/// The shard a call names: `0..shard_total` for a sharded run, 0 (or none) otherwise.
+fn shard_of(run: &Run, shard: Option<i64>) -> ApiResult<i64> {
+    let index = shard.unwrap_or(0);
+    match run.shard_total {
+        Some(total) if !(0..total).contains(&index) => Err(ApiError::field(
+            "shard",
+            "invalid_field",
+            format!("this run has {total} shard(s): use an index from 0 to {}", total - 1),
+        )),
+        None if index != 0 => {
+            Err(ApiError::field("shard", "invalid_field", "this run is not sharded; use 0 or omit it"))
+        }
+        _ => Ok(index),
+    }
+}
+
+/// A result for one shard of a sharded run: the same rules per shard attempt as for a run.
+async fn shard_result(
+    st: &AppState,
+    app: &sundial_store::App,
+    run: &Run,
+    job: &Job,
+    shard: i64,
+    attempt: i64,
+    result: sundial_engine::ExecutorResult,
+) -> ApiResult<axum::Json<ResultAccepted>> {
+    match sundial_engine::finish_shard(st.store.as_ref(), job, run, shard, attempt, result, st.now_ms()).await? {
+        ShardFinishOutcome::Applied { run, shard, .. } => {
+            if run.state == RunState::Failed {
+                // This shard failed for good: the shards still out are told to stop.
+                sundial_engine::cancel_shards_remote(st.store.as_ref(), &st.delivery, &run).await;
+            }
+            st.wake.notify_one();
+            Ok(axum::Json(ResultAccepted {
+                run_id: run.id,
+                state: run.state,
+                duplicate: false,
+                shard_state: Some(shard.state),
+            }))
+        }
+        ShardFinishOutcome::Duplicate => {
+            let run = st.store.run_get(&app.tenant_id, &run.id).await?.ok_or_else(|| ApiError::not_found("run"))?;
+            let shards = st.store.shard_list(&run.id).await?;
+            let shard_state = shards.iter().find(|s| s.shard_index == shard).map(|s| s.state);
+            Ok(axum::Json(ResultAccepted { run_id: run.id, state: run.state, duplicate: true, shard_state }))
+        }
+        ShardFinishOutcome::Conflict { state, attempt: current } => Err(ApiError::conflict(
+            "not_current",
+            format!(
+                "shard {shard} of the run is `{state}` at attempt {current}, the run `{}`; a result for attempt {attempt} is not accepted",
+                run.state
+            ),
+        )
+        .with_details(json!({"field": "attempt", "shard": shard, "state": state, "attempt": current}))),
+        ShardFinishOutcome::NotFound => Err(ApiError::not_found("run")),
     }
 }
 
@@ -326,6 +389,9 @@ pub struct LogLine {
 #[serde(deny_unknown_fields)]
 pub struct LogsRequest {
     pub attempt: i64,
+    /// Shard index, for a sharded run (default 0).
+    #[serde(default)]
+    pub shard: Option<i64>,
     #[serde(default)]
     pub lines: Vec<LogLine>,
 }
@@ -363,10 +429,15 @@ pub async fn logs(
         lines.push((at, level, bounded_text(&format!("lines[{i}].message"), &l.message, 10_000)?));
     }
     let (run, _) = run_of_app(&st, &app, &id).await?;
-    if req.attempt < 1 || req.attempt > run.attempt {
+    let shard = shard_of(&run, req.shard)?;
+    let last_attempt = match run.shard_total {
+        Some(_) => st.store.shard_list(&id).await?.iter().find(|s| s.shard_index == shard).map_or(0, |s| s.attempt),
+        None => run.attempt,
+    };
+    if req.attempt < 1 || req.attempt > last_attempt {
         return Err(ApiError::field("attempt", "invalid_field", format!("the run has no attempt {}", req.attempt)));
     }
-    st.store.run_log_append(&id, req.attempt, &lines).await?;
+    st.store.shard_log_append(&id, shard, req.attempt, &lines).await?;
     Ok(axum::Json(Ack { ok: true }))
 }
 

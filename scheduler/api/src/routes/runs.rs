@@ -34,7 +34,8 @@ pub async fn list(
     Ok(axum::Json(RunList { items, next_cursor }))
 }
 
-/// One run with its attempts (executor, dispatch trail, timings, result) and log lines.
+/// One run with its shards (for the `sharding` route), attempts (executor, dispatch trail,
+/// timings, result) and log lines.
 #[utoipa::path(get, path = "/api/v1/runs/{id}", tag = "runs", params(("id" = String, Path)),
     responses((status = 200, body = RunDetail), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn get(
@@ -44,23 +45,25 @@ pub async fn get(
 ) -> ApiResult<axum::Json<RunDetail>> {
     let run = st.store.run_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
     let attempts = st.store.run_attempts(&run.id).await?.into_iter().map(AttemptOut::from).collect();
+    let shards = st.store.shard_list(&run.id).await?.into_iter().map(ShardOut::from).collect();
     let logs = st
         .store
         .run_logs(&run.id, 1000)
         .await?
         .into_iter()
         .map(|l| LogOut {
+            shard: l.shard_index,
             attempt: l.attempt,
             at: sundial_core::time::rfc3339_utc(l.at_ms),
             level: l.level,
             message: l.message,
         })
         .collect();
-    Ok(axum::Json(RunDetail { run: run.into(), attempts, logs }))
+    Ok(axum::Json(RunDetail { run: run.into(), shards, attempts, logs }))
 }
 
 /// Cancel a run that has not finished (editor). A delivered attempt gets a signed
-/// best-effort cancel at its executor.
+/// best-effort cancel at its executor; for a sharded run, every shard still out does.
 #[utoipa::path(post, path = "/api/v1/runs/{id}/cancel", tag = "runs", params(("id" = String, Path)),
     responses((status = 200, body = RunOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn cancel(

@@ -427,6 +427,11 @@ impl SqlStore {
                 outcomes.push(FinishOutcome::NotFound);
                 continue;
             };
+            if run.shard_total.is_some() {
+                // A sharded run finishes through its shards (`shard_finish`), never as a whole.
+                outcomes.push(FinishOutcome::Conflict { state: run.state, attempt: run.attempt });
+                continue;
+            }
             let (status, event) = match &p.result {
                 AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
                 AttemptResult::Failed { reason, retry_at_ms } => {

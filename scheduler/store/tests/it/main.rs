@@ -2,15 +2,20 @@
 //! each on a fresh database.
 
 mod conformance;
+mod shards;
 
-/// Generate `sqlite::NAME` and `mysql::NAME` tests from `conformance::NAME(store)`.
+/// Generate `sqlite::NAME` and `mysql::NAME` tests from `conformance::NAME(store)`
+/// (or from `MODULE::NAME(store)` with `@in MODULE;` first).
 macro_rules! for_each_database {
     ($($name:ident),+ $(,)?) => {
+        for_each_database!(@in conformance; $($name),+);
+    };
+    (@in $module:ident; $($name:ident),+ $(,)?) => {
         mod sqlite {
             $(#[tokio::test]
             async fn $name() {
                 let db = sundial_store::testing::TestDb::sqlite().await;
-                crate::conformance::$name(db.store()).await;
+                crate::$module::$name(db.store()).await;
                 db.cleanup().await;
             })+
         }
@@ -18,7 +23,7 @@ macro_rules! for_each_database {
             $(#[tokio::test]
             async fn $name() {
                 let db = sundial_store::testing::TestDb::mysql().await;
-                crate::conformance::$name(db.store()).await;
+                crate::$module::$name(db.store()).await;
                 db.cleanup().await;
             })+
         }
@@ -47,6 +52,18 @@ for_each_database!(
     result_batches_apply_in_order_with_duplicates_and_conflicts,
     generate_batches_skip_jobs_that_changed,
 );
+
+/// Sharded runs (`shards.rs`): `shard::sqlite::NAME` and `shard::mysql::NAME`.
+mod shard {
+    for_each_database!(
+        @in shards;
+        shards_are_frozen_once_with_stable_webhook_ids,
+        shard_results_are_conditional_on_the_shard_attempt,
+        a_due_shard_retry_is_started_by_one_caller,
+        a_sharded_run_succeeds_with_all_shards_and_fails_with_one,
+        reapers_see_shards_not_whole_sharded_runs,
+    );
+}
 
 mod sqlite_only {
     use sundial_store::{ConnectOptions, SqlStore, StoreError};

@@ -1,0 +1,440 @@
+//! The `sharding` route: one run broadcast to every online executor serving the
+//! handler, one shard each, every shard with its own attempts and retries.
+//!
+//! - **Freeze, then send.** After the dispatch transaction (`run_dispatch_begin`), the
+//!   shard set is frozen in one committed transaction (`shard_freeze`): N shards for the
+//!   N eligible executors, each `dispatching` with an attempt row and a stable
+//!   `webhook-id`, and `shard_total = N`. Only then are the shards POSTed, concurrently.
+//!   A redelivery of the run (its lease ran out) finds the frozen set and re-sends the
+//!   shards still `dispatching` with the same webhook ids. When every shard was sent,
+//!   the run is `running`.
+//! - **Each shard retries on its own**, with the job's failure policy counted in that
+//!   shard's attempts: a failed shard is `retrying` until its `next_attempt_at_ms`; the
+//!   shard-retry duty ([`Engine::shard_retry_once`]) starts its next attempt with a
+//!   conditional update (one node wins), commits, then sends it to the shard's executor
+//!   if still eligible, else to another eligible one.
+//! - **The run follows its shards** (in the store's `shard_finish`): `succeeded` when all
+//!   have, `failed` as soon as one failed for good (its open shards are cancelled, and
+//!   their executors get a best-effort signed cancel).
+//! - **Timeouts and lost executors** are reaped per shard ([`Engine::reap_once`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use serde_json::json;
+use sundial_core::route::{Candidate, TrailEntry, outcome};
+use sundial_core::run_state::FailReason;
+use sundial_core::time::rfc3339_utc;
+use sundial_core::types::{ExecutorState, JobState, Route, RunState};
+use sundial_store::{
+    App, AttemptResult, FinishShard, Job, Run, ShardDelivery, ShardFinishOutcome, ShardFreeze, ShardRetryBegin,
+    ShardTarget, Store,
+};
+use tokio::task::JoinSet;
+
+use crate::delivery::{Answer, DeliveryClient, candidates, read_answer, shard_delivery_body};
+use crate::outcome::{ExecutorResult, finish_attempt, retry_delay_ms};
+use crate::{Engine, Result};
+
+const NO_EXECUTOR: &str = "no online executor serves this handler";
+
+/// Record how a shard attempt ended, applying the job's failure policy to that shard.
+/// A shard's n-th attempt is `attempt - run.attempt + 1` (its first attempt carries the
+/// run's attempt number), so every shard gets the job's whole retry budget.
+pub async fn finish_shard(
+    store: &dyn Store,
+    job: &Job,
+    run: &Run,
+    shard_index: i64,
+    attempt: i64,
+    result: ExecutorResult,
+    now_ms: i64,
+) -> sundial_store::Result<ShardFinishOutcome> {
+    let kind = if result.succeeded {
+        AttemptResult::Succeeded
+    } else {
+        let unit: f64 = rand::rng().random();
+        let nth = (attempt - run.attempt + 1).max(1);
+        AttemptResult::Failed { reason: result.reason, retry_at_ms: retry_delay_ms(job, nth, unit).map(|d| now_ms + d) }
+    };
+    let p = FinishShard {
+        run_id: run.id.clone(),
+        shard_index,
+        attempt,
+        result: kind,
+        output: result.output,
+        message: result.message,
+        now_ms,
+    };
+    let outcome = crate::retry_deadlock(|| store.shard_finish(&p)).await?;
+    if let ShardFinishOutcome::Applied { run, shard, children } = &outcome {
+        tracing::info!(run_id = %run.id, shard = shard.shard_index, attempt, shard_state = %shard.state,
+            run_state = %run.state, children = children.len(), "shard attempt finished");
+    }
+    Ok(outcome)
+}
+
+/// Best-effort signed `POST {address}/cancel {"run_id", "attempt", "shard"}` for one shard attempt.
+pub(crate) async fn cancel_shard_attempt(
+    client: &DeliveryClient,
+    app: &App,
+    run_id: &str,
+    shard_index: i64,
+    attempt: i64,
+    address: &str,
+) {
+    let url = format!("{}/cancel", address.trim_end_matches('/'));
+    let body = json!({"run_id": run_id, "attempt": attempt, "shard": shard_index}).to_string();
+    let msg_id = format!("msg_cancel_{run_id}_{shard_index}_{attempt}");
+    match client.post_signed(app, &url, &msg_id, body.as_bytes(), &[], Duration::from_secs(5)).await {
+        Ok(r) => tracing::info!(run_id, shard = shard_index, status = r.status().as_u16(), "shard cancel sent"),
+        Err(e) => tracing::info!(run_id, shard = shard_index, error = %e, "shard cancel not delivered (best effort)"),
+    }
+}
+
+/// Best-effort cancels for the shard attempts a run's end cancelled (a cancel through the
+/// API, cover_early, a shard failed for good): each shard whose current attempt is
+/// `cancelled` and went somewhere. Shards waiting to retry had nothing in flight.
+pub async fn cancel_shards_remote(store: &dyn Store, client: &DeliveryClient, run: &Run) {
+    let (Ok(shards), Ok(attempts)) = (store.shard_list(&run.id).await, store.run_attempts(&run.id).await) else {
+        return;
+    };
+    let Ok(Some(job)) = store.job_get(&run.tenant_id, &run.job_id).await else {
+        return;
+    };
+    let Ok(Some(app)) = store.app_by_id(&job.app_id).await else {
+        return;
+    };
+    for shard in shards {
+        let cancelled = attempts.iter().find(|a| {
+            a.shard_index == shard.shard_index && a.attempt == shard.attempt && a.state == RunState::Cancelled.as_str()
+        });
+        if let Some(address) = cancelled.and_then(|a| a.address.as_deref()) {
+            cancel_shard_attempt(client, &app, &run.id, shard.shard_index, shard.attempt, address).await;
+        }
+    }
+}
+
+fn target_of(c: &Candidate) -> ShardTarget {
+    ShardTarget { executor_id: c.id.clone(), address: c.address.clone() }
+}
+
+/// The executors a route passed over (offline, lacking the handler): the start of every shard's trail.
+fn passed_over(trail: &[TrailEntry]) -> Vec<TrailEntry> {
+    trail.iter().filter(|t| t.outcome != outcome::CHOSEN).cloned().collect()
+}
+
+/// What sending one shard attempt came to.
+struct Sent {
+    retired: bool,
+}
+
+impl Engine {
+    /// The app, its candidates, and the sharding plan (eligible executors and trail) now.
+    async fn shard_plan(&self, job: &Job) -> Result<(Option<App>, Vec<Candidate>, Vec<TrailEntry>)> {
+        let now = self.now_ms();
+        let app = self.store.app_by_id(&job.app_id).await?;
+        let Some(a) = &app else {
+            return Ok((None, Vec::new(), Vec::new()));
+        };
+        let executors = self.store.executor_list(&a.id).await?;
+        let cands = candidates(a, &executors, now, self.cfg.executor_offline_ms);
+        Ok(match self.routes.lock().await.plan(Route::Sharding, job.handler.as_deref(), &job.id, &cands) {
+            Ok(plan) => (app, plan.targets, plan.trail),
+            Err(no) => (app, Vec::new(), no.trail),
+        })
+    }
+
+    /// The sharding route's delivery of a run `run_dispatch_begin` just moved to
+    /// `dispatching` (first dispatch or redelivery): freeze the shard set, then send.
+    pub(crate) async fn dispatch_sharded(self: &Arc<Self>, run: Run, job: Job) -> Result<()> {
+        let now = self.now_ms();
+        let (app, eligible, trail) = self.shard_plan(&job).await?;
+        let freeze = ShardFreeze {
+            run_id: run.id.clone(),
+            run_attempt: run.attempt,
+            node_id: self.cfg.node_id.clone(),
+            targets: eligible.iter().map(target_of).collect(),
+            deadline_ms: run.deadline_ms.unwrap_or(now + job.timeout_ms),
+            now_ms: now,
+        };
+        let Some(shards) = crate::retry_deadlock(|| self.store.shard_freeze(&freeze)).await? else {
+            return Ok(()); // not ours any more
+        };
+        if shards.is_empty() {
+            // No executor at all: the run's attempt fails as any route's would; the
+            // failure policy applies to the run, and a later attempt freezes the set anew.
+            let trail = serde_json::to_value(&trail).expect("JSON");
+            self.store.attempt_set_target(&run.id, run.attempt, None, None, &trail).await?;
+            let result = ExecutorResult {
+                succeeded: false,
+                reason: FailReason::NoExecutor,
+                output: None,
+                message: Some(NO_EXECUTOR.into()),
+            };
+            finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, self.now_ms()).await?;
+            return Ok(());
+        }
+        let total = shards.len() as i64;
+        let passed = passed_over(&trail);
+        let (run, job) = (Arc::new(run), Arc::new(job));
+        let app = app.map(Arc::new);
+        let mut set = JoinSet::new();
+        for d in shards.into_iter().filter(|d| d.shard.state == RunState::Dispatching) {
+            let (e, run, job, app, trail) = (self.clone(), run.clone(), job.clone(), app.clone(), passed.clone());
+            set.spawn(async move {
+                let r = e.send_shard(&run, &job, app.as_deref(), total, &d, trail).await;
+                (d.shard.shard_index, r)
+            });
+        }
+        let (mut sent, mut retired) = (0, 0);
+        while let Some(joined) = set.join_next().await {
+            match joined {
+                Ok((_, Ok(s))) => {
+                    sent += 1;
+                    retired += s.retired as usize;
+                }
+                Ok((shard, Err(err))) => {
+                    tracing::warn!(run_id = %run.id, shard, error = %err, "shard delivery not recorded; its deadline or the run's lease brings it back")
+                }
+                Err(err) => tracing::warn!(run_id = %run.id, error = %err, "shard delivery task failed"),
+            }
+        }
+        if sent > 0 && retired == sent {
+            self.store.job_set_state(&job.tenant_id, &job.id, JobState::Stopped, self.now_ms()).await?;
+            tracing::warn!(job_id = %job.id, "every executor retired the handler; job stopped");
+        }
+        crate::retry_deadlock(|| self.store.shard_run_delivered(&run.id, run.attempt, self.now_ms())).await?;
+        Ok(())
+    }
+
+    /// Send one committed shard attempt, record its trail and what the answer means.
+    async fn send_shard(
+        &self,
+        run: &Run,
+        job: &Job,
+        app: Option<&App>,
+        total: i64,
+        d: &ShardDelivery,
+        mut trail: Vec<TrailEntry>,
+    ) -> Result<Sent> {
+        let shard = &d.shard;
+        let target = match (app, &shard.executor_id, &shard.address) {
+            (Some(app), Some(id), Some(address)) => Some((app, id.as_str(), address.as_str())),
+            _ => None,
+        };
+        let Some((app, exec_id, address)) = target else {
+            let trail = serde_json::to_value(&trail).expect("JSON");
+            self.store.shard_attempt_set_target(&run.id, shard.shard_index, shard.attempt, None, None, &trail).await?;
+            let result = ExecutorResult {
+                succeeded: false,
+                reason: FailReason::NoExecutor,
+                output: None,
+                message: Some(NO_EXECUTOR.into()),
+            };
+            self.after_finish(job, run, shard.shard_index, shard.attempt, result).await?;
+            return Ok(Sent { retired: false });
+        };
+        let entry = |outcome: &str| TrailEntry {
+            executor_id: exec_id.to_string(),
+            address: address.to_string(),
+            outcome: outcome.to_string(),
+        };
+        trail.push(entry(outcome::CHOSEN));
+        let body =
+            serde_json::to_vec(&shard_delivery_body(run, job, shard.attempt, shard.shard_index, total)).expect("JSON");
+        let headers = [
+            ("sundial-run-id", run.id.clone()),
+            ("sundial-attempt", shard.attempt.to_string()),
+            ("sundial-scheduled-at", rfc3339_utc(run.scheduled_at_ms)),
+            ("sundial-shard", format!("{}/{total}", shard.shard_index)),
+        ];
+        let now = self.now_ms();
+        let remaining = (shard.deadline_ms.unwrap_or(now + job.timeout_ms) - now).max(1);
+        let resp = self
+            .client
+            .post_signed(app, address, &d.webhook_id, &body, &headers, Duration::from_millis(remaining as u64))
+            .await;
+        self.routes.lock().await.record_use(&job.id, exec_id, self.now_ms());
+        let answer = read_answer(resp).await;
+        let failed =
+            |reason, message: String| ExecutorResult { succeeded: false, reason, output: None, message: Some(message) };
+        let (result, retired) = match answer {
+            Answer::Accepted => {
+                trail.push(entry("delivered"));
+                self.set_shard_trail(run, d, exec_id, address, &trail).await?;
+                crate::retry_deadlock(|| {
+                    self.store.shard_mark_running(&run.id, shard.shard_index, shard.attempt, self.now_ms())
+                })
+                .await?;
+                return Ok(Sent { retired: false });
+            }
+            Answer::Done(result) => {
+                trail.push(entry("delivered"));
+                (result, false)
+            }
+            Answer::Offline => {
+                trail.push(entry("executor_offline"));
+                if !exec_id.starts_with("static:") {
+                    self.store.executor_set_state(&app.id, exec_id, ExecutorState::Offline, self.now_ms()).await?;
+                }
+                (failed(FailReason::Error, format!("executor {exec_id} is going offline (503)")), false)
+            }
+            Answer::Retired => {
+                trail.push(entry("handler_retired"));
+                (failed(FailReason::Error, format!("executor {exec_id} retired handler")), true)
+            }
+            Answer::Failed(reason, message) => {
+                trail.push(entry(&format!("failed: {message}")));
+                if reason == FailReason::Timeout {
+                    cancel_shard_attempt(&self.client, app, &run.id, shard.shard_index, shard.attempt, address).await;
+                }
+                (failed(reason, message), false)
+            }
+        };
+        self.set_shard_trail(run, d, exec_id, address, &trail).await?;
+        self.after_finish(job, run, shard.shard_index, shard.attempt, result).await?;
+        Ok(Sent { retired })
+    }
+
+    async fn set_shard_trail(
+        &self,
+        run: &Run,
+        d: &ShardDelivery,
+        exec_id: &str,
+        address: &str,
+        trail: &[TrailEntry],
+    ) -> Result<()> {
+        let trail = serde_json::to_value(trail).expect("JSON");
+        self.store
+            .shard_attempt_set_target(
+                &run.id,
+                d.shard.shard_index,
+                d.shard.attempt,
+                Some(exec_id),
+                Some(address),
+                &trail,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Record a shard attempt's end; if that ended the run, cancel what is still out, or wake the claimer for children.
+    async fn after_finish(
+        &self,
+        job: &Job,
+        run: &Run,
+        shard_index: i64,
+        attempt: i64,
+        r: ExecutorResult,
+    ) -> Result<bool> {
+        let outcome = finish_shard(self.store.as_ref(), job, run, shard_index, attempt, r, self.now_ms()).await?;
+        let ShardFinishOutcome::Applied { run, children, .. } = outcome else {
+            return Ok(false);
+        };
+        if run.state == RunState::Failed {
+            cancel_shards_remote(self.store.as_ref(), &self.client, &run).await;
+        }
+        if !children.is_empty() {
+            self.wake.notify_one(); // child runs are due now
+        }
+        Ok(true)
+    }
+
+    /// Start the next attempt of every due `retrying` shard this node wins, then send it
+    /// to the shard's executor if it is still eligible, else to another eligible one.
+    /// Returns how many attempts were started. With `wait`, deliveries finish before this
+    /// returns (tests); otherwise they run as tasks.
+    pub async fn shard_retry_once(self: &Arc<Self>, wait: bool) -> Result<usize> {
+        if self.clock_skewed() {
+            return Ok(0); // backoffs are judged by this node's clock: not while it is off
+        }
+        let now = self.now_ms();
+        let due = self.store.shard_due_retries(now, 100).await?;
+        let mut started = 0;
+        let mut tasks = JoinSet::new();
+        for (run, shard) in due {
+            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
+                self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
+                continue;
+            };
+            let (app, eligible, trail) = self.shard_plan(&job).await?;
+            let target = eligible
+                .iter()
+                .find(|c| shard.executor_id.as_deref() == Some(c.id.as_str()))
+                .or_else(|| eligible.get(shard.shard_index as usize % eligible.len().max(1)));
+            let begin = ShardRetryBegin {
+                run_id: run.id.clone(),
+                shard_index: shard.shard_index,
+                attempt: shard.attempt,
+                target: target.map(target_of),
+                deadline_ms: now + job.timeout_ms,
+                now_ms: now,
+            };
+            let Some(d) = crate::retry_deadlock(|| self.store.shard_retry_begin(&begin)).await? else {
+                continue; // another node started it, or the run ended
+            };
+            started += 1;
+            let total = run.shard_total.unwrap_or(1);
+            let permit = self.inflight_permit().await;
+            let (e, trail) = (self.clone(), passed_over(&trail));
+            tasks.spawn(async move {
+                let _permit = permit;
+                if let Err(err) = e.send_shard(&run, &job, app.as_ref(), total, &d, trail).await {
+                    tracing::warn!(run_id = %run.id, shard = d.shard.shard_index, error = %err,
+                        "shard retry not recorded; its deadline brings it back");
+                }
+            });
+        }
+        if wait {
+            while tasks.join_next().await.is_some() {}
+        } else {
+            tasks.detach_all();
+        }
+        Ok(started)
+    }
+
+    /// The reaper's part for shards: a shard past its deadline (plus grace) gets a signed
+    /// cancel and fails `timeout`; one whose executor went silent fails `lost`; each then
+    /// follows its own retry policy. Returns how many shard attempts were failed.
+    pub(crate) async fn reap_shards(&self, now: i64) -> Result<usize> {
+        let mut n = 0;
+        for (run, shard) in self.store.shard_overdue(now - self.cfg.reaper_grace_ms, 500).await? {
+            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
+                self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
+                continue;
+            };
+            if let (Some(address), Ok(Some(app))) = (&shard.address, self.store.app_by_id(&job.app_id).await) {
+                cancel_shard_attempt(&self.client, &app, &run.id, shard.shard_index, shard.attempt, address).await;
+            }
+            let result = ExecutorResult {
+                succeeded: false,
+                reason: FailReason::Timeout,
+                output: None,
+                message: Some(format!("no result within timeout_ms = {}", job.timeout_ms)),
+            };
+            if self.after_finish(&job, &run, shard.shard_index, shard.attempt, result).await? {
+                n += 1;
+            }
+        }
+        let lost = self.store.shard_on_silent_executors(now - self.cfg.executor_lost_ms, 500).await?;
+        for (run, shard) in lost {
+            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
+                self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
+                continue;
+            };
+            let result = ExecutorResult {
+                succeeded: false,
+                reason: FailReason::Lost,
+                output: None,
+                message: Some(format!("the executor sent no heartbeat for {} ms", self.cfg.executor_lost_ms)),
+            };
+            if self.after_finish(&job, &run, shard.shard_index, shard.attempt, result).await? {
+                tracing::warn!(run_id = %run.id, shard = shard.shard_index, "executor lost; shard attempt failed");
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+}
