@@ -11,7 +11,7 @@ use sundial_core::run_state::FailReason;
 use sundial_core::signing::{self, SigningKey};
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::{ExecutorState, JobState, Route};
-use sundial_store::{App, AttemptTarget, DispatchDecision, FinishOutcome, Job, Run, Store};
+use sundial_store::{App, AppRouting, AttemptTarget, DispatchDecision, FinishOutcome, Job, Run, Store};
 
 use crate::outcome::{ExecutorResult, finish_params};
 use crate::{Engine, Result};
@@ -187,53 +187,39 @@ pub async fn cancel_remote(store: &dyn Store, client: &DeliveryClient, run: &Run
     }
 }
 
-/// The routing data of one dispatch batch: each app's row and executors, read once.
-type Routing = std::collections::HashMap<String, (Option<App>, Vec<sundial_store::Executor>)>;
-
 impl Engine {
     /// Dispatch claimed runs: one transaction commits every one that may go as
-    /// `dispatching` (commit before send), then each is routed and delivered in a task
-    /// of its own. With `wait`, returns when every delivery is over (tests).
+    /// `dispatching` (commit before send) and reads the apps and executors routing needs;
+    /// then each run is routed and delivered in a task of its own. With `wait`, returns
+    /// when every delivery is over (tests).
     pub(crate) async fn dispatch_batch(self: &Arc<Self>, run_ids: Vec<String>, wait: bool) -> Result<()> {
         let now = self.now_ms();
         let decisions =
             crate::retry_deadlock(|| self.store.run_dispatch_many(&run_ids, &self.cfg.node_id, now, self.cfg.lease_ms))
                 .await?;
-        let mut go = Vec::new();
-        for (run_id, decision) in decisions {
-            match decision {
-                DispatchDecision::Dispatch { run, job, webhook_id, covered } => {
-                    go.push((run, job, webhook_id, covered))
-                }
-                DispatchDecision::Gone => {}
-                DispatchDecision::Blocked => self.timer.push(now + 500, run_id),
-                DispatchDecision::Skipped { reason } => tracing::info!(run_id, reason, "run skipped"),
-            }
-        }
-        if go.is_empty() {
-            return Ok(());
-        }
-        let mut routing: Routing = Routing::new();
-        for (_, job, _, _) in &go {
-            if !routing.contains_key(&job.app_id) {
-                let app = self.store.app_by_id(&job.app_id).await?;
-                let executors = match &app {
-                    Some(a) => self.store.executor_list(&a.id).await?,
-                    None => Vec::new(),
-                };
-                routing.insert(job.app_id.clone(), (app, executors));
-            }
-        }
-        let routing = Arc::new(routing);
         let mut handles = Vec::new();
-        for (run, job, webhook_id, covered) in go {
-            let permit = self.inflight_permit().await;
+        for (run_id, decision) in decisions {
+            let (run, job, webhook_id, covered, routing) = match decision {
+                DispatchDecision::Dispatch { run, job, webhook_id, covered, routing } => {
+                    (run, job, webhook_id, covered, routing)
+                }
+                DispatchDecision::Gone => continue,
+                DispatchDecision::Blocked => {
+                    self.timer.push(now + 500, run_id);
+                    continue;
+                }
+                DispatchDecision::Skipped { reason } => {
+                    tracing::info!(run_id, reason, "run skipped");
+                    continue;
+                }
+            };
+            // The deliveries wait for their permits in their own tasks: the dispatch slot is
+            // free for the next batch as soon as this one is committed.
             let e = self.clone();
-            let routing = routing.clone();
             let h = tokio::spawn(async move {
-                let _permit = permit;
+                let _permit = e.inflight_permit().await;
                 let run_id = run.id.clone();
-                if let Err(err) = e.deliver(run, job, webhook_id, covered, &routing).await {
+                if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref()).await {
                     tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
                 }
             });
@@ -254,7 +240,7 @@ impl Engine {
         job: Job,
         webhook_id: String,
         covered: Vec<Run>,
-        routing: &Routing,
+        routing: Option<&AppRouting>,
     ) -> Result<()> {
         let now = self.now_ms();
         for c in &covered {
@@ -263,7 +249,7 @@ impl Engine {
         if job.route == Route::Sharding || run.shard_total.is_some() {
             return self.dispatch_sharded(run, job).await;
         }
-        let (app, executors) = routing.get(&job.app_id).map(|(a, e)| (a.as_ref(), e.as_slice())).unwrap_or((None, &[]));
+        let (app, executors) = routing.map(|r| (Some(&r.app), r.executors.as_slice())).unwrap_or((None, &[]));
         let mut cands = app.map(|a| candidates(a, executors, now, self.cfg.executor_offline_ms)).unwrap_or_default();
         let body = serde_json::to_vec(&delivery_body(&run, &job)).expect("JSON");
         let headers = [

@@ -14,6 +14,8 @@ mod migrate;
 pub mod records;
 mod sql;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use sundial_core::types::{JobState, Role, RunState};
 
@@ -68,14 +70,22 @@ pub struct ClaimParams {
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)] // built once per dispatch, never stored in bulk
 pub enum DispatchDecision {
-    /// Now `dispatching` as `attempt`, committed; send it.
-    Dispatch { run: Run, job: Job, webhook_id: String, covered: Vec<Run> },
+    /// Now `dispatching` as `attempt`, committed; send it. `routing`: the job's app and its
+    /// executors, read in the same transaction (`None` if the app is gone).
+    Dispatch { run: Run, job: Job, webhook_id: String, covered: Vec<Run>, routing: Option<Arc<AppRouting>> },
     /// Not ours any more (another node, a lost lease, a cancel, a deleted job): do nothing.
     Gone,
     /// A `serial` job's previous run is still in flight: stays queued; try again later.
     Blocked,
     /// Refused by the block strategy or max concurrency: the run is now `skipped`.
     Skipped { reason: &'static str },
+}
+
+/// An app and its executors: what routing a delivery needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppRouting {
+    pub app: App,
+    pub executors: Vec<Executor>,
 }
 
 /// How an attempt ended.

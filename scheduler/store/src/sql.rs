@@ -219,6 +219,24 @@ fn app_row(r: &AnyRow) -> Result<App> {
     })
 }
 
+fn executor_row(r: &AnyRow) -> Result<Executor> {
+    Ok(Executor {
+        id: col(r, "id")?,
+        tenant_id: col(r, "tenant_id")?,
+        app_id: col(r, "app_id")?,
+        name: col(r, "name")?,
+        address: col(r, "address")?,
+        tags: json_col(r, "tags")?,
+        metadata: json_col(r, "metadata")?,
+        handlers: json_col(r, "handlers")?,
+        state: parse_col(r, "state")?,
+        running: col(r, "running")?,
+        registered_at_ms: col(r, "registered_at_ms")?,
+        last_heartbeat_ms: col(r, "last_heartbeat_ms")?,
+        last_metadata_ms: col(r, "last_metadata_ms")?,
+    })
+}
+
 fn job_row(r: &AnyRow) -> Result<Job> {
     Ok(Job {
         id: col(r, "id")?,
@@ -1463,23 +1481,7 @@ impl Store for SqlStore {
             .fetch_all(&self.pool)
             .await?
             .iter()
-            .map(|r| {
-                Ok(Executor {
-                    id: col(r, "id")?,
-                    tenant_id: col(r, "tenant_id")?,
-                    app_id: col(r, "app_id")?,
-                    name: col(r, "name")?,
-                    address: col(r, "address")?,
-                    tags: json_col(r, "tags")?,
-                    metadata: json_col(r, "metadata")?,
-                    handlers: json_col(r, "handlers")?,
-                    state: parse_col(r, "state")?,
-                    running: col(r, "running")?,
-                    registered_at_ms: col(r, "registered_at_ms")?,
-                    last_heartbeat_ms: col(r, "last_heartbeat_ms")?,
-                    last_metadata_ms: col(r, "last_metadata_ms")?,
-                })
-            })
+            .map(executor_row)
             .collect()
     }
 

@@ -9,7 +9,9 @@
 use std::collections::HashMap;
 
 use super::*;
-use crate::GenerateJob;
+use std::sync::Arc;
+
+use crate::{AppRouting, GenerateJob};
 
 /// Ids per `IN (…)` list.
 pub(super) const IN_CHUNK: usize = 32;
@@ -313,8 +315,7 @@ impl SqlStore {
             }
             q.execute(&mut *tx).await?;
         }
-        tx.commit().await?;
-        Ok(decisions
+        let mut out: Vec<(String, DispatchDecision)> = decisions
             .into_iter()
             .map(|(id, d)| {
                 let d = d.unwrap_or_else(|| {
@@ -328,11 +329,26 @@ impl SqlStore {
                         covered: covered_by.remove(&id).unwrap_or_default(),
                         run,
                         job,
+                        routing: None,
                     }
                 });
                 (id, d)
             })
-            .collect())
+            .collect();
+        // The apps and executors the deliveries need, read on this connection (no extra round
+        // trips through the pool); routing is judged on them after the commit.
+        let app_ids = distinct(out.iter().filter_map(|(_, d)| match d {
+            DispatchDecision::Dispatch { job, .. } => Some(job.app_id.as_str()),
+            _ => None,
+        }));
+        let routing = self.app_routing(&mut tx, &app_ids).await?;
+        for (_, d) in &mut out {
+            if let DispatchDecision::Dispatch { job, routing: r, .. } = d {
+                *r = routing.get(&job.app_id).cloned();
+            }
+        }
+        tx.commit().await?;
+        Ok(out)
     }
 
     /// Does the executor of the run's timed-out attempt, online by its heartbeat, still
@@ -359,6 +375,35 @@ impl SqlStore {
             .transpose()
             .map_err(|e| StoreError::Corrupt(format!("executors.running_runs: {e}")))?;
         Ok(listed.is_some_and(|ids| ids.contains(&run.id)))
+    }
+
+    /// Apps and their executors (in registration order) by app id.
+    async fn app_routing(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        app_ids: &[&str],
+    ) -> Result<HashMap<String, Arc<AppRouting>>> {
+        let apps_sql = format!(
+            "SELECT id, tenant_id, name, description, endpoints, secret, previous_secret, previous_expires_ms, created_at_ms, \
+             updated_at_ms FROM apps WHERE id IN ({})",
+            placeholders(IN_CHUNK)
+        );
+        let mut out: HashMap<String, AppRouting> = HashMap::new();
+        for row in fetch_in(tx, &apps_sql, app_ids).await? {
+            let app = app_row(&row)?;
+            out.insert(app.id.clone(), AppRouting { app, executors: Vec::new() });
+        }
+        let exec_sql = format!(
+            "SELECT * FROM executors WHERE app_id IN ({}) ORDER BY registered_at_ms, id",
+            placeholders(IN_CHUNK)
+        );
+        for row in fetch_in(tx, &exec_sql, app_ids).await? {
+            let e = executor_row(&row)?;
+            if let Some(r) = out.get_mut(&e.app_id) {
+                r.executors.push(e);
+            }
+        }
+        Ok(out.into_iter().map(|(k, v)| (k, Arc::new(v))).collect())
     }
 
     /// A `dispatching` run recovered from a node that lost it: the same attempt, the same
@@ -408,7 +453,7 @@ impl SqlStore {
         // The redelivery gets the job's full timeout, measured from now.
         run.deadline_ms = Some(now_ms + job.timeout_ms);
         run.updated_at_ms = now_ms;
-        Ok(DispatchDecision::Dispatch { run, job, webhook_id, covered: Vec::new() })
+        Ok(DispatchDecision::Dispatch { run, job, webhook_id, covered: Vec::new(), routing: None })
     }
 
     /// Record a batch of attempt results in one transaction: see [`Store::run_finish_many`].
