@@ -37,6 +37,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0005_executor_running_runs.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0005_executor_running_runs.sql"),
     },
+    Migration {
+        version: 6,
+        name: "lighter_run_indexes",
+        mysql: include_str!("../../../migrations/mysql/0006_lighter_run_indexes.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0006_lighter_run_indexes.sql"),
+    },
 ];
 
 /// Split a migration file into statements (no statement of ours contains `;` inside).

@@ -81,6 +81,11 @@ impl SqlStore {
                             "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'",
                         )
                         .await?;
+                        // Every decision reads its rows `FOR UPDATE`, so snapshots buy nothing;
+                        // READ COMMITTED takes no gap locks and keeps no locks on rows a scan
+                        // passed over (fewer waits and deadlocks between claim, generation and
+                        // dispatch).
+                        conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").await?;
                         Ok(())
                     })
                 })
@@ -455,8 +460,8 @@ async fn set_terminal(
         return Ok(false);
     };
     let r = sqlx::query(
-        "UPDATE runs SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, lease_until_ms = NULL \
-         WHERE id = ? AND state = ? AND attempt = ?",
+        "UPDATE runs SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, lease_until_ms = NULL, \
+         next_attempt_at_ms = NULL WHERE id = ? AND state = ? AND attempt = ?",
     )
     .bind(t.to.as_str())
     .bind(message)

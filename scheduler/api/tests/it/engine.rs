@@ -26,6 +26,7 @@ crate::on_both_databases!(
     runs_of_a_silent_executor_are_lost_after_a_grace_period,
     a_node_whose_clock_is_off_stops_claiming,
     a_retry_waits_while_the_timed_out_executor_still_runs_it,
+    many_due_runs_go_out_in_batches_and_each_result_is_recorded_once,
 );
 
 struct Setup {
@@ -765,4 +766,30 @@ async fn running_heartbeat(app: &TestApp, s: &Setup, executor_id: &Value, msg_id
     let body = json!({"executor_id": executor_id, "running_runs": running});
     let (st, v) = callback(app, s, "/api/v1/executors/heartbeat", msg_id, body).await;
     assert_eq!(st, StatusCode::OK, "{v}");
+}
+
+async fn many_due_runs_go_out_in_batches_and_each_result_is_recorded_once(app: &TestApp) {
+    let s = setup(app).await;
+    // More runs than one dispatch batch (64) and than one IN-list chunk (32), due together.
+    let mut runs_by_job = Vec::new();
+    for i in 0..70 {
+        let job = app.job(&s.key, manual(&format!("bulk-{i}"), json!({"params": {"i": i}}))).await;
+        let run = trigger(app, &s.key, job["id"].as_str().unwrap()).await;
+        runs_by_job.push((job["id"].as_str().unwrap().to_string(), run));
+    }
+    assert_eq!(app.engine.tick().await.unwrap(), 70);
+    let deliveries = s.exec.deliveries();
+    assert_eq!(deliveries.len(), 70, "each run delivered once");
+    let ids: std::collections::HashSet<String> =
+        deliveries.iter().map(|d| d.headers["webhook-id"].to_str().unwrap().to_string()).collect();
+    assert_eq!(ids.len(), 70);
+    for (job_id, run_id) in &runs_by_job {
+        let d = run_detail(app, &s.key, run_id).await;
+        assert_eq!((d["state"].clone(), d["attempt"].clone()), (json!("succeeded"), json!(1)), "{d}");
+        // Where it went is recorded with the result, in the same group commit.
+        assert_eq!(d["attempts"][0]["address"], s.exec.url.as_str(), "{d}");
+        assert_eq!(d["attempts"][0]["trail"].as_array().unwrap().last().unwrap()["outcome"], "delivered");
+        assert_eq!(runs(app, &s.key, job_id).await.len(), 1);
+    }
+    assert_eq!(app.engine.tick().await.unwrap(), 0, "nothing left to fire");
 }
