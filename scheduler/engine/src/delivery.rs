@@ -216,7 +216,7 @@ impl Engine {
             // The deliveries wait for their permits in their own tasks: the dispatch slot is
             // free for the next batch as soon as this one is committed.
             let e = self.clone();
-            let h = tokio::spawn(async move {
+            let h = self.deliveries.spawn(async move {
                 let _permit = e.inflight_permit().await;
                 let run_id = run.id.clone();
                 if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref()).await {

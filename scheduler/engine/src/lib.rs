@@ -137,6 +137,8 @@ pub struct Engine {
     pub(crate) results: outcome::FinishBatcher,
     /// Dispatch transactions in flight at once (each commits a batch of runs).
     pub(crate) batch_slots: Arc<Semaphore>,
+    /// Dispatch batches and deliveries under way: shutdown waits for them.
+    pub(crate) deliveries: tokio_util::task::TaskTracker,
     /// Woken when runs may have become due (a trigger, a child run, a retry).
     pub wake: Arc<Notify>,
     inflight: Arc<Semaphore>,
@@ -162,6 +164,7 @@ impl Engine {
             client,
             results: outcome::FinishBatcher::default(),
             batch_slots: Arc::new(Semaphore::new(DISPATCH_SLOTS)),
+            deliveries: tokio_util::task::TaskTracker::new(),
             wake,
             cancel: CancellationToken::new(),
             tasks: Mutex::new(Vec::new()),
@@ -256,13 +259,10 @@ impl Engine {
                 }
             }
         }
-        let all = self.cfg.max_inflight as u32;
-        let drained = async {
-            // Dispatch transactions first (their runs then hold delivery permits), then deliveries.
-            let _slots = self.batch_slots.acquire_many(DISPATCH_SLOTS as u32).await;
-            let _ = self.inflight.acquire_many(all).await;
-        };
-        if tokio::time::timeout(grace, drained).await.is_err() {
+        // Dispatch transactions under way and the deliveries of what they committed
+        // (including those still waiting for a delivery permit) are tracked tasks.
+        self.deliveries.close();
+        if tokio::time::timeout(grace, self.deliveries.wait()).await.is_err() {
             tracing::warn!("deliveries still in flight after the grace period");
         }
         if let Err(e) = self.store.node_leave(&self.cfg.node_id).await {

@@ -143,7 +143,7 @@ impl Engine {
             }
             n += due.len();
             let e = self.clone();
-            let h = tokio::spawn(async move {
+            let h = self.deliveries.spawn(async move {
                 let first = due[0].clone();
                 let count = due.len();
                 if let Err(err) = e.dispatch_batch(due, wait).await {
