@@ -63,6 +63,10 @@ pub struct EngineConfig {
     pub max_clock_skew_ms: i64,
     /// Finished runs and their logs are deleted after this long.
     pub retention_ms: i64,
+    /// How often this node heartbeats and recovers dead nodes.
+    pub heartbeat_ms: u64,
+    /// How often retention cleanup runs.
+    pub retention_every_ms: u64,
 }
 
 impl EngineConfig {
@@ -82,6 +86,8 @@ impl EngineConfig {
             node_dead_ms: 10_000,
             max_clock_skew_ms: 2_000,
             retention_ms: 5 * 24 * 3_600_000,
+            heartbeat_ms: 3_000,
+            retention_every_ms: 60_000,
         }
     }
 }
@@ -171,6 +177,10 @@ impl Engine {
             Ok(n) => tracing::warn!(runs = n, "handed back the claims of this node id's previous run"),
             Err(e) => tracing::warn!(error = %e, "could not hand back earlier claims; their leases will"),
         }
+        // Join the cluster before claiming.
+        if let Err(e) = self.heartbeat_once().await {
+            tracing::warn!(error = %e, "first heartbeat failed; retrying");
+        }
         let mut tasks = self.tasks.lock().await;
         let tick = Duration::from_millis(self.cfg.tick_ms);
         tasks.push(self.spawn_loop("generator", Duration::from_millis(1000), |e| async move {
@@ -192,6 +202,24 @@ impl Engine {
         }));
         let e = self.clone();
         tasks.push(tokio::spawn(async move { e.timer_loop().await }));
+        // Heartbeat at a steady pace, never backing off: a node that backed off past
+        // `node_dead_ms` would be declared dead by the others while still working.
+        let e = self.clone();
+        tasks.push(tokio::spawn(async move {
+            let every = Duration::from_millis(e.cfg.heartbeat_ms);
+            loop {
+                tokio::select! {
+                    _ = e.cancel.cancelled() => break,
+                    _ = tokio::time::sleep(every) => {}
+                }
+                if let Err(err) = e.heartbeat_once().await {
+                    tracing::warn!(error = %err, "heartbeat failed; retrying");
+                }
+            }
+        }));
+        tasks.push(self.spawn_loop("retention", Duration::from_millis(self.cfg.retention_every_ms), |e| async move {
+            e.retention_once().await.map(|_| ())
+        }));
         tasks.push(
             self.spawn_loop("reaper", Duration::from_millis(1000), |e| async move { e.reap_once().await.map(|_| ()) }),
         );
@@ -227,6 +255,11 @@ impl Engine {
         self.cancel.cancel();
         for t in self.tasks.lock().await.drain(..) {
             let _ = t.await;
+        }
+        // Mark this node as leaving first, so no heartbeat check declares it dead (handing
+        // back the dispatches still in flight for redelivery) while it finishes them.
+        if let Err(e) = self.store.node_leave(&self.cfg.node_id).await {
+            tracing::warn!(error = %e, "could not mark this node as leaving");
         }
         let held = self.timer.drain();
         if !held.is_empty() {
