@@ -63,8 +63,11 @@ pub struct EngineConfig {
     pub max_clock_skew_ms: i64,
     /// Finished runs and their logs are deleted after this long.
     pub retention_ms: i64,
-    /// How often this node heartbeats and recovers dead nodes.
+    /// How often this node heartbeats, recovers dead nodes and re-reads the live node set.
     pub heartbeat_ms: u64,
+    /// Job affinity: schedule fires of jobs another node owns are claimed once they are
+    /// this late (so a dying owner's share still fires before it is declared dead).
+    pub affinity_grace_ms: i64,
     /// How often retention cleanup runs.
     pub retention_every_ms: u64,
 }
@@ -87,6 +90,7 @@ impl EngineConfig {
             max_clock_skew_ms: 2_000,
             retention_ms: 5 * 24 * 3_600_000,
             heartbeat_ms: 3_000,
+            affinity_grace_ms: 2_000,
             retention_every_ms: 60_000,
         }
     }
@@ -135,6 +139,11 @@ pub struct Engine {
     pub wake: Arc<Notify>,
     inflight: Arc<Semaphore>,
     skewed: std::sync::atomic::AtomicBool,
+    /// Job affinity: the buckets this node owns in the ring of live nodes (all of them
+    /// until the live set has been read).
+    owned: std::sync::atomic::AtomicU64,
+    /// The live node set the ring was last computed from (sorted ids).
+    members: std::sync::Mutex<Vec<String>>,
     started_at_ms: i64,
     cancel: CancellationToken,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -146,6 +155,8 @@ impl Engine {
         let started_at_ms = clock.now_ms();
         Arc::new(Engine {
             skewed: std::sync::atomic::AtomicBool::new(false),
+            owned: std::sync::atomic::AtomicU64::new(sundial_core::affinity::ALL_BUCKETS),
+            members: std::sync::Mutex::new(Vec::new()),
             started_at_ms,
             store,
             clock,
@@ -177,7 +188,7 @@ impl Engine {
             Ok(n) => tracing::warn!(runs = n, "handed back the claims of this node id's previous run"),
             Err(e) => tracing::warn!(error = %e, "could not hand back earlier claims; their leases will"),
         }
-        // Join the cluster before claiming.
+        // Join the cluster (and read the live node set for job affinity) before claiming.
         if let Err(e) = self.heartbeat_once().await {
             tracing::warn!(error = %e, "first heartbeat failed; retrying");
         }
@@ -256,8 +267,9 @@ impl Engine {
         for t in self.tasks.lock().await.drain(..) {
             let _ = t.await;
         }
-        // Mark this node as leaving first, so no heartbeat check declares it dead (handing
-        // back the dispatches still in flight for redelivery) while it finishes them.
+        // Leave first: the others take this node's job buckets at their next heartbeat, and
+        // no heartbeat check declares it dead (handing back the dispatches still in flight
+        // for redelivery) while it finishes them.
         if let Err(e) = self.store.node_leave(&self.cfg.node_id).await {
             tracing::warn!(error = %e, "could not mark this node as leaving");
         }

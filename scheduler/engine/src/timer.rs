@@ -72,6 +72,8 @@ impl Engine {
                 lease_until_ms: now + self.cfg.lease_ms,
                 limit: room.min(1000) as i64,
                 include_schedule,
+                owned_buckets: self.owned_buckets(),
+                foreign_due_before_ms: now - self.cfg.affinity_grace_ms,
             })
             .await?;
         let mut queued = 0;

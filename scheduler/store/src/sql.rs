@@ -384,8 +384,8 @@ async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Ru
     let sql = format!(
         "{verb} INTO runs (id, tenant_id, job_id, fire_key, trigger_kind, scheduled_at_ms, state, attempt, shard_total, params, \
          parent_run_id, parent_output, job_version, owner_node, lease_until_ms, deadline_ms, next_attempt_at_ms, reason, message, \
-         output, expired_count, created_at_ms, updated_at_ms, started_at_ms, finished_at_ms) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+         output, expired_count, created_at_ms, updated_at_ms, started_at_ms, finished_at_ms, bucket) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     );
     let res = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(&r.id)
@@ -413,6 +413,8 @@ async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Ru
         .bind(r.updated_at_ms)
         .bind(r.started_at_ms)
         .bind(r.finished_at_ms)
+        // Job affinity: derived from the job id, never stored on `Run` (it cannot disagree).
+        .bind(sundial_core::affinity::bucket_of(&r.job_id))
         .execute(&mut **tx)
         .await?;
     Ok(res.rows_affected() > 0)
@@ -1052,10 +1054,16 @@ impl Store for SqlStore {
             Dialect::Sqlite => "",
         };
         let mut tx = self.begin().await?;
+        // Job affinity: a schedule fire is ours at once if its bucket is in our mask, anyone's
+        // once overdue past the grace. Triggered runs (manual, API, children) go to whichever
+        // node claims first: the one that took the request is woken at once. One bind for
+        // the mask keeps the text constant.
         let pending_sql = format!(
             "SELECT * FROM runs WHERE state = 'pending' AND scheduled_at_ms <= ? AND (? = 1 OR trigger_kind <> 'schedule') \
+             AND (trigger_kind <> 'schedule' OR scheduled_at_ms <= ? OR ((? >> bucket) & 1) = 1) \
              ORDER BY scheduled_at_ms LIMIT ?{lock}"
         );
+        let mask = p.owned_buckets as i64;
         let mut claimed: Vec<Run> = Vec::new();
         {
             // Recovery: claims whose lease ran out (their node died or lost the database).
@@ -1082,6 +1090,8 @@ impl Store for SqlStore {
             let pending: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(pending_sql))
                 .bind(p.due_before_ms)
                 .bind(p.include_schedule as i64)
+                .bind(p.foreign_due_before_ms)
+                .bind(mask)
                 .bind(room)
                 .fetch_all(&mut *tx)
                 .await?
@@ -1094,11 +1104,15 @@ impl Store for SqlStore {
         if room > 0 {
             let retry_sql = format!(
                 "SELECT * FROM runs WHERE state = 'retrying' AND next_attempt_at_ms <= ? \
-                 AND (owner_node IS NULL OR lease_until_ms < ?) ORDER BY next_attempt_at_ms LIMIT ?{lock}"
+                 AND (owner_node IS NULL OR lease_until_ms < ?) \
+                 AND (owner_node IS NOT NULL OR trigger_kind <> 'schedule' OR next_attempt_at_ms <= ? OR ((? >> bucket) & 1) = 1) \
+                 ORDER BY next_attempt_at_ms LIMIT ?{lock}"
             );
             let retrying: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(retry_sql))
                 .bind(p.due_before_ms)
                 .bind(p.now_ms)
+                .bind(p.foreign_due_before_ms)
+                .bind(mask)
                 .bind(room)
                 .fetch_all(&mut *tx)
                 .await?
@@ -1867,6 +1881,16 @@ impl Store for SqlStore {
                     heartbeat_at_ms: col(r, "heartbeat_at_ms")?,
                 })
             })
+            .collect()
+    }
+
+    async fn node_live_ids(&self, alive_since_ms: i64) -> Result<Vec<String>> {
+        sqlx::query("SELECT id FROM nodes WHERE state = 'alive' AND heartbeat_at_ms >= ? ORDER BY id")
+            .bind(alive_since_ms)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| col(r, "id"))
             .collect()
     }
 

@@ -162,6 +162,7 @@ async fn migrate_and_serve_on_mariadb_with_a_given_operator_key() {
     assert_eq!(s, 200, "{nodes}");
     assert_eq!(nodes["items"].as_array().map(Vec::len), Some(1), "{nodes}");
     assert_eq!(nodes["items"][0]["state"], "alive", "{nodes}");
+    assert_eq!(nodes["items"][0]["buckets"], 64, "alone, it owns every job bucket: {nodes}");
     assert!(node.sigterm().success());
     sundial_store::testing::drop_mysql_database(&name).await;
 }

@@ -43,6 +43,7 @@ for_each_database!(
     dead_nodes_hand_back_their_claims,
     retention_deletes_only_old_finished_runs,
     seen_webhook_ids_are_refused_twice,
+    claims_prefer_owned_buckets_and_take_others_after_the_grace,
 );
 
 mod sqlite_only {
