@@ -104,6 +104,53 @@ pub enum EngineError {
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
 
+/// Transactions run again after the database rolled them back (deadlocks), in this process.
+static DEADLOCK_RETRIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times, in this process, a transaction was run again after the database rolled
+/// it back to break a deadlock (all engines together; `sundial bench` reports it).
+pub fn deadlock_retries() -> u64 {
+    DEADLOCK_RETRIES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// What one engine has done since it was created (`sundial bench` reports these per node).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// `run_claim` calls.
+    pub claim_calls: u64,
+    /// Calls that returned no run.
+    pub claim_empty: u64,
+    /// Runs won by this node's claims.
+    pub claimed: u64,
+    /// Of those, schedule fires of buckets this node did not own when it claimed them
+    /// (taken after the affinity grace, or recovered from an expired lease).
+    pub claimed_foreign: u64,
+    /// Claims that failed (the claimer retries after 500 ms), and how many of them were
+    /// rolled back by the database (deadlocks, lock wait timeouts).
+    pub claim_failures: u64,
+    pub claim_rollbacks: u64,
+    /// Runs popped from this node's timer and handed to dispatch (a `serial` run blocked by
+    /// its predecessor counts once per check).
+    pub dispatched: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub claim_calls: std::sync::atomic::AtomicU64,
+    pub claim_empty: std::sync::atomic::AtomicU64,
+    pub claimed: std::sync::atomic::AtomicU64,
+    pub claimed_foreign: std::sync::atomic::AtomicU64,
+    pub claim_failures: std::sync::atomic::AtomicU64,
+    pub claim_rollbacks: std::sync::atomic::AtomicU64,
+    pub dispatched: std::sync::atomic::AtomicU64,
+}
+
+impl Counters {
+    pub fn add(c: &std::sync::atomic::AtomicU64, n: u64) {
+        c.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Run a store transaction again when the database rolled it back to break a deadlock
 /// (nothing was written): a few times, with a short growing pause.
 pub(crate) async fn retry_deadlock<T, F, Fut>(mut op: F) -> sundial_store::Result<T>
@@ -117,6 +164,7 @@ where
         match op().await {
             Err(e) if e.is_retryable() && tries < 6 => {
                 tries += 1;
+                DEADLOCK_RETRIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tracing::debug!(error = %e, tries, "transaction rolled back by the database; running it again");
                 tokio::time::sleep(pause).await;
                 pause *= 2;
@@ -144,6 +192,7 @@ pub struct Engine {
     owned: std::sync::atomic::AtomicU64,
     /// The live node set the ring was last computed from (sorted ids).
     members: std::sync::Mutex<Vec<String>>,
+    pub(crate) counters: Counters,
     started_at_ms: i64,
     cancel: CancellationToken,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -157,6 +206,7 @@ impl Engine {
             skewed: std::sync::atomic::AtomicBool::new(false),
             owned: std::sync::atomic::AtomicU64::new(sundial_core::affinity::ALL_BUCKETS),
             members: std::sync::Mutex::new(Vec::new()),
+            counters: Counters::default(),
             started_at_ms,
             store,
             clock,
@@ -206,6 +256,11 @@ impl Engine {
                     _ = e.wake.notified() => {}
                 }
                 if let Err(err) = e.claim_once().await {
+                    Counters::add(&e.counters.claim_failures, 1);
+                    let EngineError::Store(se) = &err;
+                    if se.is_retryable() {
+                        Counters::add(&e.counters.claim_rollbacks, 1);
+                    }
                     tracing::warn!(error = %err, "claim failed; retrying");
                     tokio::time::sleep(Duration::from_millis(500)).await;
                 }
@@ -297,6 +352,21 @@ impl Engine {
 
     pub(crate) fn cancel_token(&self) -> &CancellationToken {
         &self.cancel
+    }
+
+    /// What this engine has done since it was created.
+    pub fn stats(&self) -> EngineStats {
+        let c = &self.counters;
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        EngineStats {
+            claim_calls: get(&c.claim_calls),
+            claim_empty: get(&c.claim_empty),
+            claimed: get(&c.claimed),
+            claimed_foreign: get(&c.claimed_foreign),
+            claim_failures: get(&c.claim_failures),
+            claim_rollbacks: get(&c.claim_rollbacks),
+            dispatched: get(&c.dispatched),
+        }
     }
 
     /// Runs waiting in this node's timer.

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
 use std::time::Duration;
 
+use sundial_core::affinity::bucket_of;
 use sundial_core::job::MisfireSpec;
 use sundial_core::schedule::Schedule;
 use sundial_core::types::{MisfirePolicy, RunState, TriggerKind};
 use sundial_store::{ClaimParams, Run};
 
-use crate::{Engine, Result};
+use crate::{Counters, Engine, Result};
 
 /// Due runs, earliest first: (due time, run id). May hold stale entries (a run whose due
 /// time was moved): only the one matching `Inner::due` counts.
@@ -247,6 +248,8 @@ impl Engine {
         }
         let now = self.now_ms();
         let include_schedule = !self.schedules_paused().await?;
+        let owned = self.owned_buckets();
+        Counters::add(&self.counters.claim_calls, 1);
         let claimed = self
             .store
             .run_claim(&ClaimParams {
@@ -256,10 +259,19 @@ impl Engine {
                 lease_until_ms: now + self.cfg.lease_ms,
                 limit: room.min(1000) as i64,
                 include_schedule,
-                owned_buckets: self.owned_buckets(),
+                owned_buckets: owned,
                 foreign_due_before_ms: now - self.cfg.affinity_grace_ms,
             })
             .await?;
+        Counters::add(&self.counters.claimed, claimed.len() as u64);
+        if claimed.is_empty() {
+            Counters::add(&self.counters.claim_empty, 1);
+        }
+        let foreign = claimed
+            .iter()
+            .filter(|r| r.trigger == TriggerKind::Schedule && owned & (1u64 << bucket_of(&r.job_id)) == 0)
+            .count();
+        Counters::add(&self.counters.claimed_foreign, foreign as u64);
         let mut queued = 0;
         // One job lookup per job of the batch, not per run: after a crash or an outage a batch
         // holds many late fires of the same jobs, and every lookup waits for a connection
@@ -340,6 +352,7 @@ impl Engine {
         // Waiting serial runs renew their claim when a third of its lease is left.
         let due = self.timer.pop_due(self.now_ms(), self.cfg.lease_ms / 3);
         let n = due.len();
+        Counters::add(&self.counters.dispatched, n as u64);
         let mut handles = Vec::new();
         for run_id in due {
             let permit = self.inflight_permit().await;
