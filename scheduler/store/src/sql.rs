@@ -75,6 +75,14 @@ impl SqlStore {
                             "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'",
                         )
                         .await?;
+                        // READ COMMITTED: locking reads lock the rows they return, not the gaps
+                        // and the rows they only scanned (REPEATABLE READ keeps both until commit).
+                        // Every locking read here is a point lookup by id or a claim scan whose
+                        // rows are re-checked under their lock, so no transaction relies on gap
+                        // locks; under REPEATABLE READ the claim's scan (past other nodes' buckets)
+                        // held thousands of next-key locks, deadlocking the generator's inserts and
+                        // the result writes of deliveries already sent (found by the chaos test).
+                        conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").await?;
                         Ok(())
                     })
                 })
