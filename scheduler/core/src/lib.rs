@@ -9,6 +9,7 @@
 //! deterministic given its inputs, which is what lets the scheduling logic be
 //! tested without sleeping.
 
+pub mod affinity;
 pub mod clock;
 pub mod error;
 pub mod ids;

@@ -1,8 +1,11 @@
 //! The node's place in the cluster: heartbeats stamped with database time, the
-//! clock-skew guard, dead-node recovery and retention cleanup. None of these needs a
+//! clock-skew guard, dead-node recovery, the live node set behind job affinity
+//! (`sundial_core::affinity`) and retention cleanup. None of these needs a
 //! leader: every step is a conditional write that is correct when several nodes run it.
 
 use std::sync::atomic::Ordering;
+
+use sundial_core::affinity::{self, Ring};
 
 use crate::{Engine, Result};
 
@@ -39,7 +42,48 @@ impl Engine {
         if !dead.is_empty() {
             self.wake.notify_one();
         }
+        let mut live = self.store.node_live_ids(db_now - self.cfg.node_dead_ms).await?;
+        self.set_members(&mut live);
         Ok(dead)
+    }
+
+    /// Recompute this node's share of the job buckets from the live node set (this node is
+    /// always in it: it is alive, whatever the database said when it was read).
+    pub(crate) fn set_members(&self, live: &mut Vec<String>) {
+        if !live.contains(&self.cfg.node_id) {
+            live.push(self.cfg.node_id.clone());
+        }
+        live.sort_unstable();
+        live.dedup();
+        let mut members = self.members.lock().expect("members lock");
+        if *members == *live {
+            return;
+        }
+        let ring = Ring::new(live);
+        let mask = ring.mask_of(&self.cfg.node_id);
+        self.owned.store(mask, Ordering::SeqCst);
+        tracing::info!(
+            nodes = live.len(),
+            buckets = mask.count_ones(),
+            of = affinity::BUCKETS,
+            members = ?live,
+            "live node set changed: job buckets reassigned"
+        );
+        *members = std::mem::take(live);
+        drop(members);
+        // Buckets this node just took over may hold runs due now.
+        self.wake.notify_one();
+    }
+
+    /// The job buckets this node owns (bit `b` = bucket `b`).
+    pub fn owned_buckets(&self) -> u64 {
+        self.owned.load(Ordering::SeqCst)
+    }
+
+    /// The live node set this node's share was last computed from (sorted ids; empty
+    /// before the first heartbeat).
+    pub fn members(&self) -> Vec<String> {
+        self.members.lock().expect("members lock").clone()
     }
 
     /// Delete finished runs, their logs and silent executors older than the retention

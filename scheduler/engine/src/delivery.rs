@@ -203,13 +203,19 @@ impl Engine {
                 DispatchDecision::Dispatch { run, job, webhook_id, covered, routing } => {
                     (run, job, webhook_id, covered, routing)
                 }
-                DispatchDecision::Gone => continue,
+                DispatchDecision::Gone => {
+                    self.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
+                    continue;
+                }
                 DispatchDecision::Blocked => {
-                    self.timer.push(now + 500, run_id);
+                    // Polls again; the decision renewed its claim for `lease_ms`.
+                    self.timer.push(now + 500, run_id.clone());
+                    self.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
                     continue;
                 }
                 DispatchDecision::Skipped { reason } => {
                     tracing::info!(run_id, reason, "run skipped");
+                    self.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
                     continue;
                 }
             };
@@ -222,6 +228,8 @@ impl Engine {
                 if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref()).await {
                     tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
                 }
+                let now = e.now_ms();
+                e.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
             });
             if wait {
                 handles.push(h);

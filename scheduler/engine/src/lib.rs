@@ -71,6 +71,13 @@ pub struct EngineConfig {
     pub max_clock_skew_ms: i64,
     /// Finished runs and their logs are deleted after this long.
     pub retention_ms: i64,
+    /// How often this node heartbeats, recovers dead nodes and re-reads the live node set.
+    pub heartbeat_ms: u64,
+    /// Job affinity: schedule fires of jobs another node owns are claimed once they are
+    /// this late (so a dying owner's share still fires before it is declared dead).
+    pub affinity_grace_ms: i64,
+    /// How often retention cleanup runs.
+    pub retention_every_ms: u64,
 }
 
 impl EngineConfig {
@@ -90,6 +97,9 @@ impl EngineConfig {
             node_dead_ms: 10_000,
             max_clock_skew_ms: 2_000,
             retention_ms: 5 * 24 * 3_600_000,
+            heartbeat_ms: 3_000,
+            affinity_grace_ms: 2_000,
+            retention_every_ms: 60_000,
         }
     }
 }
@@ -101,6 +111,53 @@ pub enum EngineError {
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+/// Transactions run again after the database rolled them back (deadlocks), in this process.
+static DEADLOCK_RETRIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many times, in this process, a transaction was run again after the database rolled
+/// it back to break a deadlock (all engines together; `sundial bench` reports it).
+pub fn deadlock_retries() -> u64 {
+    DEADLOCK_RETRIES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// What one engine has done since it was created (`sundial bench` reports these per node).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// `run_claim` calls.
+    pub claim_calls: u64,
+    /// Calls that returned no run.
+    pub claim_empty: u64,
+    /// Runs won by this node's claims.
+    pub claimed: u64,
+    /// Of those, schedule fires of buckets this node did not own when it claimed them
+    /// (taken after the affinity grace, or recovered from an expired lease).
+    pub claimed_foreign: u64,
+    /// Claims that failed (the claimer retries after 500 ms), and how many of them were
+    /// rolled back by the database (deadlocks, lock wait timeouts).
+    pub claim_failures: u64,
+    pub claim_rollbacks: u64,
+    /// Runs popped from this node's timer and handed to dispatch (a `serial` run blocked by
+    /// its predecessor counts once per check).
+    pub dispatched: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub claim_calls: std::sync::atomic::AtomicU64,
+    pub claim_empty: std::sync::atomic::AtomicU64,
+    pub claimed: std::sync::atomic::AtomicU64,
+    pub claimed_foreign: std::sync::atomic::AtomicU64,
+    pub claim_failures: std::sync::atomic::AtomicU64,
+    pub claim_rollbacks: std::sync::atomic::AtomicU64,
+    pub dispatched: std::sync::atomic::AtomicU64,
+}
+
+impl Counters {
+    pub fn add(c: &std::sync::atomic::AtomicU64, n: u64) {
+        c.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+}
 
 /// Run a store transaction again when the database rolled it back to break a deadlock
 /// (nothing was written): a few times, with a short growing pause.
@@ -115,6 +172,7 @@ where
         match op().await {
             Err(e) if e.is_retryable() && tries < 6 => {
                 tries += 1;
+                DEADLOCK_RETRIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tracing::debug!(error = %e, tries, "transaction rolled back by the database; running it again");
                 tokio::time::sleep(pause).await;
                 pause *= 2;
@@ -143,6 +201,12 @@ pub struct Engine {
     pub wake: Arc<Notify>,
     inflight: Arc<Semaphore>,
     skewed: std::sync::atomic::AtomicBool,
+    /// Job affinity: the buckets this node owns in the ring of live nodes (all of them
+    /// until the live set has been read).
+    owned: std::sync::atomic::AtomicU64,
+    /// The live node set the ring was last computed from (sorted ids).
+    members: std::sync::Mutex<Vec<String>>,
+    pub(crate) counters: Counters,
     started_at_ms: i64,
     cancel: CancellationToken,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -154,6 +218,9 @@ impl Engine {
         let started_at_ms = clock.now_ms();
         Arc::new(Engine {
             skewed: std::sync::atomic::AtomicBool::new(false),
+            owned: std::sync::atomic::AtomicU64::new(sundial_core::affinity::ALL_BUCKETS),
+            members: std::sync::Mutex::new(Vec::new()),
+            counters: Counters::default(),
             started_at_ms,
             store,
             clock,
@@ -188,6 +255,10 @@ impl Engine {
             Ok(n) => tracing::warn!(runs = n, "handed back the claims of this node id's previous run"),
             Err(e) => tracing::warn!(error = %e, "could not hand back earlier claims; their leases will"),
         }
+        // Join the cluster (and read the live node set for job affinity) before claiming.
+        if let Err(e) = self.heartbeat_once().await {
+            tracing::warn!(error = %e, "first heartbeat failed; retrying");
+        }
         let mut tasks = self.tasks.lock().await;
         let tick = Duration::from_millis(self.cfg.tick_ms);
         tasks.push(self.spawn_loop("generator", Duration::from_millis(1000), |e| async move {
@@ -202,6 +273,11 @@ impl Engine {
                     _ = e.wake.notified() => {}
                 }
                 if let Err(err) = e.claim_once().await {
+                    Counters::add(&e.counters.claim_failures, 1);
+                    let EngineError::Store(se) = &err;
+                    if se.is_retryable() {
+                        Counters::add(&e.counters.claim_rollbacks, 1);
+                    }
                     tracing::warn!(error = %err, "claim failed; retrying");
                     tokio::time::sleep(Duration::from_millis(500)).await;
                 }
@@ -214,6 +290,24 @@ impl Engine {
             tick,
             |e| async move { e.shard_retry_once(false).await.map(|_| ()) },
         ));
+        // Heartbeat at a steady pace, never backing off: a node that backed off past
+        // `node_dead_ms` would be declared dead by the others while still working.
+        let e = self.clone();
+        tasks.push(tokio::spawn(async move {
+            let every = Duration::from_millis(e.cfg.heartbeat_ms);
+            loop {
+                tokio::select! {
+                    _ = e.cancel.cancelled() => break,
+                    _ = tokio::time::sleep(every) => {}
+                }
+                if let Err(err) = e.heartbeat_once().await {
+                    tracing::warn!(error = %err, "heartbeat failed; retrying");
+                }
+            }
+        }));
+        tasks.push(self.spawn_loop("retention", Duration::from_millis(self.cfg.retention_every_ms), |e| async move {
+            e.retention_once().await.map(|_| ())
+        }));
         tasks.push(
             self.spawn_loop("reaper", Duration::from_millis(1000), |e| async move { e.reap_once().await.map(|_| ()) }),
         );
@@ -250,6 +344,12 @@ impl Engine {
         for t in self.tasks.lock().await.drain(..) {
             let _ = t.await;
         }
+        // Leave first: the others take this node's job buckets at their next heartbeat, and
+        // no heartbeat check declares it dead (handing back the dispatches still in flight
+        // for redelivery) while it finishes them.
+        if let Err(e) = self.store.node_leave(&self.cfg.node_id).await {
+            tracing::warn!(error = %e, "could not mark this node as leaving");
+        }
         let held = self.timer.drain();
         if !held.is_empty() {
             match self.store.run_release(&self.cfg.node_id, &held, self.now_ms()).await {
@@ -276,6 +376,21 @@ impl Engine {
 
     pub(crate) fn cancel_token(&self) -> &CancellationToken {
         &self.cancel
+    }
+
+    /// What this engine has done since it was created.
+    pub fn stats(&self) -> EngineStats {
+        let c = &self.counters;
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        EngineStats {
+            claim_calls: get(&c.claim_calls),
+            claim_empty: get(&c.claim_empty),
+            claimed: get(&c.claimed),
+            claimed_foreign: get(&c.claimed_foreign),
+            claim_failures: get(&c.claim_failures),
+            claim_rollbacks: get(&c.claim_rollbacks),
+            dispatched: get(&c.dispatched),
+        }
     }
 
     /// Runs waiting in this node's timer.

@@ -1,54 +1,249 @@
 //! Claiming due runs into the node's in-memory timer, and firing them on time.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
 use std::time::Duration;
 
+use sundial_core::affinity::bucket_of;
+use sundial_core::job::MisfireSpec;
 use sundial_core::schedule::Schedule;
 use sundial_core::types::{MisfirePolicy, RunState, TriggerKind};
 use sundial_store::{ClaimParams, Run};
 
-use crate::{Engine, Result};
+use crate::{Counters, Engine, Result};
 
-/// Due runs, earliest first: (due time, run id).
+/// Due runs, earliest first: (due time, run id). May hold stale entries (a run whose due
+/// time was moved): only the one matching `Inner::due` counts.
 type Heap = BinaryHeap<Reverse<(i64, String)>>;
 
-/// A min-heap of (due time, run id) with a set to keep ids unique.
+/// The node's claimed runs waiting for their instant: a min-heap by due time, plus
+/// per-job gating of `serial` backlogs.
+///
+/// When a `serial` job has several runs due at once (a backlog after a crash or a slow
+/// executor), only one of them polls the database: a run whose dispatch came back
+/// `Blocked` (re-pushed by `dispatch_batch`) is *parked*, and the job's other fresh fires
+/// that come due here wait in memory behind it instead of each running a dispatch
+/// transaction on the job's row lock every 500 ms. When a run of the job is dispatched
+/// for good here, the parked run is woken at once; when the parked run itself goes, the
+/// job's next waiting run is released. Waiting runs go through one dispatch check before
+/// their claim's lease would run out, which renews it (as the serial wait always did).
+///
+/// Only runs claimed `queued` (fresh fires, which are the only ones the block strategy
+/// can hold) ever wait: a redelivery or a retry is the run in flight that the others
+/// wait for, so holding it back would wait forever. Only `serial` runs are ever
+/// `Blocked`, so other block strategies never park and keep deciding at each fire's own
+/// instant.
 #[derive(Debug, Default)]
 pub(crate) struct Timer {
-    inner: StdMutex<(Heap, HashSet<String>)>,
+    inner: StdMutex<Inner>,
+}
+
+#[derive(Debug, Clone)]
+struct Meta {
+    job_id: String,
+    scheduled_at_ms: i64,
+    /// Claimed as `queued`: may wait behind a parked run of its job.
+    holdable: bool,
+    /// Until when its claim holds, as far as this node knows.
+    lease_until_ms: i64,
+    /// Let it through the next `pop_due` even if its job has a parked run (lease renewal).
+    pass: bool,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    heap: Heap,
+    /// Runs in the heap, with their current due time.
+    due: HashMap<String, i64>,
+    /// Every run this node holds (in the heap, waiting, or being dispatched) that came
+    /// through [`Timer::push_run`].
+    meta: HashMap<String, Meta>,
+    /// Per job: its run that came back `Blocked` and polls.
+    parked: HashMap<String, String>,
+    /// Per job: runs held behind the parked one, by (scheduled at, run id).
+    waiting: HashMap<String, BTreeSet<(i64, String)>>,
+}
+
+impl Inner {
+    fn insert(&mut self, due_ms: i64, run_id: String) {
+        self.due.insert(run_id.clone(), due_ms);
+        self.heap.push(Reverse((due_ms, run_id)));
+    }
+    fn is_waiting(&self, run_id: &str) -> bool {
+        let Some(m) = self.meta.get(run_id) else { return false };
+        self.waiting.get(&m.job_id).is_some_and(|w| w.contains(&(m.scheduled_at_ms, run_id.to_string())))
+    }
+    fn wait(&mut self, job_id: &str, run_id: String) {
+        let at = self.meta.get(&run_id).map_or(i64::MAX, |m| m.scheduled_at_ms);
+        self.due.remove(&run_id);
+        self.waiting.entry(job_id.to_string()).or_default().insert((at, run_id));
+    }
+    /// Drop heap entries that no longer count.
+    fn skip_stale(&mut self) {
+        while let Some(Reverse((due, id))) = self.heap.peek() {
+            if self.due.get(id) == Some(due) {
+                return;
+            }
+            self.heap.pop();
+        }
+    }
 }
 
 impl Timer {
+    /// Schedule a run this node holds (a no-op if it is already scheduled or waiting).
     pub fn push(&self, due_ms: i64, run_id: String) {
         let mut g = self.inner.lock().expect("timer lock");
-        if g.1.insert(run_id.clone()) {
-            g.0.push(Reverse((due_ms, run_id)));
+        if !g.due.contains_key(&run_id) && !g.is_waiting(&run_id) {
+            g.insert(due_ms, run_id);
         }
     }
+    /// Schedule a run just claimed, remembering its job for per-job gating.
+    pub fn push_run(&self, due_ms: i64, run: &Run) {
+        let mut g = self.inner.lock().expect("timer lock");
+        let meta = Meta {
+            job_id: run.job_id.clone(),
+            scheduled_at_ms: run.scheduled_at_ms,
+            holdable: run.state == RunState::Queued,
+            lease_until_ms: run.lease_until_ms.unwrap_or(i64::MAX),
+            pass: false,
+        };
+        g.meta.insert(run.id.clone(), meta);
+        if !g.due.contains_key(&run.id) && !g.is_waiting(&run.id) {
+            g.insert(due_ms, run.id.clone());
+        }
+    }
+    /// Runs held: scheduled or waiting (not those being dispatched).
     pub fn len(&self) -> usize {
-        self.inner.lock().expect("timer lock").1.len()
+        let g = self.inner.lock().expect("timer lock");
+        g.due.len() + g.waiting.values().map(BTreeSet::len).sum::<usize>()
     }
     pub fn next_due(&self) -> Option<i64> {
-        self.inner.lock().expect("timer lock").0.peek().map(|r| r.0.0)
-    }
-    /// Remove and return up to `max` runs due at or before `now_ms`, earliest first.
-    pub fn pop_due(&self, now_ms: i64, max: usize) -> Vec<String> {
         let mut g = self.inner.lock().expect("timer lock");
+        g.skip_stale();
+        g.heap.peek().map(|r| r.0.0)
+    }
+    /// Remove and return every run due at or before `now_ms` to dispatch; a fresh fire of a
+    /// job with a parked run waits behind it instead. Waiting runs whose lease ends within
+    /// `renew_within_ms` are let through once, so their dispatch check renews it.
+    #[cfg(test)]
+    pub fn pop_due(&self, now_ms: i64, renew_within_ms: i64) -> Vec<String> {
+        self.pop_due_max(now_ms, renew_within_ms, usize::MAX)
+    }
+    /// [`Timer::pop_due`], at most `max` runs (the earliest due).
+    pub fn pop_due_max(&self, now_ms: i64, renew_within_ms: i64, max: usize) -> Vec<String> {
+        let mut g = self.inner.lock().expect("timer lock");
+        let renew: Vec<(String, String)> = g
+            .waiting
+            .iter()
+            .flat_map(|(job, w)| w.iter().map(move |(_, id)| (job.clone(), id.clone())))
+            .filter(|(_, id)| g.meta.get(id).is_some_and(|m| m.lease_until_ms - now_ms <= renew_within_ms))
+            .collect();
+        for (job, id) in renew {
+            let at = g.meta.get(&id).map_or(i64::MAX, |m| m.scheduled_at_ms);
+            if let Some(w) = g.waiting.get_mut(&job) {
+                w.remove(&(at, id.clone()));
+                if w.is_empty() {
+                    g.waiting.remove(&job);
+                }
+            }
+            if let Some(m) = g.meta.get_mut(&id) {
+                m.pass = true;
+            }
+            g.insert(now_ms, id);
+        }
         let mut out = Vec::new();
-        while out.len() < max && g.0.peek().is_some_and(|r| r.0.0 <= now_ms) {
-            let Reverse((_, id)) = g.0.pop().expect("peeked");
-            g.1.remove(&id);
-            out.push(id);
+        while out.len() < max {
+            g.skip_stale();
+            if g.heap.peek().is_none_or(|r| r.0.0 > now_ms) {
+                break;
+            }
+            let Reverse((_, id)) = g.heap.pop().expect("peeked");
+            g.due.remove(&id);
+            let hold_behind = match g.meta.get_mut(&id) {
+                Some(m) if m.pass => {
+                    m.pass = false;
+                    None
+                }
+                Some(m) if m.holdable => {
+                    let job = m.job_id.clone();
+                    g.parked.get(&job).filter(|p| **p != id).map(|_| job)
+                }
+                _ => None,
+            };
+            match hold_behind {
+                Some(job) => g.wait(&job, id),
+                None => out.push(id),
+            }
         }
         out
     }
+    /// After the dispatch of a popped run is over (decided, and if sent, delivered): park it if it came back `Blocked`
+    /// (it was re-pushed, and its lease renewed until `lease_until_ms`), else forget it and
+    /// move its job's queue on.
+    pub fn after_dispatch(&self, run_id: &str, now_ms: i64, lease_until_ms: i64) {
+        let mut g = self.inner.lock().expect("timer lock");
+        let Some(job) = g.meta.get(run_id).map(|m| m.job_id.clone()) else { return };
+        if g.due.contains_key(run_id) {
+            if let Some(m) = g.meta.get_mut(run_id) {
+                m.lease_until_ms = lease_until_ms;
+            }
+            if !g.meta.get(run_id).is_some_and(|m| m.holdable) {
+                // A retry waiting for the executor of its timed-out attempt to let go: it polls
+                // by itself and holds no other run of its job.
+                return;
+            }
+            // Blocked: it polls again by itself. The job's other blocked runs wait behind one
+            // poller: the earliest scheduled of them.
+            match g.parked.get(&job).cloned() {
+                Some(p) if p != run_id => {
+                    let at = |g: &Inner, id: &str| g.meta.get(id).map_or(i64::MAX, |m| m.scheduled_at_ms);
+                    let (poller, waiter) = if g.due.contains_key(&p) && at(&g, run_id) < at(&g, &p) {
+                        (run_id.to_string(), p)
+                    } else {
+                        (p, run_id.to_string())
+                    };
+                    g.wait(&job, waiter);
+                    g.parked.insert(job, poller);
+                }
+                _ => {
+                    g.parked.insert(job, run_id.to_string());
+                }
+            }
+            return;
+        }
+        g.meta.remove(run_id);
+        match g.parked.get(&job).cloned() {
+            Some(p) if p == run_id => {
+                g.parked.remove(&job);
+            }
+            Some(p) => {
+                // A run of this job went here while another polls: the poller may go now.
+                // (Only if it is in the heap: never while its own dispatch is under way.)
+                if g.due.contains_key(&p) {
+                    g.insert(now_ms, p);
+                }
+                return;
+            }
+            None => {}
+        }
+        // Nothing parked for the job any more: release its next waiting run.
+        let next = g.waiting.get_mut(&job).and_then(BTreeSet::pop_first);
+        if g.waiting.get(&job).is_some_and(BTreeSet::is_empty) {
+            g.waiting.remove(&job);
+        }
+        if let Some((_, id)) = next {
+            g.insert(now_ms, id);
+        }
+    }
+    /// Everything held (for hand-back at shutdown).
     pub fn drain(&self) -> Vec<String> {
         let mut g = self.inner.lock().expect("timer lock");
-        g.0.clear();
-        g.1.drain().collect()
+        let mut out: Vec<String> = g.due.drain().map(|(id, _)| id).collect();
+        out.extend(g.waiting.drain().flat_map(|(_, w)| w.into_iter().map(|(_, id)| id)));
+        *g = Inner::default();
+        out
     }
 }
 
@@ -63,6 +258,8 @@ impl Engine {
         }
         let now = self.now_ms();
         let include_schedule = !self.schedules_paused().await?;
+        let owned = self.owned_buckets();
+        Counters::add(&self.counters.claim_calls, 1);
         let claimed = self
             .store
             .run_claim(&ClaimParams {
@@ -72,41 +269,73 @@ impl Engine {
                 lease_until_ms: now + self.cfg.lease_ms,
                 limit: room.min(1000) as i64,
                 include_schedule,
+                owned_buckets: owned,
+                foreign_due_before_ms: now - self.cfg.affinity_grace_ms,
             })
             .await?;
+        Counters::add(&self.counters.claimed, claimed.len() as u64);
+        if claimed.is_empty() {
+            Counters::add(&self.counters.claim_empty, 1);
+        }
+        let foreign = claimed
+            .iter()
+            .filter(|r| r.trigger == TriggerKind::Schedule && owned & (1u64 << bucket_of(&r.job_id)) == 0)
+            .count();
+        Counters::add(&self.counters.claimed_foreign, foreign as u64);
         let mut queued = 0;
+        // One job lookup per job of the batch, not per run: after a crash or an outage a batch
+        // holds many late fires of the same jobs, and every lookup waits for a connection
+        // behind the dispatches in flight. Until the batch is done, these runs wait outside
+        // the timer on a lease that keeps running.
+        let mut misfire_of: HashMap<String, Option<MisfireSpec>> = HashMap::new();
         for run in claimed {
-            if run.state == RunState::Queued && run.trigger == TriggerKind::Schedule && self.misfire_drops(&run).await?
-            {
-                continue;
+            if run.state == RunState::Queued && run.trigger == TriggerKind::Schedule {
+                match self.misfire_drops(&run, &mut misfire_of).await {
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(e) => {
+                        // The rest of the batch still goes on; this one comes back with its lease.
+                        tracing::warn!(run_id = %run.id, error = %e, "misfire check failed; the run's lease will bring it back");
+                        continue;
+                    }
+                }
             }
             let due = match run.state {
                 RunState::Retrying => run.next_attempt_at_ms.unwrap_or(now),
                 _ => run.scheduled_at_ms,
             };
-            self.timer.push(due, run.id);
+            self.timer.push_run(due, &run);
             queued += 1;
         }
         Ok(queued)
     }
 
     /// Apply the job's misfire policy to a claimed schedule fire; true if it was expired.
-    async fn misfire_drops(&self, run: &Run) -> Result<bool> {
+    /// `misfire_of` caches each job's policy for the claimed batch.
+    async fn misfire_drops(&self, run: &Run, misfire_of: &mut HashMap<String, Option<MisfireSpec>>) -> Result<bool> {
         // Read the clock now, not before the claim: the claim may have waited for a connection.
         let now = self.now_ms();
         let late = now - run.scheduled_at_ms;
         if late <= 0 {
             return Ok(false); // claimed ahead of time: the normal case, no lookup
         }
-        let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
+        let misfire = match misfire_of.get(&run.job_id) {
+            Some(m) => m.clone(),
+            None => {
+                let m = self.store.job_get(&run.tenant_id, &run.job_id).await?.map(|j| j.misfire);
+                misfire_of.insert(run.job_id.clone(), m.clone());
+                m
+            }
+        };
+        let Some(misfire) = misfire else {
             return Ok(false); // dispatch will find the job gone and cancel
         };
-        let threshold = job.misfire.threshold_ms.unwrap_or(sundial_core::job::DEFAULT_MISFIRE_THRESHOLD_MS);
+        let threshold = misfire.threshold_ms.unwrap_or(sundial_core::job::DEFAULT_MISFIRE_THRESHOLD_MS);
         if late <= threshold {
             return Ok(false);
         }
-        let window = job.misfire.catchup_window_ms.unwrap_or(sundial_core::job::DEFAULT_CATCHUP_WINDOW_MS);
-        let message = match job.misfire.policy {
+        let window = misfire.catchup_window_ms.unwrap_or(sundial_core::job::DEFAULT_CATCHUP_WINDOW_MS);
+        let message = match misfire.policy {
             MisfirePolicy::Skip => Some(format!("missed by {late} ms; misfire policy skip")),
             MisfirePolicy::FireOnce => self
                 .store
@@ -137,17 +366,23 @@ impl Engine {
         let mut handles = Vec::new();
         loop {
             let slot = self.batch_slots.clone().acquire_owned().await.expect("the semaphore is never closed");
-            let due = self.timer.pop_due(self.now_ms(), crate::DISPATCH_BATCH);
+            // Waiting serial runs renew their claim when a third of its lease is left.
+            let due = self.timer.pop_due_max(self.now_ms(), self.cfg.lease_ms / 3, crate::DISPATCH_BATCH);
             if due.is_empty() {
                 break;
             }
             n += due.len();
+            Counters::add(&self.counters.dispatched, due.len() as u64);
             let e = self.clone();
             let h = self.deliveries.spawn(async move {
                 let first = due[0].clone();
                 let count = due.len();
-                if let Err(err) = e.dispatch_batch(due, wait).await {
+                if let Err(err) = e.dispatch_batch(due.clone(), wait).await {
                     tracing::warn!(run_id = %first, runs = count, error = %err, "dispatch failed; the runs' leases will bring them back");
+                    let now = e.now_ms();
+                    for id in &due {
+                        e.timer.after_dispatch(id, now, now + e.cfg.lease_ms);
+                    }
                 }
                 drop(slot);
             });
@@ -195,5 +430,163 @@ impl Engine {
     /// Parse a stored schedule (stored specs are canonical, so this does not fail in practice).
     pub(crate) fn schedule_of(job: &sundial_store::Job) -> Option<Schedule> {
         Schedule::parse(&job.schedule, job.created_at_ms).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sundial_core::types::TriggerKind;
+
+    fn run(job: &str, at: i64) -> Run {
+        let mut r = Run::pending("ten_1", job, 1, format!("s:{at}"), TriggerKind::Schedule, at, 0);
+        r.id = format!("{job}@{at}");
+        r.state = RunState::Queued; // as claimed
+        r
+    }
+
+    #[test]
+    fn runs_pop_in_due_order_and_ids_stay_unique() {
+        let t = Timer::default();
+        t.push_run(30, &run("j", 30));
+        t.push_run(10, &run("k", 10));
+        t.push_run(10, &run("k", 10));
+        t.push(20, "loose".into());
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.next_due(), Some(10));
+        assert_eq!(t.pop_due(20, 10_000), ["k@10", "loose"]);
+        assert_eq!(t.pop_due(29, 10_000), Vec::<String>::new());
+        assert_eq!(t.pop_due(30, 10_000), ["j@30"]);
+        assert_eq!(t.len(), 0);
+        assert_eq!(t.next_due(), None);
+    }
+
+    #[test]
+    fn a_serial_backlog_polls_through_one_parked_run_and_drains_in_order() {
+        let t = Timer::default();
+        for at in [1, 2, 3, 4] {
+            t.push_run(at, &run("j", at));
+        }
+        t.push_run(2, &run("other", 2));
+        // The first pass pops the whole backlog: nothing is parked yet.
+        assert_eq!(t.pop_due(10, 10_000), ["j@1", "j@2", "other@2", "j@3", "j@4"]);
+        // j@1 is dispatched for good; j@2 comes back Blocked (dispatch_batch re-pushes it).
+        t.after_dispatch("j@1", 10, 10 + 30_000);
+        t.push(510, "j@2".into());
+        t.after_dispatch("j@2", 10, 10 + 30_000);
+        t.after_dispatch("other@2", 10, 10 + 30_000);
+        // j@3 and j@4 came back Blocked too before the park was known: they are re-pushed,
+        // and from now on they wait behind j@2 without polling.
+        t.push(510, "j@3".into());
+        t.after_dispatch("j@3", 10, 10 + 30_000);
+        t.push(510, "j@4".into());
+        t.after_dispatch("j@4", 10, 10 + 30_000);
+        assert_eq!(t.pop_due(510, 10_000), ["j@2"], "only the parked run polls");
+        assert_eq!(t.len(), 2, "the others wait in memory (j@2 is being dispatched)");
+        t.push(1010, "j@2".into()); // Blocked again
+        t.after_dispatch("j@2", 510, 510 + 30_000);
+        assert_eq!(t.pop_due(2000, 10_000), ["j@2"]);
+        // j@2 is dispatched for good: the next waiting run goes at once, then the next.
+        t.after_dispatch("j@2", 2000, 2000 + 30_000);
+        assert_eq!(t.pop_due(2000, 10_000), ["j@3"]);
+        t.after_dispatch("j@3", 2001, 2001 + 30_000);
+        assert_eq!(t.pop_due(2001, 10_000), ["j@4"]);
+        t.after_dispatch("j@4", 2002, 2002 + 30_000);
+        assert_eq!((t.len(), t.pop_due(i64::MAX, 10_000)), (0, Vec::<String>::new()));
+    }
+
+    #[test]
+    fn a_run_of_the_job_going_here_wakes_the_parked_poller_but_never_mid_dispatch() {
+        let t = Timer::default();
+        t.push_run(0, &run("j", 0));
+        t.push_run(0, &run("j", 9)); // another run of the job in flight here (due 0 for the test)
+        for at in [1, 2] {
+            t.push_run(at, &run("j", at));
+        }
+        assert_eq!(t.pop_due(0, 10_000), ["j@0", "j@9"]); // slow synchronous deliveries, still under way
+        assert_eq!(t.pop_due(2, 10_000), ["j@1", "j@2"]);
+        // j@1 and j@2 are blocked by j@0: j@1 (the earlier) parks and polls, j@2 waits.
+        t.push(502, "j@2".into());
+        t.after_dispatch("j@2", 2, 2 + 30_000);
+        t.push(501, "j@1".into());
+        t.after_dispatch("j@1", 2, 2 + 30_000);
+        assert_eq!(t.len(), 2);
+        // j@0 is done: the parked j@1 need not wait for its 500 ms poll.
+        assert_eq!(t.pop_due(100, 10_000), Vec::<String>::new());
+        t.after_dispatch("j@0", 100, 100 + 30_000);
+        assert_eq!(t.pop_due(100, 10_000), ["j@1"]);
+        // While j@1's own dispatch is under way, j@9 finishing does not wake it a second
+        // time (that would send it twice), and j@2 still waits behind it.
+        t.after_dispatch("j@9", 101, 101 + 30_000);
+        assert_eq!(t.pop_due(600, 10_000), Vec::<String>::new());
+        // j@1 is dispatched for good: j@2 is released.
+        t.after_dispatch("j@1", 600, 600 + 30_000);
+        assert_eq!(t.pop_due(600, 10_000), ["j@2"]);
+        t.after_dispatch("j@2", 601, 601 + 30_000);
+        assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn drain_returns_waiting_runs_too() {
+        let t = Timer::default();
+        for at in [1, 2, 3] {
+            t.push_run(at, &run("j", at));
+        }
+        assert_eq!(t.pop_due(1, 10_000), ["j@1"]);
+        t.push(500, "j@1".into());
+        t.after_dispatch("j@1", 1, 1 + 30_000); // parked
+        assert!(t.pop_due(3, 10_000).is_empty(), "j@2 and j@3 wait behind j@1");
+        let mut all = t.drain();
+        all.sort();
+        assert_eq!(all, ["j@1", "j@2", "j@3"]);
+        assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn a_redelivery_or_retry_never_waits_behind_the_run_it_blocks() {
+        // Found by the chaos test: a `dispatching` run recovered from a dead node is the run
+        // in flight its job's parked successor waits for; holding it back waited forever.
+        let t = Timer::default();
+        t.push_run(1, &run("j", 1));
+        assert_eq!(t.pop_due(1, 10_000), ["j@1"]);
+        t.push(501, "j@1".into());
+        t.after_dispatch("j@1", 1, 30_001); // parked: blocked by the orphaned dispatch below
+        let mut orphan = run("j", 0);
+        orphan.state = RunState::Dispatching;
+        t.push_run(2, &orphan);
+        let mut retry = run("j", -1);
+        retry.state = RunState::Retrying;
+        t.push_run(2, &retry);
+        assert_eq!(t.pop_due(2, 10_000), ["j@-1", "j@0"], "both go, parked run or not");
+    }
+
+    #[test]
+    fn waiting_runs_renew_their_claim_before_its_lease_ends() {
+        let t = Timer::default();
+        let mut first = run("j", 1);
+        first.lease_until_ms = Some(30_001);
+        t.push_run(1, &first);
+        let mut second = run("j", 2);
+        second.lease_until_ms = Some(30_002);
+        t.push_run(2, &second);
+        assert_eq!(t.pop_due(1, 10_000), ["j@1"]);
+        t.push(501, "j@1".into());
+        t.after_dispatch("j@1", 1, 30_001); // parked (its dispatch check renewed its lease)
+        assert!(t.pop_due(2, 10_000).is_empty(), "j@2 waits");
+        // j@1 keeps polling (and renewing its own lease) while j@2 waits without a check...
+        for now in [501, 1_001, 15_000] {
+            assert_eq!(t.pop_due(now, 10_000), ["j@1"]);
+            t.push(now + 500, "j@1".into());
+            t.after_dispatch("j@1", now, now + 30_000);
+        }
+        // ... until a third of j@2's lease is left: it goes through one check, which renews it,
+        // and comes back to wait.
+        assert_eq!(t.pop_due(20_002, 10_000), ["j@1", "j@2"]);
+        t.push(20_502, "j@2".into());
+        t.after_dispatch("j@2", 20_002, 50_002);
+        t.push(20_502, "j@1".into());
+        t.after_dispatch("j@1", 20_002, 50_002);
+        assert_eq!(t.pop_due(40_001, 10_000), ["j@1"], "j@2 waits again, renewed until 50,002");
+        assert_eq!(t.len(), 1);
     }
 }

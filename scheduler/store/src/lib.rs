@@ -64,6 +64,14 @@ pub struct ClaimParams {
     pub limit: i64,
     /// False while the operator has paused schedules: only triggered runs are claimed.
     pub include_schedule: bool,
+    /// Job affinity: the buckets (`runs.bucket`, bit `b` = bucket `b`) this node owns in
+    /// the ring of live nodes. Schedule fires of other buckets are claimed only once due
+    /// at or before `foreign_due_before_ms`. [`sundial_core::affinity::ALL_BUCKETS`]
+    /// claims everything at once (a lone node).
+    pub owned_buckets: u64,
+    /// Overdue instant past which any node claims a schedule fire whatever its bucket
+    /// (now − the affinity grace), so a silent owner's share still fires.
+    pub foreign_due_before_ms: i64,
 }
 
 /// What the dispatch transaction decided.
@@ -328,6 +336,9 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Mark a node as having left (graceful shutdown).
     async fn node_leave(&self, id: &str) -> Result<()>;
     async fn node_list(&self) -> Result<Vec<Node>>;
+    /// Ids of the live nodes: `alive` with a heartbeat at or after `alive_since_ms`
+    /// (database time). The ring of job affinity is computed from them.
+    async fn node_live_ids(&self, alive_since_ms: i64) -> Result<Vec<String>>;
     /// Nodes silent since `dead_before_ms` (database time) are dead: their claimed runs
     /// go back (`queued` → `pending`, retrying runs lose their owner) and their
     /// `dispatching` runs' leases end, so any node recovers them at once. Returns the

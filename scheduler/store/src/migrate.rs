@@ -32,6 +32,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../../migrations/sqlite/0003_shards.sql"),
     },
     Migration {
+        version: 4,
+        name: "affinity",
+        mysql: include_str!("../../../migrations/mysql/0004_affinity.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0004_affinity.sql"),
+    },
+    Migration {
         version: 5,
         name: "executor_running_runs",
         mysql: include_str!("../../../migrations/mysql/0005_executor_running_runs.sql"),

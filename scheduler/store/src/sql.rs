@@ -81,10 +81,13 @@ impl SqlStore {
                             "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'",
                         )
                         .await?;
-                        // Every decision reads its rows `FOR UPDATE`, so snapshots buy nothing;
-                        // READ COMMITTED takes no gap locks and keeps no locks on rows a scan
-                        // passed over (fewer waits and deadlocks between claim, generation and
-                        // dispatch).
+                        // READ COMMITTED: locking reads lock the rows they return, not the gaps
+                        // and the rows they only scanned (REPEATABLE READ keeps both until commit).
+                        // Every locking read here is a point lookup by id or a claim scan whose
+                        // rows are re-checked under their lock, so no transaction relies on gap
+                        // locks; under REPEATABLE READ the claim's scan (past other nodes' buckets)
+                        // held thousands of next-key locks, deadlocking the generator's inserts and
+                        // the result writes of deliveries already sent (found by the chaos test).
                         conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").await?;
                         Ok(())
                     })
@@ -413,8 +416,8 @@ async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Ru
     let sql = format!(
         "{verb} INTO runs (id, tenant_id, job_id, fire_key, trigger_kind, scheduled_at_ms, state, attempt, shard_total, params, \
          parent_run_id, parent_output, job_version, owner_node, lease_until_ms, deadline_ms, next_attempt_at_ms, reason, message, \
-         output, expired_count, created_at_ms, updated_at_ms, started_at_ms, finished_at_ms) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+         output, expired_count, created_at_ms, updated_at_ms, started_at_ms, finished_at_ms, bucket) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     );
     let res = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(&r.id)
@@ -442,6 +445,8 @@ async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Ru
         .bind(r.updated_at_ms)
         .bind(r.started_at_ms)
         .bind(r.finished_at_ms)
+        // Job affinity: derived from the job id, never stored on `Run` (it cannot disagree).
+        .bind(sundial_core::affinity::bucket_of(&r.job_id))
         .execute(&mut **tx)
         .await?;
     Ok(res.rows_affected() > 0)
@@ -1060,10 +1065,16 @@ impl Store for SqlStore {
             Dialect::Sqlite => "",
         };
         let mut tx = self.begin().await?;
+        // Job affinity: a schedule fire is ours at once if its bucket is in our mask, anyone's
+        // once overdue past the grace. Triggered runs (manual, API, children) go to whichever
+        // node claims first: the one that took the request is woken at once. One bind for
+        // the mask keeps the text constant.
         let pending_sql = format!(
             "SELECT * FROM runs WHERE state = 'pending' AND scheduled_at_ms <= ? AND (? = 1 OR trigger_kind <> 'schedule') \
+             AND (trigger_kind <> 'schedule' OR scheduled_at_ms <= ? OR ((? >> bucket) & 1) = 1) \
              ORDER BY scheduled_at_ms LIMIT ?{lock}"
         );
+        let mask = p.owned_buckets as i64;
         let mut claimed: Vec<Run> = Vec::new();
         {
             // Recovery: claims whose lease ran out (their node died or lost the database).
@@ -1090,6 +1101,8 @@ impl Store for SqlStore {
             let pending: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(pending_sql))
                 .bind(p.due_before_ms)
                 .bind(p.include_schedule as i64)
+                .bind(p.foreign_due_before_ms)
+                .bind(mask)
                 .bind(room)
                 .fetch_all(&mut *tx)
                 .await?
@@ -1102,11 +1115,15 @@ impl Store for SqlStore {
         if room > 0 {
             let retry_sql = format!(
                 "SELECT * FROM runs WHERE state = 'retrying' AND next_attempt_at_ms <= ? \
-                 AND (owner_node IS NULL OR lease_until_ms < ?) ORDER BY next_attempt_at_ms LIMIT ?{lock}"
+                 AND (owner_node IS NULL OR lease_until_ms < ?) \
+                 AND (owner_node IS NOT NULL OR trigger_kind <> 'schedule' OR next_attempt_at_ms <= ? OR ((? >> bucket) & 1) = 1) \
+                 ORDER BY next_attempt_at_ms LIMIT ?{lock}"
             );
             let retrying: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(retry_sql))
                 .bind(p.due_before_ms)
                 .bind(p.now_ms)
+                .bind(p.foreign_due_before_ms)
+                .bind(mask)
                 .bind(room)
                 .fetch_all(&mut *tx)
                 .await?
@@ -1573,6 +1590,16 @@ impl Store for SqlStore {
                     heartbeat_at_ms: col(r, "heartbeat_at_ms")?,
                 })
             })
+            .collect()
+    }
+
+    async fn node_live_ids(&self, alive_since_ms: i64) -> Result<Vec<String>> {
+        sqlx::query("SELECT id FROM nodes WHERE state = 'alive' AND heartbeat_at_ms >= ? ORDER BY id")
+            .bind(alive_since_ms)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| col(r, "id"))
             .collect()
     }
 

@@ -33,7 +33,7 @@ use sundial_core::schedule::ScheduleSpec;
 use sundial_core::signing::{self, SigningKey};
 use sundial_core::time::{parse_rfc3339, rfc3339_utc};
 use sundial_core::types::{BlockStrategy, FailurePolicyKind, MisfirePolicy, RunState, ScheduleKind};
-use sundial_engine::{DeliveryClient, Engine, EngineConfig};
+use sundial_engine::{DeliveryClient, Engine, EngineConfig, EngineStats};
 use sundial_store::{App, ConnectOptions, Dialect, Job, Page, RunFilter, SqlStore, Store, Tenant};
 use tokio::task::JoinSet;
 
@@ -102,6 +102,11 @@ pub struct BenchArgs {
     /// Seconds each baseline runs.
     #[arg(long, default_value_t = 2.0)]
     pub baseline_secs: f64,
+    /// Engines (cluster nodes) on the one database, each with its own node id and its own
+    /// connection pool, in this process (MySQL only for more than one). They split the jobs
+    /// by job affinity and compete for claims; the report adds each node's claim figures.
+    #[arg(long, default_value_t = 1)]
+    pub nodes: u32,
     /// MySQL only: route the engine's connections through an in-process proxy that reads the
     /// wire protocol and counts every statement (and its latency) per fire. The extra hop costs
     /// latency and CPU: use it for the breakdown, not for the headline numbers.
@@ -122,6 +127,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     sqlx::any::install_default_drivers();
     anyhow::ensure!(args.rate >= 1, "--rate must be at least 1");
     anyhow::ensure!(args.horizon_ms >= 5_000, "--horizon-ms must be at least the claim window (5000)");
+    anyhow::ensure!(args.nodes >= 1, "--nodes must be at least 1");
     let clock: SharedClock = Arc::new(SystemClock);
     let secret = generate_signing_secret();
     let sink = Sink::start(&secret).await?;
@@ -425,6 +431,12 @@ struct Step {
     ph_result: Pct,
     /// With `--trace-sql`: each statement's count per scheduled fire and mean latency.
     per_fire: Option<Vec<SqlPerFire>>,
+    /// Each engine's claim figures over the window.
+    nodes: Vec<NodeStep>,
+    /// Transactions the engines ran again after a deadlock, over the window.
+    deadlock_retries: u64,
+    /// Server-wide InnoDB deltas over the window: deadlocks, row lock waits, row lock time (ms).
+    innodb: Option<[u64; 3]>,
     cpu_bench: Option<f64>,
     cpu_db: Option<f64>,
     /// Busy CPU of the whole machine (all processes), 100 % = one core.
@@ -464,6 +476,11 @@ async fn run_step(
     env: &mut Option<String>,
 ) -> anyhow::Result<Step> {
     let dialect = db.dialect();
+    anyhow::ensure!(
+        args.nodes == 1 || dialect == Dialect::MySql,
+        "--nodes {} needs MySQL/MariaDB: clusters run on MySQL only",
+        args.nodes
+    );
     let n = rate as i64;
     eprintln!("[{rate}/s] fresh {} database; setting up {n} jobs", dialect_name(dialect));
     let trace = match (args.trace_sql, db) {
@@ -528,18 +545,32 @@ async fn run_step(
         eprintln!("[{rate}/s] warning: setup took {setup_secs:.1} s; the first generation has less than H/2 to finish");
     }
 
-    // The engine, as `serve` starts it.
-    let mut cfg = EngineConfig::new("node_bench");
-    cfg.horizon_ms = args.horizon_ms;
-    cfg.max_inflight = args.max_inflight;
-    let wake = Arc::new(tokio::sync::Notify::new());
-    let engine = Engine::new(store.clone(), clock.clone(), cfg, wake);
+    // The engines, as `serve` starts them: one per node, each with its own pool. They meet
+    // in the nodes table within a heartbeat (3 s), well before the first fire.
+    let mut node_stores = vec![sql_store.clone()];
+    for _ in 1..args.nodes {
+        node_stores.push(Arc::new(SqlStore::open(&opts, clock.now_ms()).await.context("opening a node's pool")?));
+    }
+    let engines: Vec<Arc<Engine>> = node_stores
+        .iter()
+        .enumerate()
+        .map(|(i, st)| {
+            let mut cfg = EngineConfig::new(format!("node_bench_{}", i + 1));
+            cfg.horizon_ms = args.horizon_ms;
+            cfg.max_inflight = args.max_inflight;
+            let st: Arc<dyn Store> = st.clone();
+            Engine::new(st, clock.clone(), cfg, Arc::new(tokio::sync::Notify::new()))
+        })
+        .collect();
     let t0 = first_fire + args.warmup as i64 * 1000;
     let t1 = t0 + duration as i64 * 1000;
     sink.reset((t0, t1));
-    engine.start().await;
+    for e in &engines {
+        e.start().await;
+    }
     eprintln!(
-        "[{rate}/s] engine started; first fire in {:.1} s, window {duration} s after {} s warm-up",
+        "[{rate}/s] {} started; first fire in {:.1} s, window {duration} s after {} s warm-up",
+        if engines.len() == 1 { "engine".to_string() } else { format!("{} engines", engines.len()) },
         (first_fire - clock.now_ms()) as f64 / 1000.0,
         args.warmup
     );
@@ -553,10 +584,27 @@ async fn run_step(
     if let Some(t) = &trace {
         t.reset();
     }
+    let stats0: Vec<EngineStats> = engines.iter().map(|e| e.stats()).collect();
+    let retries0 = sundial_engine::deadlock_retries();
+    let locks0 = innodb_lock_status(db).await;
     let (cpu0, dbcpu0, wall0) = (cpu_ticks("self"), db_pid.as_deref().and_then(cpu_ticks), Instant::now());
     let machine0 = machine_ticks();
     sleep_until_ms(clock, t1).await;
     let sql = trace.as_ref().map(|t| t.snapshot());
+    let nodes: Vec<NodeStep> = engines
+        .iter()
+        .zip(&stats0)
+        .map(|(e, s0)| NodeStep {
+            id: e.config().node_id.clone(),
+            buckets: e.owned_buckets().count_ones(),
+            stats: stats_delta(s0, &e.stats()),
+        })
+        .collect();
+    let deadlock_retries = sundial_engine::deadlock_retries() - retries0;
+    let innodb = match (locks0, innodb_lock_status(db).await) {
+        (Some(a), Some(b)) => Some([b[0] - a[0], b[1] - a[1], b[2] - a[2]]),
+        _ => None,
+    };
     let (cpu1, dbcpu1, wall) = (cpu_ticks("self"), db_pid.as_deref().and_then(cpu_ticks), wall0.elapsed());
     let machine1 = machine_ticks();
 
@@ -573,7 +621,9 @@ async fn run_step(
             break;
         }
     }
-    engine.shutdown(Duration::from_secs(10)).await;
+    for e in &engines {
+        e.shutdown(Duration::from_secs(10)).await;
+    }
 
     // Count: the sink's deliveries of window fires, and the store's runs of the window.
     let (deliveries, duplicates, bad_signatures) = {
@@ -599,7 +649,9 @@ async fn run_step(
             _ => break,
         }
     }
-    sql_store.close().await;
+    for st in &node_stores {
+        st.close().await;
+    }
 
     let lateness = pct(deliveries.iter().map(|d| (d.recv_us - d.scheduled_ms * 1000) as f64 / 1000.0).collect());
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
@@ -651,6 +703,9 @@ async fn run_step(
         ph_deliver: pct(b),
         ph_result: pct(c),
         per_fire,
+        nodes,
+        deadlock_retries,
+        innodb,
         cpu_bench: cpu(cpu0, cpu1),
         cpu_db: cpu(dbcpu0, dbcpu1),
         cpu_machine: match (machine0, machine1) {
@@ -719,6 +774,54 @@ fn bench_job(
     let mut job = Job::from_def(def, new_id(ids::JOB), &tenant.id, app.id.clone(), Some(handler), None, now);
     job.generated_until_ms = Some(first_fire);
     Ok(job)
+}
+
+/// One engine's figures over the window.
+#[derive(Debug)]
+struct NodeStep {
+    id: String,
+    /// Job buckets it owned at the end of the window.
+    buckets: u32,
+    stats: EngineStats,
+}
+
+fn stats_delta(a: &EngineStats, b: &EngineStats) -> EngineStats {
+    EngineStats {
+        claim_calls: b.claim_calls - a.claim_calls,
+        claim_empty: b.claim_empty - a.claim_empty,
+        claimed: b.claimed - a.claimed,
+        claimed_foreign: b.claimed_foreign - a.claimed_foreign,
+        claim_failures: b.claim_failures - a.claim_failures,
+        claim_rollbacks: b.claim_rollbacks - a.claim_rollbacks,
+        dispatched: b.dispatched - a.dispatched,
+    }
+}
+
+/// MySQL/MariaDB `Innodb_deadlocks`, `Innodb_row_lock_waits`, `Innodb_row_lock_time` (ms):
+/// counters of the whole server, not just the bench database.
+async fn innodb_lock_status(db: &BenchDb) -> Option<[u64; 3]> {
+    let mut conn = AnyConnection::connect(&db.server_url()?).await.ok()?;
+    let rows = sqlx::query(
+        "SELECT VARIABLE_NAME, CAST(VARIABLE_VALUE AS CHAR) FROM information_schema.GLOBAL_STATUS \
+         WHERE VARIABLE_NAME IN ('INNODB_DEADLOCKS', 'INNODB_ROW_LOCK_WAITS', 'INNODB_ROW_LOCK_TIME')",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .ok()?;
+    let _ = conn.close().await;
+    let mut out = [0u64; 3];
+    let mut found = 0;
+    for r in rows {
+        let (name, value): (String, String) = (r.try_get(0).ok()?, r.try_get(1).ok()?);
+        let i = match name.to_ascii_uppercase().as_str() {
+            "INNODB_DEADLOCKS" => 0,
+            "INNODB_ROW_LOCK_WAITS" => 1,
+            _ => 2,
+        };
+        out[i] = value.trim().parse().ok()?;
+        found += 1;
+    }
+    (found == 3).then_some(out)
 }
 
 fn dialect_name(d: Dialect) -> &'static str {
@@ -1278,7 +1381,12 @@ fn print_step(s: &Step, b: &Baselines, env: &str) {
         .sum();
     let get = |k: &str| s.states.get(k).copied().unwrap_or(0);
     println!();
-    println!("== sundial bench: {} fires/s on {} ==", s.rate, dialect_name(s.dialect));
+    println!(
+        "== sundial bench: {} fires/s on {}{} ==",
+        s.rate,
+        dialect_name(s.dialect),
+        if s.nodes.len() > 1 { format!(", {} nodes", s.nodes.len()) } else { String::new() }
+    );
     println!("  database                {env}");
     println!(
         "  jobs                    {} fixed-rate jobs, every 1000 ms, anchors spread over the second (setup {:.1} s)",
@@ -1323,6 +1431,41 @@ fn print_step(s: &Step, b: &Baselines, env: &str) {
             );
         }
     }
+    if s.nodes.len() > 1 || s.nodes.iter().any(|n| n.stats.claim_failures > 0) {
+        println!(
+            "  nodes                   {} engines in this process, each with its own pool; figures over the window",
+            s.nodes.len()
+        );
+    } else {
+        println!("  node                    one engine; figures over the window");
+    }
+    println!(
+        "    {:<14} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>9} {:>10}",
+        "node", "buckets", "claims", "empty", "rows won", "foreign", "failed", "rollback", "dispatched"
+    );
+    for n in &s.nodes {
+        let t = &n.stats;
+        println!(
+            "    {:<14} {:>7} {:>7} {:>7} {:>9} {:>8} {:>8} {:>9} {:>10}",
+            n.id,
+            n.buckets,
+            t.claim_calls,
+            t.claim_empty,
+            t.claimed,
+            t.claimed_foreign,
+            t.claim_failures,
+            t.claim_rollbacks,
+            t.dispatched
+        );
+    }
+    println!(
+        "    (rows won: runs the node's claims took; foreign: schedule fires of buckets it did not own, taken after the affinity grace or from an expired lease; failed: claims that errored, rollback: of those, deadlocks the database broke)"
+    );
+    let innodb = match s.innodb {
+        Some([d, w, t]) => format!("; InnoDB, whole server: {d} deadlocks, {w} row lock waits ({t} ms)"),
+        None => String::new(),
+    };
+    println!("  deadlocks retried       {} transactions run again by the engines{innodb}", s.deadlock_retries);
     if let Some(p) = &s.per_fire {
         let trips: f64 = p.iter().map(|x| x.per_fire).sum();
         let busy: f64 = p.iter().map(|x| x.per_fire * x.avg_ms).sum();

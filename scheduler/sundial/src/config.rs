@@ -67,6 +67,10 @@ pub struct Settings {
     /// Days finished runs, their logs and silent executors are kept.
     #[arg(long, env = "SUNDIAL_RETENTION_DAYS")]
     pub retention_days: Option<i64>,
+    /// Job affinity: milliseconds a schedule fire of a job another node owns must be
+    /// overdue before this node claims it.
+    #[arg(long, env = "SUNDIAL_AFFINITY_GRACE_MS")]
+    pub affinity_grace_ms: Option<i64>,
 }
 
 /// Settings with every default applied.
@@ -87,6 +91,7 @@ pub struct Resolved {
     pub max_inflight: usize,
     pub shutdown_grace_secs: u64,
     pub retention_days: i64,
+    pub affinity_grace_ms: i64,
 }
 
 impl Settings {
@@ -119,6 +124,11 @@ impl Settings {
         anyhow::ensure!(timer_capacity >= 1, "timer_capacity: must be at least 1");
         let retention_days = self.retention_days.or(file.retention_days).unwrap_or(5);
         anyhow::ensure!(retention_days >= 1, "retention_days: must be at least 1");
+        let affinity_grace_ms = self.affinity_grace_ms.or(file.affinity_grace_ms).unwrap_or(2_000);
+        anyhow::ensure!(
+            (0..=60_000).contains(&affinity_grace_ms),
+            "affinity_grace_ms: must be 0-60000 (fires of other nodes' jobs wait this long; the misfire threshold is 5000 by default)"
+        );
         let max_inflight = self.max_inflight.or(file.max_inflight).unwrap_or(512);
         anyhow::ensure!(max_inflight >= 1, "max_inflight: must be at least 1");
         Ok(Resolved {
@@ -140,6 +150,7 @@ impl Settings {
             max_inflight,
             shutdown_grace_secs: self.shutdown_grace_secs.or(file.shutdown_grace_secs).unwrap_or(30),
             retention_days,
+            affinity_grace_ms,
         })
     }
 }

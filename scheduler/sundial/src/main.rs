@@ -85,6 +85,7 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     engine_cfg.capacity = cfg.timer_capacity;
     engine_cfg.max_inflight = cfg.max_inflight;
     engine_cfg.retention_ms = cfg.retention_days * 86_400_000;
+    engine_cfg.affinity_grace_ms = cfg.affinity_grace_ms;
     let listener = TcpListener::bind(&cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     engine_cfg.address = format!("http://{addr}");

@@ -125,7 +125,9 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
         Some(logs_tmp)
     };
     let log = |name: &str| logs.join(format!("{name}.log"));
-    let envs = [("SUNDIAL_ADMIN_KEY", OPERATOR_KEY), ("SUNDIAL_LOG", "warn"), ("NO_COLOR", "1")];
+    // Membership changes (job affinity) are logged at info: they explain where fires went late.
+    let envs =
+        [("SUNDIAL_ADMIN_KEY", OPERATOR_KEY), ("SUNDIAL_LOG", "warn,sundial_engine::cluster=info"), ("NO_COLOR", "1")];
     let sink = Sink::start().await;
 
     // A is SIGKILLed and restarted; B is SIGTERMed and restarted once; C stays up (the API).

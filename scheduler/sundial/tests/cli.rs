@@ -157,6 +157,12 @@ async fn migrate_and_serve_on_mariadb_with_a_given_operator_key() {
     let node = serve(&[], &[("SUNDIAL_DATABASE_URL", &url), ("SUNDIAL_ADMIN_KEY", key)]);
     assert!(node.operator_key.is_none(), "a given key is not printed");
     quickstart(&node.base, key).await;
+    // The node heartbeats into the database from its start.
+    let (s, nodes) = call(&node.base, reqwest::Method::GET, "/api/v1/nodes", key, None).await;
+    assert_eq!(s, 200, "{nodes}");
+    assert_eq!(nodes["items"].as_array().map(Vec::len), Some(1), "{nodes}");
+    assert_eq!(nodes["items"][0]["state"], "alive", "{nodes}");
+    assert_eq!(nodes["items"][0]["buckets"], 64, "alone, it owns every job bucket: {nodes}");
     assert!(node.sigterm().success());
     sundial_store::testing::drop_mysql_database(&name).await;
 }

@@ -1,4 +1,5 @@
 use axum::extract::State;
+use sundial_core::affinity::Ring;
 use sundial_engine::SETTING_SCHEDULES_PAUSED;
 
 use crate::auth::OperatorCaller;
@@ -39,6 +40,10 @@ pub struct NodeOut {
     pub state: String,
     /// Runs waiting in its timer at its last heartbeat.
     pub claimed: i64,
+    /// Job affinity: how many of the 64 job buckets it owns in the ring of the alive
+    /// nodes listed here (0 unless alive). It claims its buckets' fires ahead of time;
+    /// other nodes take them only once they are overdue past a short grace.
+    pub buckets: u32,
     pub started_at: String,
     pub heartbeat_at: String,
 }
@@ -53,13 +58,25 @@ pub struct NodeList {
     responses((status = 200, body = NodeList), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
 pub async fn nodes(State(st): State<AppState>, _op: OperatorCaller) -> ApiResult<axum::Json<NodeList>> {
     let db_now = st.store.db_now_ms().await?;
-    let items = st
+    let nodes: Vec<_> = st
         .store
         .node_list()
         .await?
         .into_iter()
+        .map(|mut n| {
+            if n.state == "alive" && n.heartbeat_at_ms < db_now - 10_000 {
+                n.state = "dead".into();
+            }
+            n
+        })
+        .collect();
+    // The same ring every node computes from the live node set (sundial_core::affinity).
+    let ring = Ring::new(&nodes.iter().filter(|n| n.state == "alive").map(|n| n.id.as_str()).collect::<Vec<_>>());
+    let items = nodes
+        .into_iter()
         .map(|n| NodeOut {
-            state: if n.state == "alive" && n.heartbeat_at_ms < db_now - 10_000 { "dead".into() } else { n.state },
+            buckets: ring.count_of(&n.id),
+            state: n.state,
             id: n.id,
             address: n.address,
             version: n.version,

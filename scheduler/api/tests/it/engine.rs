@@ -27,6 +27,7 @@ crate::on_both_databases!(
     a_node_whose_clock_is_off_stops_claiming,
     a_retry_waits_while_the_timed_out_executor_still_runs_it,
     many_due_runs_go_out_in_batches_and_each_result_is_recorded_once,
+    two_nodes_fire_their_own_share_and_one_takes_over_when_the_other_stops,
 );
 
 struct Setup {
@@ -624,6 +625,8 @@ async fn a_dead_nodes_claims_are_recovered_and_redelivered_with_the_same_webhook
             lease_until_ms: app.clock.now_ms() + 30_000,
             limit: 10,
             include_schedule: true,
+            owned_buckets: sundial_core::affinity::ALL_BUCKETS,
+            foreign_due_before_ms: app.clock.now_ms(),
         })
         .await
         .unwrap();
@@ -792,4 +795,104 @@ async fn many_due_runs_go_out_in_batches_and_each_result_is_recorded_once(app: &
         assert_eq!(runs(app, &s.key, job_id).await.len(), 1);
     }
     assert_eq!(app.engine.tick().await.unwrap(), 0, "nothing left to fire");
+}
+
+/// Job affinity end to end: two engines on one database split the jobs by the ring of
+/// live nodes and each fires only its own share on time; a silent owner's share is fired
+/// by the other after the grace; once the owner leaves, the survivor owns every job and
+/// fires all of them on time.
+async fn two_nodes_fire_their_own_share_and_one_takes_over_when_the_other_stops(app: &TestApp) {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+    use sundial_core::affinity::{ALL_BUCKETS, bucket_of};
+    use sundial_engine::{Engine, EngineConfig};
+    let s = setup(app).await;
+    let node = |id: &str| {
+        let mut cfg = EngineConfig::new(id);
+        // Liveness is judged by database time; the test's manual clock is months away
+        // from it, which the skew guard (tested above) would refuse.
+        cfg.max_clock_skew_ms = i64::MAX / 2;
+        Engine::new(app.db.store(), Arc::new(app.clock.clone()), cfg, Arc::new(Default::default()))
+    };
+    let (a, b) = (node("node_a"), node("node_b"));
+    a.heartbeat_once().await.unwrap();
+    b.heartbeat_once().await.unwrap();
+    a.heartbeat_once().await.unwrap(); // a sees b now
+    assert_eq!(a.members(), ["node_a", "node_b"]);
+    assert_eq!(b.members(), ["node_a", "node_b"]);
+    let (mask_a, mask_b) = (a.owned_buckets(), b.owned_buckets());
+    assert_eq!((mask_a & mask_b, mask_a | mask_b), (0, ALL_BUCKETS), "the buckets are split, none twice");
+    let (st, nodes) = app.get("/api/v1/nodes", &app.operator_key).await;
+    assert_eq!(st, StatusCode::OK, "{nodes}");
+    let shown: Vec<(String, u32)> = nodes["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["id"].as_str().unwrap().to_string(), n["buckets"].as_u64().unwrap() as u32))
+        .collect();
+    let expected = vec![("node_a".to_string(), mask_a.count_ones()), ("node_b".to_string(), mask_b.count_ones())];
+    assert_eq!(shown, expected, "GET /nodes shows each node's share");
+
+    // Per-minute jobs until each node owns at least three.
+    let owned_by = |mask: u64, job: &str| mask & (1 << bucket_of(job)) != 0;
+    let (mut of_a, mut of_b) = (BTreeSet::new(), BTreeSet::new());
+    for i in 0..64 {
+        if of_a.len() >= 3 && of_b.len() >= 3 {
+            break;
+        }
+        let job = app.job(&s.key, every_minute(&format!("j{i}"), json!({}))).await;
+        let id = job["id"].as_str().unwrap().to_string();
+        if owned_by(mask_a, &id) {
+            of_a.insert(id)
+        } else {
+            of_b.insert(id)
+        };
+    }
+    assert!(of_a.len() >= 3 && of_b.len() >= 3, "{of_a:?} {of_b:?}");
+    let delivered_since = |n: usize| -> BTreeSet<String> {
+        s.exec.deliveries()[n..].iter().map(|d| d.body["job_id"].as_str().unwrap().to_string()).collect()
+    };
+
+    // The fire at creation: each node fires exactly its own share, on time.
+    a.tick().await.unwrap();
+    assert_eq!(delivered_since(0), of_a, "node_a fires its own jobs, and only those");
+    b.tick().await.unwrap();
+    assert_eq!(delivered_since(of_a.len()), of_b, "node_b fires its own jobs, and only those");
+    let n = s.exec.deliveries().len();
+    assert_eq!(n, of_a.len() + of_b.len(), "each fire once");
+
+    // Next minute, node_a is silent (stuck or dying, not yet declared dead): node_b fires
+    // its own share on time and node_a's share once the grace has passed.
+    app.clock.advance(60_000);
+    b.tick().await.unwrap();
+    assert_eq!(delivered_since(n), of_b, "on time: only node_b's own jobs");
+    let n2 = s.exec.deliveries().len();
+    app.clock.advance(b.config().affinity_grace_ms - 1);
+    b.tick().await.unwrap();
+    assert_eq!(s.exec.deliveries().len(), n2, "node_a's share is left to node_a within the grace");
+    app.clock.advance(1);
+    b.tick().await.unwrap();
+    assert_eq!(delivered_since(n2), of_a, "after the grace, node_b fires node_a's share");
+    let late: Vec<String> = s.exec.deliveries()[n2..]
+        .iter()
+        .map(|d| d.headers["sundial-scheduled-at"].to_str().unwrap().to_string())
+        .collect();
+    assert!(late.iter().all(|t| *t == late[0]), "all of that minute's fires: {late:?}");
+    let n3 = s.exec.deliveries().len();
+
+    // node_a stops (SIGTERM: it leaves the ring). At its next heartbeat node_b owns every
+    // bucket and fires every job on time.
+    a.shutdown(std::time::Duration::from_secs(1)).await;
+    b.heartbeat_once().await.unwrap();
+    assert_eq!(b.members(), ["node_b"]);
+    assert_eq!(b.owned_buckets(), ALL_BUCKETS);
+    app.clock.advance(60_000 - b.config().affinity_grace_ms);
+    b.tick().await.unwrap();
+    let all: BTreeSet<String> = of_a.union(&of_b).cloned().collect();
+    assert_eq!(delivered_since(n3), all, "node_b fires every job on time");
+    assert_eq!(s.exec.deliveries().len(), n3 + all.len());
+    let (_, nodes) = app.get("/api/v1/nodes", &app.operator_key).await;
+    let buckets =
+        |id: &str| nodes["items"].as_array().unwrap().iter().find(|n| n["id"] == id).unwrap()["buckets"].clone();
+    assert_eq!((buckets("node_a"), buckets("node_b")), (json!(0), json!(64)), "{nodes}");
 }

@@ -446,6 +446,8 @@ async fn a_redelivered_sharded_run_resends_only_unanswered_shards_with_the_same_
             lease_until_ms: now + 30_000,
             limit: 10,
             include_schedule: true,
+            owned_buckets: sundial_core::affinity::ALL_BUCKETS,
+            foreign_due_before_ms: now,
         })
         .await
         .unwrap();

@@ -59,7 +59,7 @@ pub(super) async fn insert_runs(tx: &mut Transaction<'static, Any>, dialect: Dia
         Dialect::MySql => "INSERT IGNORE",
         Dialect::Sqlite => "INSERT OR IGNORE",
     };
-    let row = format!("({})", placeholders(25));
+    let row = format!("({})", placeholders(26));
     let mut inserted = 0;
     let mut rest = runs;
     for size in pow2_chunks(runs.len()) {
@@ -68,7 +68,7 @@ pub(super) async fn insert_runs(tx: &mut Transaction<'static, Any>, dialect: Dia
         let sql = format!(
             "{verb} INTO runs (id, tenant_id, job_id, fire_key, trigger_kind, scheduled_at_ms, state, attempt, shard_total, params, \
              parent_run_id, parent_output, job_version, owner_node, lease_until_ms, deadline_ms, next_attempt_at_ms, reason, message, \
-             output, expired_count, created_at_ms, updated_at_ms, started_at_ms, finished_at_ms) VALUES {}",
+             output, expired_count, created_at_ms, updated_at_ms, started_at_ms, finished_at_ms, bucket) VALUES {}",
             vec![row.as_str(); size].join(", ")
         );
         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -98,7 +98,9 @@ pub(super) async fn insert_runs(tx: &mut Transaction<'static, Any>, dialect: Dia
                 .bind(r.created_at_ms)
                 .bind(r.updated_at_ms)
                 .bind(r.started_at_ms)
-                .bind(r.finished_at_ms);
+                .bind(r.finished_at_ms)
+                // Job affinity: derived from the job id, never stored on `Run` (it cannot disagree).
+                .bind(sundial_core::affinity::bucket_of(&r.job_id));
         }
         inserted += q.execute(&mut **tx).await?.rows_affected() as usize;
     }

@@ -373,6 +373,8 @@ fn claim(node: &str, now: i64) -> ClaimParams {
         lease_until_ms: now + 30_000,
         limit: 100,
         include_schedule: true,
+        owned_buckets: sundial_core::affinity::ALL_BUCKETS,
+        foreign_due_before_ms: now,
     }
 }
 
@@ -702,4 +704,74 @@ pub async fn generate_batches_skip_jobs_that_changed(s: S) {
     let again = [GenerateJob { job_id: fresh.id.clone(), job_version: 1, runs: many, generated_until_ms: NOW + 200 }];
     assert_eq!(s.run_generate_many(&again).await.unwrap(), vec![Some(0)]);
     assert_eq!(listed(&fresh).await.len(), 40);
+}
+
+/// Job affinity (`runs.bucket`, `ClaimParams::owned_buckets`): a node claims the schedule
+/// fires of its own buckets as soon as they are in its claim window, the others' only
+/// once they are overdue past the grace; triggered runs go to any node at once.
+pub async fn claims_prefer_owned_buckets_and_take_others_after_the_grace(s: S) {
+    use sundial_core::affinity::{ALL_BUCKETS, BUCKETS, Ring, bucket_of};
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    // One job in every bucket (0 and 63 included: the mask's lowest and sign bit).
+    let mut by_bucket: Vec<Option<Job>> = vec![None; BUCKETS];
+    while by_bucket.iter().any(Option::is_none) {
+        let j = job_of(&a, "j");
+        let b = bucket_of(&j.id) as usize;
+        if by_bucket[b].is_none() {
+            by_bucket[b] = Some(Job { name: format!("j{b}"), ..j });
+        }
+    }
+    let jobs: Vec<Job> = by_bucket.into_iter().map(Option::unwrap).collect();
+    for j in &jobs {
+        s.job_insert(j, &[]).await.unwrap();
+        // Through the generator's path: it must store the bucket too.
+        let fire = run_of(j, &format!("s:{NOW}"), NOW);
+        assert_eq!(s.run_generate(&j.id, j.version, &[fire], NOW + 1_000).await.unwrap(), Some(1));
+    }
+    let manual: Vec<Run> = jobs[..4]
+        .iter()
+        .map(|j| Run::pending(&j.tenant_id, &j.id, j.version, format!("m:{}", j.name), TriggerKind::Manual, NOW, NOW))
+        .collect();
+    for r in &manual {
+        assert!(s.run_insert(r).await.unwrap());
+    }
+    let ring = Ring::new(&["node_x", "node_y"]);
+    let (mask_x, mask_y) = (ring.mask_of("node_x"), ring.mask_of("node_y"));
+    assert_eq!(mask_x | mask_y, ALL_BUCKETS);
+    assert!(mask_x != 0 && mask_y != 0, "both nodes own buckets: {mask_x:x} {mask_y:x}");
+    let grace = 2_000;
+    let with = |node: &str, now: i64, owned: u64| ClaimParams {
+        due_before_ms: now + 5_000,
+        owned_buckets: owned,
+        foreign_due_before_ms: now - grace,
+        ..claim(node, now)
+    };
+    let schedule_buckets = |runs: &[Run]| -> u64 {
+        runs.iter().filter(|r| r.trigger == TriggerKind::Schedule).fold(0, |m, r| m | 1u64 << bucket_of(&r.job_id))
+    };
+    // Ahead of time (the fires are due in 1 s): node_x takes exactly its own buckets, and
+    // every triggered run.
+    let x = s.run_claim(&with("node_x", NOW - 1_000, mask_x)).await.unwrap();
+    assert_eq!(schedule_buckets(&x), mask_x, "node_x claimed its own buckets, and only those");
+    assert_eq!(x.iter().filter(|r| r.trigger == TriggerKind::Schedule).count() as u32, mask_x.count_ones());
+    assert_eq!(x.iter().filter(|r| r.trigger == TriggerKind::Manual).count(), manual.len(), "triggers: anyone");
+    // node_y is silent. A third node owning nothing leaves node_y's fires alone while
+    // they are less than the grace late ...
+    assert!(s.run_claim(&with("node_z", NOW, 0)).await.unwrap().is_empty());
+    assert!(s.run_claim(&with("node_z", NOW + grace - 1, 0)).await.unwrap().is_empty());
+    // ... and takes them all once they are that late.
+    let z = s.run_claim(&with("node_z", NOW + grace, 0)).await.unwrap();
+    assert_eq!(schedule_buckets(&z), mask_y, "node_y's share, after the grace");
+    assert_eq!(z.len() as u32, mask_y.count_ones());
+    assert!(z.iter().all(|r| r.state == RunState::Queued && r.owner_node.as_deref() == Some("node_z")));
+
+    // The live node set behind the ring: alive and heartbeating since the given instant.
+    s.node_heartbeat("node_x", "http://x", "1", 0, NOW).await.unwrap();
+    s.node_heartbeat("node_y", "http://y", "1", 0, NOW).await.unwrap();
+    let db_now = s.db_now_ms().await.unwrap();
+    assert_eq!(s.node_live_ids(db_now - 10_000).await.unwrap(), ["node_x", "node_y"]);
+    s.node_leave("node_y").await.unwrap();
+    assert_eq!(s.node_live_ids(db_now - 10_000).await.unwrap(), ["node_x"]);
+    assert!(s.node_live_ids(db_now + 60_000).await.unwrap().is_empty(), "silent since then: not live");
 }

@@ -99,6 +99,8 @@ fn claim(node: &str, now: i64) -> ClaimParams {
         lease_until_ms: now + LEASE,
         limit: 100,
         include_schedule: true,
+        owned_buckets: sundial_core::affinity::ALL_BUCKETS,
+        foreign_due_before_ms: now,
     }
 }
 
