@@ -192,7 +192,15 @@ impl Engine {
     /// `dispatching` (commit before send) and reads the apps and executors routing needs;
     /// then each run is routed and delivered in a task of its own. With `wait`, returns
     /// when every delivery is over (tests).
-    pub(crate) async fn dispatch_batch(self: &Arc<Self>, run_ids: Vec<String>, wait: bool) -> Result<()> {
+    ///
+    /// `permits` holds one delivery permit per run, taken before the dispatch transaction:
+    /// a run's deadline starts when it is committed, so it must not then wait for capacity.
+    pub(crate) async fn dispatch_batch(
+        self: &Arc<Self>,
+        run_ids: Vec<String>,
+        mut permits: tokio::sync::OwnedSemaphorePermit,
+        wait: bool,
+    ) -> Result<()> {
         let now = self.now_ms();
         let decisions =
             crate::retry_deadlock(|| self.store.run_dispatch_many(&run_ids, &self.cfg.node_id, now, self.cfg.lease_ms))
@@ -219,11 +227,10 @@ impl Engine {
                     continue;
                 }
             };
-            // The deliveries wait for their permits in their own tasks: the dispatch slot is
-            // free for the next batch as soon as this one is committed.
+            let permit = permits.split(1);
             let e = self.clone();
             let h = self.deliveries.spawn(async move {
-                let _permit = e.inflight_permit().await;
+                let _permit = permit;
                 let run_id = run.id.clone();
                 if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref()).await {
                     tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");

@@ -370,6 +370,12 @@ impl Engine {
         }
     }
 
+    /// `n` delivery permits at once (at most `max_inflight`).
+    pub(crate) async fn inflight_permits(&self, n: usize) -> tokio::sync::OwnedSemaphorePermit {
+        let n = n.min(self.cfg.max_inflight).max(1) as u32;
+        self.inflight.clone().acquire_many_owned(n).await.expect("the semaphore is never closed")
+    }
+
     pub(crate) async fn inflight_permit(&self) -> tokio::sync::OwnedSemaphorePermit {
         self.inflight.clone().acquire_owned().await.expect("the semaphore is never closed")
     }

@@ -367,17 +367,22 @@ impl Engine {
         loop {
             let slot = self.batch_slots.clone().acquire_owned().await.expect("the semaphore is never closed");
             // Waiting serial runs renew their claim when a third of its lease is left.
-            let due = self.timer.pop_due_max(self.now_ms(), self.cfg.lease_ms / 3, crate::DISPATCH_BATCH);
+            let batch = crate::DISPATCH_BATCH.min(self.cfg.max_inflight.max(1));
+            let due = self.timer.pop_due_max(self.now_ms(), self.cfg.lease_ms / 3, batch);
             if due.is_empty() {
                 break;
             }
             n += due.len();
             Counters::add(&self.counters.dispatched, due.len() as u64);
+            // Capacity first: a run's deadline starts at its dispatch commit, so it must not
+            // wait for a delivery permit after that (while the permits are all taken, the
+            // timer waits here and runs stay claimed, not dispatched).
+            let permits = self.inflight_permits(due.len()).await;
             let e = self.clone();
             let h = self.deliveries.spawn(async move {
                 let first = due[0].clone();
                 let count = due.len();
-                if let Err(err) = e.dispatch_batch(due.clone(), wait).await {
+                if let Err(err) = e.dispatch_batch(due.clone(), permits, wait).await {
                     tracing::warn!(run_id = %first, runs = count, error = %err, "dispatch failed; the runs' leases will bring them back");
                     let now = e.now_ms();
                     for id in &due {
