@@ -582,15 +582,32 @@ impl SqlStore {
     }
 
     /// Generated runs of several jobs in one transaction: see [`Store::run_generate_many`].
+    ///
+    /// The job rows are written last, so their locks (which dispatch takes too) are held only
+    /// for the moment before the commit: the runs are inserted first, then each job's
+    /// `generated_until_ms` moves conditional on the version the runs were planned from. If a
+    /// job changed meanwhile, the whole batch is undone and its jobs are written one by one.
     pub(super) async fn generate_many(&self, batch: &[GenerateJob]) -> Result<Vec<Option<usize>>> {
+        match self.generate_batch(batch).await? {
+            Some(out) => Ok(out),
+            None if batch.len() == 1 => Ok(vec![None]),
+            None => {
+                let mut out = Vec::with_capacity(batch.len());
+                for g in batch {
+                    out.push(self.generate_batch(std::slice::from_ref(g)).await?.and_then(|mut o| o.pop().flatten()));
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// `None` (nothing written) if a job of the batch is no longer at its planned version.
+    async fn generate_batch(&self, batch: &[GenerateJob]) -> Result<Option<Vec<Option<usize>>>> {
         let mut tx = self.begin().await?;
-        // Which jobs are still at the version the runs were planned from (and active)?
+        // Which jobs are at the version the runs were planned from (and active)? No lock:
+        // the conditional UPDATE at the end re-checks under the row lock.
         let ids = distinct(batch.iter().map(|g| g.job_id.as_str()));
-        let sql = format!(
-            "SELECT id, version, state FROM jobs WHERE id IN ({}){}",
-            placeholders(IN_CHUNK),
-            self.lock_clause()
-        );
+        let sql = format!("SELECT id, version, state FROM jobs WHERE id IN ({})", placeholders(IN_CHUNK));
         let mut current: HashMap<String, (i64, String)> = HashMap::new();
         for row in fetch_in(&mut tx, &sql, &ids).await? {
             current.insert(col(&row, "id")?, (col(&row, "version")?, col(&row, "state")?));
@@ -599,32 +616,43 @@ impl SqlStore {
             .iter()
             .filter(|g| current.get(&g.job_id).is_some_and(|(v, st)| *v == g.job_version && st == "active"))
             .collect();
-        let update = format!("UPDATE jobs SET generated_until_ms = ? WHERE id IN ({})", placeholders(IN_CHUNK));
-        for group in groups(&fresh, |g| g.generated_until_ms) {
-            for chunk in group.chunks(IN_CHUNK) {
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(update.clone())).bind(chunk[0].generated_until_ms);
-                for i in 0..IN_CHUNK {
-                    q = q.bind(&chunk[i.min(chunk.len() - 1)].job_id);
-                }
-                q.execute(&mut *tx).await?;
-            }
-        }
         let rows: Vec<Run> = fresh.iter().flat_map(|g| g.runs.iter().cloned()).collect();
         let inserted = insert_runs(&mut tx, self.dialect, &rows).await?;
+        let update = format!(
+            "UPDATE jobs SET generated_until_ms = ? WHERE version = ? AND state = 'active' AND id IN ({})",
+            placeholders(IN_CHUNK)
+        );
+        for group in groups(&fresh, |g| (g.generated_until_ms, g.job_version)) {
+            let ids = distinct(group.iter().map(|g| g.job_id.as_str()));
+            for chunk in ids.chunks(IN_CHUNK) {
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(update.clone()))
+                    .bind(group[0].generated_until_ms)
+                    .bind(group[0].job_version);
+                for i in 0..IN_CHUNK {
+                    q = q.bind(chunk[i.min(chunk.len() - 1)]);
+                }
+                if q.execute(&mut *tx).await?.rows_affected() != chunk.len() as u64 {
+                    tx.rollback().await?;
+                    return Ok(None);
+                }
+            }
+        }
         tx.commit().await?;
         // INSERT IGNORE reports a total only: credit it to the jobs in order (exact when
         // nothing was ignored, which is the rule: fire keys are new past `generated_until`).
         let mut left = inserted;
-        Ok(batch
-            .iter()
-            .map(|g| {
-                fresh.iter().any(|f| std::ptr::eq(*f, g)).then(|| {
-                    let n = g.runs.len().min(left);
-                    left -= n;
-                    n
+        Ok(Some(
+            batch
+                .iter()
+                .map(|g| {
+                    fresh.iter().any(|f| std::ptr::eq(*f, g)).then(|| {
+                        let n = g.runs.len().min(left);
+                        left -= n;
+                        n
+                    })
                 })
-            })
-            .collect())
+                .collect(),
+        ))
     }
 }
 
