@@ -35,7 +35,7 @@ pub use outcome::{ExecutorResult, finish_attempt, finish_params};
 pub use shard::{cancel_shards_remote, finish_shard};
 
 /// Dispatch transactions in flight at once per node.
-const DISPATCH_SLOTS: usize = 4;
+const DISPATCH_SLOTS: usize = 2;
 /// Runs per dispatch transaction at most.
 pub(crate) const DISPATCH_BATCH: usize = 64;
 
