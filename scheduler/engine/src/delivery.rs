@@ -65,6 +65,9 @@ impl DeliveryClient {
     }
 }
 
+/// A dispatch transaction slower than this moves its runs' deadlines by its duration.
+const DISPATCH_SLOW_MS: i64 = 250;
+
 /// What an executor's answer to a delivery means.
 #[derive(Debug)]
 pub(crate) enum Answer {
@@ -202,9 +205,33 @@ impl Engine {
         wait: bool,
     ) -> Result<()> {
         let now = self.now_ms();
-        let decisions =
+        let mut decisions =
             crate::retry_deadlock(|| self.store.run_dispatch_many(&run_ids, &self.cfg.node_id, now, self.cfg.lease_ms))
                 .await?;
+        // The deadlines were set from `now`, before the transaction; if it took long (lock
+        // waits, a busy pool), that time must not count against the executor's timeout.
+        let took = self.now_ms() - now;
+        if took > DISPATCH_SLOW_MS {
+            let sent: Vec<String> = decisions
+                .iter()
+                .filter(|(_, d)| matches!(d, DispatchDecision::Dispatch { .. }))
+                .map(|(id, _)| id.clone())
+                .collect();
+            if !sent.is_empty() {
+                crate::retry_deadlock(|| self.store.run_extend_dispatch(&sent, &self.cfg.node_id, took)).await?;
+                for (_, d) in &mut decisions {
+                    if let DispatchDecision::Dispatch { run, .. } = d {
+                        run.deadline_ms = run.deadline_ms.map(|t| t + took);
+                        run.lease_until_ms = run.lease_until_ms.map(|t| t + took);
+                    }
+                }
+                tracing::info!(
+                    runs = sent.len(),
+                    took_ms = took,
+                    "slow dispatch transaction: deadlines moved by its duration"
+                );
+            }
+        }
         let mut handles = Vec::new();
         for (run_id, decision) in decisions {
             let (run, job, webhook_id, covered, routing) = match decision {

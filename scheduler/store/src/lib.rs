@@ -262,6 +262,10 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         now_ms: i64,
         lease_ms: i64,
     ) -> Result<Vec<(String, DispatchDecision)>>;
+    /// Push back the deadline and lease of runs this node has just committed `dispatching`,
+    /// by `by_ms`: for a dispatch transaction that took long (lock waits), so the time it took
+    /// does not count against the executor's timeout. Conditional on state and owner.
+    async fn run_extend_dispatch(&self, run_ids: &[String], node_id: &str, by_ms: i64) -> Result<u64>;
     /// Record where an attempt went and the dispatch trail.
     async fn attempt_set_target(
         &self,

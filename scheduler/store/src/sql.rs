@@ -1252,6 +1252,10 @@ impl Store for SqlStore {
         Ok(r.rows_affected() > 0)
     }
 
+    async fn run_extend_dispatch(&self, run_ids: &[String], node_id: &str, by_ms: i64) -> Result<u64> {
+        self.extend_dispatch(run_ids, node_id, by_ms).await
+    }
+
     async fn run_finish_many(&self, ps: &[FinishAttempt]) -> Result<Vec<FinishOutcome>> {
         self.finish_many(ps).await
     }

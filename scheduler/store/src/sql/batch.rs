@@ -379,6 +379,24 @@ impl SqlStore {
         Ok(listed.is_some_and(|ids| ids.contains(&run.id)))
     }
 
+    /// See [`Store::run_extend_dispatch`].
+    pub(super) async fn extend_dispatch(&self, run_ids: &[String], node_id: &str, by_ms: i64) -> Result<u64> {
+        let sql = format!(
+            "UPDATE runs SET deadline_ms = deadline_ms + ?, lease_until_ms = lease_until_ms + ? \
+             WHERE id IN ({}) AND state = 'dispatching' AND owner_node = ?",
+            placeholders(IN_CHUNK)
+        );
+        let mut n = 0;
+        for chunk in run_ids.chunks(IN_CHUNK) {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone())).bind(by_ms).bind(by_ms);
+            for i in 0..IN_CHUNK {
+                q = q.bind(&chunk[i.min(chunk.len() - 1)]);
+            }
+            n += q.bind(node_id).execute(&self.pool).await?.rows_affected();
+        }
+        Ok(n)
+    }
+
     /// Apps and their executors (in registration order) by app id.
     async fn app_routing(
         &self,

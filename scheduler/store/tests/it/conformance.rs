@@ -569,6 +569,12 @@ pub async fn dispatch_batches_decide_each_run_as_if_alone(s: S) {
     let out = s.run_dispatch_many(std::slice::from_ref(&theirs.id), "node_a", NOW, 30_000).await.unwrap();
     assert_eq!(out[0].1, DispatchDecision::Gone);
     assert_eq!(get(theirs.id.clone()).await.state, RunState::Queued);
+    // A slow dispatch transaction moves its runs' deadlines: only dispatching runs of this node.
+    let moved = [runs[0].id.clone(), runs[1].id.clone(), theirs.id.clone()];
+    assert_eq!(s.run_extend_dispatch(&moved, "node_a", 700).await.unwrap(), 1);
+    let r = get(runs[0].id.clone()).await;
+    assert_eq!((r.deadline_ms, r.lease_until_ms), (Some(NOW + 60_700), Some(NOW + 90_700)));
+    assert_eq!(s.run_extend_dispatch(&moved[..1], "node_b", 700).await.unwrap(), 0, "not its run");
 }
 
 fn result(run_id: &str, attempt: i64, ok: bool, output: serde_json::Value) -> FinishAttempt {
