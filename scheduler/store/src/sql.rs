@@ -409,47 +409,7 @@ impl SqlStore {
 
 /// Insert a run unless its (job, fire key) exists; true if inserted.
 async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Run) -> Result<bool> {
-    let verb = match dialect {
-        Dialect::MySql => "INSERT IGNORE",
-        Dialect::Sqlite => "INSERT OR IGNORE",
-    };
-    let sql = format!(
-        "{verb} INTO runs (id, tenant_id, job_id, fire_key, trigger_kind, scheduled_at_ms, state, attempt, shard_total, params, \
-         parent_run_id, parent_output, job_version, owner_node, lease_until_ms, deadline_ms, next_attempt_at_ms, reason, message, \
-         output, expired_count, created_at_ms, updated_at_ms, started_at_ms, finished_at_ms, bucket) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    );
-    let res = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(&r.id)
-        .bind(&r.tenant_id)
-        .bind(&r.job_id)
-        .bind(&r.fire_key)
-        .bind(r.trigger.as_str())
-        .bind(r.scheduled_at_ms)
-        .bind(r.state.as_str())
-        .bind(r.attempt)
-        .bind(r.shard_total)
-        .bind(r.params.as_ref().map(to_json))
-        .bind(&r.parent_run_id)
-        .bind(r.parent_output.as_ref().map(to_json))
-        .bind(r.job_version)
-        .bind(&r.owner_node)
-        .bind(r.lease_until_ms)
-        .bind(r.deadline_ms)
-        .bind(r.next_attempt_at_ms)
-        .bind(&r.reason)
-        .bind(&r.message)
-        .bind(r.output.as_ref().map(to_json))
-        .bind(r.expired_count)
-        .bind(r.created_at_ms)
-        .bind(r.updated_at_ms)
-        .bind(r.started_at_ms)
-        .bind(r.finished_at_ms)
-        // Job affinity: derived from the job id, never stored on `Run` (it cannot disagree).
-        .bind(sundial_core::affinity::bucket_of(&r.job_id))
-        .execute(&mut **tx)
-        .await?;
-    Ok(res.rows_affected() > 0)
+    Ok(batch::insert_runs(tx, dialect, std::slice::from_ref(r)).await? > 0)
 }
 
 /// Move a run to a terminal state through the state machine, conditional on the
@@ -1348,21 +1308,7 @@ impl Store for SqlStore {
     }
 
     async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()> {
-        let mut tx = self.begin().await?;
-        for (at, level, message) in lines {
-            sqlx::query(
-                "INSERT INTO run_logs (run_id, shard_index, attempt, at_ms, level, message) VALUES (?, 0, ?, ?, ?, ?)",
-            )
-            .bind(run_id)
-            .bind(attempt)
-            .bind(*at)
-            .bind(level)
-            .bind(message)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(())
+        shards::log_append(self, run_id, 0, attempt, lines).await
     }
 
     async fn run_logs(&self, run_id: &str, limit: i64) -> Result<Vec<RunLog>> {
