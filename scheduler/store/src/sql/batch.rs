@@ -186,14 +186,7 @@ impl SqlStore {
                 && self.still_running_elsewhere(&mut tx, &run, now_ms).await?
             {
                 // The timed-out attempt's executor still reports running it: the retry waits.
-                sqlx::query(
-                    "UPDATE runs SET lease_until_ms = ? WHERE id = ? AND owner_node = ? AND state = 'retrying'",
-                )
-                .bind(now_ms + lease_ms)
-                .bind(&run.id)
-                .bind(node_id)
-                .execute(&mut *tx)
-                .await?;
+                hold_claim(&mut tx, &run, node_id, now_ms + lease_ms).await?;
                 skipped.insert(id.clone(), DispatchDecision::Blocked);
                 continue;
             }
@@ -204,15 +197,8 @@ impl SqlStore {
                 if !list.is_empty() {
                     match job.block {
                         BlockStrategy::Serial => {
-                            // Waits in `queued`; keep the claim alive while it waits.
-                            sqlx::query(
-                                "UPDATE runs SET lease_until_ms = ? WHERE id = ? AND owner_node = ? AND state = 'queued'",
-                            )
-                            .bind(now_ms + lease_ms)
-                            .bind(&run.id)
-                            .bind(node_id)
-                            .execute(&mut *tx)
-                            .await?;
+                            // Waits in `queued`.
+                            hold_claim(&mut tx, &run, node_id, now_ms + lease_ms).await?;
                             skipped.insert(id.clone(), DispatchDecision::Blocked);
                             continue;
                         }
@@ -672,6 +658,18 @@ impl SqlStore {
                 .collect(),
         ))
     }
+}
+
+/// A run that must wait (`Blocked`) stays claimed: renew its lease, if still ours in the state read.
+async fn hold_claim(tx: &mut Transaction<'static, Any>, run: &Run, node_id: &str, lease_until_ms: i64) -> Result<()> {
+    sqlx::query("UPDATE runs SET lease_until_ms = ? WHERE id = ? AND owner_node = ? AND state = ?")
+        .bind(lease_until_ms)
+        .bind(&run.id)
+        .bind(node_id)
+        .bind(run.state.as_str())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 fn webhook_id(run: &Run) -> String {
