@@ -35,6 +35,12 @@ impl AppState {
         let delivery = sundial_engine::DeliveryClient::new(clock.clone());
         Self { store, clock, config: Arc::new(config), wake, delivery }
     }
+
+    /// Name this node in the calls it makes to executors (`sundial-node`).
+    pub fn for_node(mut self, node_id: &str) -> Self {
+        self.delivery = self.delivery.for_node(node_id);
+        self
+    }
 }
 
 impl AppState {

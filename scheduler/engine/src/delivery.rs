@@ -21,6 +21,9 @@ use crate::{Engine, Result};
 pub struct DeliveryClient {
     http: reqwest::Client,
     clock: SharedClock,
+    /// Sent as `sundial-node` (which node dispatched: for executors' logs and for telling
+    /// a redelivery by another node from a repeat).
+    node_id: Option<String>,
 }
 
 impl DeliveryClient {
@@ -32,7 +35,13 @@ impl DeliveryClient {
             .user_agent(concat!("sundial/", env!("CARGO_PKG_VERSION")))
             .build()
             .expect("HTTP client builds");
-        Self { http, clock }
+        Self { http, clock, node_id: None }
+    }
+
+    /// Name the sending node in every call (`sundial-node` header).
+    pub fn for_node(mut self, node_id: &str) -> Self {
+        self.node_id = Some(node_id.to_string());
+        self
     }
 
     /// POST a JSON body signed with the app's valid secrets.
@@ -58,6 +67,9 @@ impl DeliveryClient {
             .header(signing::HEADER_TIMESTAMP, ts.to_string())
             .header(signing::HEADER_SIGNATURE, signing::signature_header(&keys, msg_id, ts, body))
             .header("sundial-app-id", &app.id);
+        if let Some(node) = &self.node_id {
+            req = req.header("sundial-node", node);
+        }
         for (k, v) in extra {
             req = req.header(*k, v);
         }

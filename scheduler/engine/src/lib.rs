@@ -214,7 +214,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>, clock: SharedClock, cfg: EngineConfig, wake: Arc<Notify>) -> Arc<Engine> {
-        let client = DeliveryClient::new(clock.clone());
+        let client = DeliveryClient::new(clock.clone()).for_node(&cfg.node_id);
         let started_at_ms = clock.now_ms();
         Arc::new(Engine {
             skewed: std::sync::atomic::AtomicBool::new(false),

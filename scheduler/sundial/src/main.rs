@@ -78,7 +78,8 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
         clock.clone(),
         ApiConfig { max_body_bytes: cfg.max_body_bytes, secret_grace_ms: cfg.secret_grace_secs * 1000 },
         wake.clone(),
-    );
+    )
+    .for_node(&cfg.node_id);
     let mut engine_cfg = EngineConfig::new(cfg.node_id.clone());
     engine_cfg.horizon_ms = cfg.horizon_ms;
     engine_cfg.claim_window_ms = cfg.claim_window_ms;

@@ -109,6 +109,7 @@ async fn a_fixed_rate_job_fires_on_time_signed_and_succeeds(app: &TestApp) {
     assert_eq!(r.headers["sundial-scheduled-at"], "2026-03-28T12:00:00.000Z");
     assert_eq!(r.headers["sundial-shard"], "0/1");
     assert_eq!(r.headers["sundial-app-id"], s.app_id.as_str());
+    assert_eq!(r.headers["sundial-node"], "node_test", "the dispatching node names itself");
     assert_eq!(r.body["job"], "tick");
     assert_eq!(r.body["handler"], "invoice.run");
     assert_eq!(r.body["params"], json!({"n": 1}));

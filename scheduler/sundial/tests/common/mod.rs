@@ -186,6 +186,8 @@ pub struct Delivery {
     pub received_ms: i64,
     pub signature_ok: bool,
     pub path: String,
+    /// `sundial-node`: the node that sent it.
+    pub node: String,
 }
 
 /// A test executor: verifies each delivery's Standard Webhooks signature with the app
@@ -233,6 +235,7 @@ impl Sink {
                     received_ms,
                     signature_ok,
                     path: uri.path().to_string(),
+                    node: h("sundial-node").unwrap_or_default().to_string(),
                 });
                 if !signature_ok {
                     return (StatusCode::UNAUTHORIZED, axum::Json(json!({"code": "bad_signature"}))).into_response();
