@@ -381,9 +381,11 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
         *failed_attempts.entry(format!("{}/{}", a.state, a.reason.as_deref().unwrap_or("-"))).or_default() += 1;
     }
     // Raw redeliveries: only of deliveries in flight on a node when it was SIGKILLed: the
-    // first came from a node that was killed before the repeat arrived. (How long before
-    // the kill the first went out is not bounded: the node may have had the executor's
-    // answer but not yet committed it, which takes long when the disk is slow to sync.)
+    // first came from a node that was killed before the repeat arrived. How long before
+    // the kill the first went out is not bounded (the node may have had the executor's
+    // answer but not yet committed it, which takes long when the disk is slow to sync);
+    // after it, by the time the sink records a request the signal may already have landed
+    // (the kill time is read just before the signal is sent): 1 s of slack.
     let mut redelivered = Vec::new();
     let mut unexplained = Vec::new();
     for (w, ds) in &by_webhook {
@@ -394,7 +396,7 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
         ds.sort_by_key(|d| d.received_ms);
         let first = ds[0];
         let explained = ds[1..].iter().all(|again| {
-            kills_done.iter().any(|(k, node)| *node == first.node && first.received_ms <= *k && *k <= again.received_ms)
+            kills_done.iter().any(|(k, node)| *node == first.node && first.received_ms <= k + 1_000 && *k <= again.received_ms)
         });
         if !explained {
             unexplained.push(format!(
