@@ -288,7 +288,8 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn run_finish_many(&self, ps: &[FinishAttempt]) -> Result<Vec<FinishOutcome>>;
     /// Cancel a non-terminal run. Returns the run as it was before, if it was cancelled.
     async fn run_cancel(&self, tenant_id: &str, run_id: &str, message: &str, now_ms: i64) -> Result<Option<Run>>;
-    /// Make a `retrying` run due now.
+    /// Make a `retrying` run due now; for a `running` sharded run, its `retrying` shards.
+    /// False (nothing changed) if there was nothing waiting to retry.
     async fn run_retry_now(&self, tenant_id: &str, run_id: &str, now_ms: i64) -> Result<bool>;
     /// `running` runs past their deadline, up to `limit`.
     async fn run_overdue(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>>;

@@ -1241,6 +1241,7 @@ impl Store for SqlStore {
     }
 
     async fn run_retry_now(&self, tenant_id: &str, run_id: &str, now_ms: i64) -> Result<bool> {
+        let mut tx = self.begin().await?;
         let r = sqlx::query(
             "UPDATE runs SET next_attempt_at_ms = ?, owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? \
              WHERE id = ? AND tenant_id = ? AND state = 'retrying'",
@@ -1249,9 +1250,27 @@ impl Store for SqlStore {
         .bind(now_ms)
         .bind(run_id)
         .bind(tenant_id)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
-        Ok(r.rows_affected() > 0)
+        let mut done = r.rows_affected() > 0;
+        if !done {
+            // A sharded run stays `running` while a shard waits out its backoff: those shards go now.
+            let s = sqlx::query(
+                "UPDATE run_shards SET next_attempt_at_ms = ?, updated_at_ms = ? \
+                 WHERE run_id = ? AND state = 'retrying' \
+                 AND run_id IN (SELECT id FROM runs WHERE id = ? AND tenant_id = ? AND state = 'running')",
+            )
+            .bind(now_ms)
+            .bind(now_ms)
+            .bind(run_id)
+            .bind(run_id)
+            .bind(tenant_id)
+            .execute(&mut *tx)
+            .await?;
+            done = s.rows_affected() > 0;
+        }
+        tx.commit().await?;
+        Ok(done)
     }
 
     async fn run_overdue(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>> {

@@ -88,7 +88,8 @@ pub async fn cancel(
     }
 }
 
-/// Skip the backoff of a `retrying` run: its next attempt starts now (editor).
+/// Skip the backoff of a `retrying` run: its next attempt starts now; for a sharded run,
+/// every shard waiting out its backoff goes now (editor).
 #[utoipa::path(post, path = "/api/v1/runs/{id}/retry", tag = "runs", params(("id" = String, Path)),
     responses((status = 200, body = RunOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn retry(
@@ -102,7 +103,10 @@ pub async fn retry(
     if !done {
         return Err(ApiError::conflict(
             "not_retrying",
-            format!("only a `retrying` run can be retried now; this one is `{}`", run.state),
+            format!(
+                "only a `retrying` run, or a sharded run with a `retrying` shard, can be retried now; this one is `{}`",
+                run.state
+            ),
         ));
     }
     st.wake.notify_one();

@@ -12,6 +12,7 @@ use crate::helpers::*;
 crate::on_both_databases!(
     shards_are_broadcast_signed_and_succeed_together,
     a_failed_shard_retries_alone_after_its_backoff,
+    retry_now_sends_a_waiting_shard_at_once,
     a_shard_out_of_retries_fails_the_run_and_the_others_are_cancelled,
     shard_results_by_callback_are_checked_per_shard_attempt,
     a_shard_past_its_deadline_is_cancelled_then_retried,
@@ -231,6 +232,32 @@ async fn a_failed_shard_retries_alone_after_its_backoff(app: &TestApp) {
     app.clock.advance(10_000);
     app.engine.tick().await.unwrap();
     assert_eq!(counts(&s), [1, 2, 1], "succeeded shards are never redelivered");
+}
+
+async fn retry_now_sends_a_waiting_shard_at_once(app: &TestApp) {
+    let s = setup(app, false, 2).await;
+    s.execs[1].then(Answer::Status(500, json!({"code": "boom"})));
+    let mut body = sharded("patient", retry(2));
+    body["failure"]["backoff"] = json!({"kind": "fixed", "base_ms": 600_000, "jitter": false});
+    let job = app.job(&s.key, body).await;
+    let run_id = trigger(app, &s.key, &job).await;
+    app.engine.tick().await.unwrap();
+    assert_eq!(shard_states(&detail(app, &s.key, &run_id).await), ["succeeded", "retrying"]);
+    let path = format!("/api/v1/runs/{run_id}/retry");
+    app.clock.advance(1_000);
+    app.engine.tick().await.unwrap();
+    assert_eq!(s.execs[1].deliveries().len(), 1, "still waiting out its 10 minute backoff");
+    let (st, run) = app.post(&path, &s.key, json!({})).await;
+    assert_eq!(st, StatusCode::OK, "{run}");
+    app.engine.tick().await.unwrap();
+    assert_eq!(s.execs[1].deliveries().len(), 2, "the shard went at once");
+    assert_eq!(header(&s.execs[1].deliveries()[1], "sundial-attempt"), "2");
+    let d = detail(app, &s.key, &run_id).await;
+    assert_eq!(d["state"], "succeeded", "{d}");
+    assert_eq!(s.execs[0].deliveries().len(), 1, "the succeeded shard is not sent again");
+    // Nothing waits any more: 409, with the state named.
+    let (st, err) = app.post(&path, &s.key, json!({})).await;
+    assert_eq!((st, err["code"].clone()), (StatusCode::CONFLICT, json!("not_retrying")), "{err}");
 }
 
 async fn a_shard_out_of_retries_fails_the_run_and_the_others_are_cancelled(app: &TestApp) {
