@@ -396,7 +396,9 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
         ds.sort_by_key(|d| d.received_ms);
         let first = ds[0];
         let explained = ds[1..].iter().all(|again| {
-            kills_done.iter().any(|(k, node)| *node == first.node && first.received_ms <= k + 1_000 && *k <= again.received_ms)
+            kills_done
+                .iter()
+                .any(|(k, node)| *node == first.node && first.received_ms <= k + 1_000 && *k <= again.received_ms)
         });
         if !explained {
             unexplained.push(format!(
