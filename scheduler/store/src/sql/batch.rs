@@ -622,23 +622,36 @@ impl SqlStore {
             .collect();
         let rows: Vec<Run> = fresh.iter().flat_map(|g| g.runs.iter().cloned()).collect();
         let inserted = insert_runs(&mut tx, self.dialect, &rows).await?;
+        // One statement per chunk of jobs, whatever their versions and cursors (each job's
+        // refill ends at its own point, so equal values are the exception): constant text,
+        // ids padded with the last job (CASE takes the first match; repeats change nothing).
+        let when = vec!["WHEN ? THEN ?"; IN_CHUNK].join(" ");
         let update = format!(
-            "UPDATE jobs SET generated_until_ms = ? WHERE version = ? AND state = 'active' AND id IN ({})",
+            "UPDATE jobs SET generated_until_ms = CASE id {when} END \
+             WHERE state = 'active' AND version = CASE id {when} END AND id IN ({})",
             placeholders(IN_CHUNK)
         );
-        for group in groups(&fresh, |g| (g.generated_until_ms, g.job_version)) {
-            let ids = distinct(group.iter().map(|g| g.job_id.as_str()));
-            for chunk in ids.chunks(IN_CHUNK) {
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(update.clone()))
-                    .bind(group[0].generated_until_ms)
-                    .bind(group[0].job_version);
-                for i in 0..IN_CHUNK {
-                    q = q.bind(chunk[i.min(chunk.len() - 1)]);
-                }
-                if q.execute(&mut *tx).await?.rows_affected() != chunk.len() as u64 {
-                    tx.rollback().await?;
-                    return Ok(None);
-                }
+        let mut jobs: Vec<&GenerateJob> = Vec::with_capacity(fresh.len());
+        for g in &fresh {
+            if !jobs.iter().any(|j| j.job_id == g.job_id) {
+                jobs.push(g);
+            }
+        }
+        for chunk in jobs.chunks(IN_CHUNK) {
+            let pad = |i: usize| chunk[i.min(chunk.len() - 1)];
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(update.clone()));
+            for i in 0..IN_CHUNK {
+                q = q.bind(&pad(i).job_id).bind(pad(i).generated_until_ms);
+            }
+            for i in 0..IN_CHUNK {
+                q = q.bind(&pad(i).job_id).bind(pad(i).job_version);
+            }
+            for i in 0..IN_CHUNK {
+                q = q.bind(&pad(i).job_id);
+            }
+            if q.execute(&mut *tx).await?.rows_affected() != chunk.len() as u64 {
+                tx.rollback().await?;
+                return Ok(None);
             }
         }
         tx.commit().await?;
