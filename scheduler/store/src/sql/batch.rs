@@ -622,9 +622,9 @@ impl SqlStore {
             .collect();
         let rows: Vec<Run> = fresh.iter().flat_map(|g| g.runs.iter().cloned()).collect();
         let inserted = insert_runs(&mut tx, self.dialect, &rows).await?;
-        // One statement per chunk of jobs, whatever their versions and cursors (each job's
-        // refill ends at its own point, so equal values are the exception): constant text,
-        // ids padded with the last job (CASE takes the first match; repeats change nothing).
+        // One statement per chunk of jobs, whatever their versions and cursors (versions differ
+        // from job to job): constant text, ids padded with the last job (CASE takes the first
+        // match; repeats change nothing).
         let when = vec!["WHEN ? THEN ?"; IN_CHUNK].join(" ");
         let update = format!(
             "UPDATE jobs SET generated_until_ms = CASE id {when} END \

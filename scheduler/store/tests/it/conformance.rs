@@ -712,6 +712,40 @@ pub async fn generate_batches_skip_jobs_that_changed(s: S) {
     assert_eq!(listed(&fresh).await.len(), 40);
 }
 
+/// One batch of jobs at different versions with different cursors (more than one chunk of
+/// ids): every job gets its own cursor, and a job whose version moved spoils nothing else
+/// (the batch is redone job by job).
+pub async fn generate_moves_each_jobs_own_cursor_in_a_mixed_batch(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let mut jobs = Vec::new();
+    for i in 0..40 {
+        let mut j = job_of(&a, &format!("j{i}"));
+        j.version = 1 + i % 3;
+        s.job_insert(&j, &[]).await.unwrap();
+        jobs.push(j);
+    }
+    let batch: Vec<GenerateJob> = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| GenerateJob {
+            job_id: j.id.clone(),
+            job_version: if i == 37 { 9 } else { j.version }, // 37 was edited meanwhile
+            runs: vec![run_of(j, "s:1", NOW + i as i64)],
+            generated_until_ms: NOW + 1_000 + i as i64,
+        })
+        .collect();
+    let got = s.run_generate_many(&batch).await.unwrap();
+    for (i, j) in jobs.iter().enumerate() {
+        let stored = s.job_get(&t.id, &j.id).await.unwrap().unwrap().generated_until_ms;
+        if i == 37 {
+            assert_eq!((got[i], stored), (None, None), "the edited job");
+        } else {
+            assert_eq!((got[i], stored), (Some(1), Some(NOW + 1_000 + i as i64)), "job {i}");
+        }
+    }
+}
+
 /// Job affinity (`runs.bucket`, `ClaimParams::owned_buckets`): a node claims the schedule
 /// fires of its own buckets as soon as they are in its claim window, the others' only
 /// once they are overdue past the grace; triggered runs go to any node at once.

@@ -51,6 +51,7 @@ for_each_database!(
     dispatch_batches_decide_each_run_as_if_alone,
     result_batches_apply_in_order_with_duplicates_and_conflicts,
     generate_batches_skip_jobs_that_changed,
+    generate_moves_each_jobs_own_cursor_in_a_mixed_batch,
     claims_prefer_owned_buckets_and_take_others_after_the_grace,
 );
 
