@@ -305,6 +305,27 @@ pub(super) async fn cancel_open(
     Ok(r.rows_affected())
 }
 
+/// Make the `retrying` shards of a tenant's `running` sharded run due now. Returns shards changed.
+pub(super) async fn retry_now(
+    tx: &mut Transaction<'static, Any>,
+    tenant_id: &str,
+    run_id: &str,
+    now_ms: i64,
+) -> Result<u64> {
+    let r = sqlx::query(
+        "UPDATE run_shards SET next_attempt_at_ms = ?, updated_at_ms = ? WHERE run_id = ? AND state = 'retrying' \
+         AND run_id IN (SELECT id FROM runs WHERE id = ? AND tenant_id = ? AND state = 'running')",
+    )
+    .bind(now_ms)
+    .bind(now_ms)
+    .bind(run_id)
+    .bind(run_id)
+    .bind(tenant_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(r.rows_affected())
+}
+
 pub(super) async fn finish(s: &SqlStore, p: &FinishShard) -> Result<ShardFinishOutcome> {
     let mut tx = s.begin().await?;
     let Some(run) = lock_run(s, &mut tx, &p.run_id).await? else {

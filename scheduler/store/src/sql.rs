@@ -1255,19 +1255,7 @@ impl Store for SqlStore {
         let mut done = r.rows_affected() > 0;
         if !done {
             // A sharded run stays `running` while a shard waits out its backoff: those shards go now.
-            let s = sqlx::query(
-                "UPDATE run_shards SET next_attempt_at_ms = ?, updated_at_ms = ? \
-                 WHERE run_id = ? AND state = 'retrying' \
-                 AND run_id IN (SELECT id FROM runs WHERE id = ? AND tenant_id = ? AND state = 'running')",
-            )
-            .bind(now_ms)
-            .bind(now_ms)
-            .bind(run_id)
-            .bind(run_id)
-            .bind(tenant_id)
-            .execute(&mut *tx)
-            .await?;
-            done = s.rows_affected() > 0;
+            done = shards::retry_now(&mut tx, tenant_id, run_id, now_ms).await? > 0;
         }
         tx.commit().await?;
         Ok(done)

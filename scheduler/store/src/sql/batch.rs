@@ -631,12 +631,8 @@ impl SqlStore {
              WHERE state = 'active' AND version = CASE id {when} END AND id IN ({})",
             placeholders(IN_CHUNK)
         );
-        let mut jobs: Vec<&GenerateJob> = Vec::with_capacity(fresh.len());
-        for g in &fresh {
-            if !jobs.iter().any(|j| j.job_id == g.job_id) {
-                jobs.push(g);
-            }
-        }
+        let mut seen = std::collections::HashSet::new();
+        let jobs: Vec<&GenerateJob> = fresh.iter().copied().filter(|g| seen.insert(g.job_id.as_str())).collect();
         for chunk in jobs.chunks(IN_CHUNK) {
             let pad = |i: usize| chunk[i.min(chunk.len() - 1)];
             let mut q = sqlx::query(sqlx::AssertSqlSafe(update.clone()));
