@@ -215,11 +215,13 @@ impl Engine {
         run_ids: Vec<String>,
         mut permits: tokio::sync::OwnedSemaphorePermit,
         wait: bool,
+        popped_at_ms: i64,
     ) -> Result<()> {
         let now = self.now_ms();
         let mut decisions =
             crate::retry_deadlock(|| self.store.run_dispatch_many(&run_ids, &self.cfg.node_id, now, self.cfg.lease_ms))
                 .await?;
+        self.note_dispatch_took(self.now_ms() - popped_at_ms);
         // The deadlines were set from `now`, before the transaction; if it took long (lock
         // waits, a busy pool), that time must not count against the executor's timeout.
         let took = self.now_ms() - now;
@@ -271,6 +273,12 @@ impl Engine {
             let h = self.deliveries.spawn(async move {
                 let _permit = permit;
                 let run_id = run.id.clone();
+                // Taken from the timer ahead by the dispatch lead: committed, it goes out at its
+                // instant, not before (retries and redeliveries, due long since, go at once).
+                let early = run.scheduled_at_ms - e.now_ms();
+                if early > 0 {
+                    tokio::time::sleep(Duration::from_millis(early.min(e.cfg.max_dispatch_lead_ms.max(0)) as u64)).await;
+                }
                 if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref()).await {
                     tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
                 }

@@ -78,6 +78,11 @@ pub struct EngineConfig {
     pub affinity_grace_ms: i64,
     /// How often retention cleanup runs.
     pub retention_every_ms: u64,
+    /// Dispatch lead, at most: runs are taken from the timer this much before they are
+    /// due (as much as recent dispatch transactions took, see [`Engine::dispatch_lead_ms`]),
+    /// so that the `dispatching` commit is done by the fire's instant and the delivery
+    /// goes out on time; the delivery itself waits for the instant. 0 turns it off.
+    pub max_dispatch_lead_ms: i64,
 }
 
 impl EngineConfig {
@@ -100,6 +105,7 @@ impl EngineConfig {
             heartbeat_ms: 3_000,
             affinity_grace_ms: 2_000,
             retention_every_ms: 60_000,
+            max_dispatch_lead_ms: 200,
         }
     }
 }
@@ -111,6 +117,18 @@ pub enum EngineError {
 }
 
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
+/// The dispatch-time estimate after a new sample: up to a slower sample at once, down by
+/// 1/32 per batch (at least 1 ms) otherwise: a slow commit now and then keeps the lead up
+/// for a while.
+fn decayed_max(old: i64, sample: i64) -> i64 {
+    sample.max(old - (old + 31) / 32).max(0)
+}
+
+/// The lead for a dispatch-time estimate: a quarter more, at most `max`.
+fn lead_for(took: i64, max: i64) -> i64 {
+    (took + took / 4).clamp(0, max.max(0))
+}
 
 /// Transactions run again after the database rolled them back (deadlocks), in this process.
 static DEADLOCK_RETRIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -207,6 +225,9 @@ pub struct Engine {
     /// The live node set the ring was last computed from (sorted ids).
     members: std::sync::Mutex<Vec<String>>,
     pub(crate) counters: Counters,
+    /// How long recent dispatches took from leaving the timer to their commit: a decaying
+    /// maximum, in ms (see [`Engine::dispatch_lead_ms`]).
+    dispatch_took_ms: std::sync::atomic::AtomicI64,
     started_at_ms: i64,
     cancel: CancellationToken,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -221,6 +242,7 @@ impl Engine {
             owned: std::sync::atomic::AtomicU64::new(sundial_core::affinity::ALL_BUCKETS),
             members: std::sync::Mutex::new(Vec::new()),
             counters: Counters::default(),
+            dispatch_took_ms: std::sync::atomic::AtomicI64::new(0),
             started_at_ms,
             store,
             clock,
@@ -384,6 +406,24 @@ impl Engine {
         &self.cancel
     }
 
+    /// How far ahead of their instant runs leave the timer for dispatch now: a quarter
+    /// more than the slowest recent dispatch took from leaving the timer to its commit
+    /// (waiting for a dispatch slot and a delivery permit included), at most
+    /// `max_dispatch_lead_ms`. Idle, it is a few ms; under load it grows with the
+    /// transactions, so the commit still comes before the instant and the delivery on time.
+    /// The time the engine's clock does not see pass (a manual clock in tests) counts 0.
+    pub fn dispatch_lead_ms(&self) -> i64 {
+        lead_for(self.dispatch_took_ms.load(std::sync::atomic::Ordering::Relaxed), self.cfg.max_dispatch_lead_ms)
+    }
+
+    /// Record how long a dispatch took from leaving the timer to its commit (the engine
+    /// does after every dispatch batch; tests on a manual clock, whose time does not pass
+    /// during a transaction, set it to exercise the lead).
+    pub fn note_dispatch_took(&self, took_ms: i64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let _ = self.dispatch_took_ms.fetch_update(Relaxed, Relaxed, |old| Some(decayed_max(old, took_ms)));
+    }
+
     /// What this engine has done since it was created.
     pub fn stats(&self) -> EngineStats {
         let c = &self.counters;
@@ -407,5 +447,29 @@ impl Engine {
     /// Is the operator switch that stops schedules from firing on their own on?
     pub async fn schedules_paused(&self) -> Result<bool> {
         Ok(self.store.setting_get(SETTING_SCHEDULES_PAUSED).await?.as_deref() == Some("true"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{decayed_max, lead_for};
+
+    #[test]
+    fn the_dispatch_lead_follows_slow_dispatches_at_once_and_decays_slowly() {
+        assert_eq!(lead_for(0, 200), 0, "no lead before anything was slow (and on a manual clock)");
+        let mut est = decayed_max(0, 40);
+        assert_eq!(est, 40, "a slower sample counts at once");
+        assert_eq!(lead_for(est, 200), 50, "a quarter of margin");
+        for _ in 0..10 {
+            est = decayed_max(est, 2);
+        }
+        assert_eq!(est, 26, "decays by 1/32 per batch, at least 1 ms");
+        for _ in 0..500 {
+            est = decayed_max(est, 2);
+        }
+        assert_eq!(est, 2, "down to what dispatches take now");
+        assert_eq!(lead_for(1_000, 200), 200, "capped");
+        assert_eq!(lead_for(1_000, 0), 0, "0 turns it off");
+        assert_eq!(decayed_max(0, -3), 0, "a clock step back is no sample below zero");
     }
 }

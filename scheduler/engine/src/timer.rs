@@ -356,7 +356,8 @@ impl Engine {
         Ok(expired)
     }
 
-    /// Dispatch every run in the timer due at or before now; returns how many were started.
+    /// Dispatch every run in the timer due at or before now (plus the dispatch lead, see
+    /// [`Engine::dispatch_lead_ms`]); returns how many were started.
     /// Due runs go in batches of up to [`crate::DISPATCH_BATCH`], one dispatch transaction
     /// each, a few at once; while every slot is busy more runs fall due, so batches grow
     /// with the load. With `wait`, deliveries finish before this returns (tests);
@@ -368,7 +369,8 @@ impl Engine {
             let slot = self.batch_slots.clone().acquire_owned().await.expect("the semaphore is never closed");
             // Waiting serial runs renew their claim when a third of its lease is left.
             let batch = crate::DISPATCH_BATCH.min(self.cfg.max_inflight.max(1));
-            let due = self.timer.pop_due_max(self.now_ms(), self.cfg.lease_ms / 3, batch);
+            let popped_at = self.now_ms();
+            let due = self.timer.pop_due_max(popped_at + self.dispatch_lead_ms(), self.cfg.lease_ms / 3, batch);
             if due.is_empty() {
                 break;
             }
@@ -382,7 +384,7 @@ impl Engine {
             let h = self.deliveries.spawn(async move {
                 let first = due[0].clone();
                 let count = due.len();
-                if let Err(err) = e.dispatch_batch(due.clone(), permits, wait).await {
+                if let Err(err) = e.dispatch_batch(due.clone(), permits, wait, popped_at).await {
                     tracing::warn!(run_id = %first, runs = count, error = %err, "dispatch failed; the runs' leases will bring them back");
                     let now = e.now_ms();
                     for id in &due {
@@ -404,7 +406,7 @@ impl Engine {
     pub(crate) async fn timer_loop(self: Arc<Self>) {
         loop {
             let now = self.now_ms();
-            let sleep_ms = match self.timer.next_due() {
+            let sleep_ms = match self.timer.next_due().map(|due| due - self.dispatch_lead_ms()) {
                 Some(due) if due <= now => 0,
                 Some(due) => (due - now).min(self.cfg.tick_ms as i64),
                 None => self.cfg.tick_ms as i64,

@@ -71,6 +71,10 @@ pub struct Settings {
     /// overdue before this node claims it.
     #[arg(long, env = "SUNDIAL_AFFINITY_GRACE_MS")]
     pub affinity_grace_ms: Option<i64>,
+    /// Most milliseconds a run is taken from the timer and committed `dispatching` ahead
+    /// of its instant (as much as recent dispatch transactions took); 0 turns it off.
+    #[arg(long, env = "SUNDIAL_MAX_DISPATCH_LEAD_MS")]
+    pub max_dispatch_lead_ms: Option<i64>,
 }
 
 /// Settings with every default applied.
@@ -92,6 +96,7 @@ pub struct Resolved {
     pub shutdown_grace_secs: u64,
     pub retention_days: i64,
     pub affinity_grace_ms: i64,
+    pub max_dispatch_lead_ms: i64,
 }
 
 impl Settings {
@@ -129,6 +134,11 @@ impl Settings {
             (0..=60_000).contains(&affinity_grace_ms),
             "affinity_grace_ms: must be 0-60000 (fires of other nodes' jobs wait this long; the misfire threshold is 5000 by default)"
         );
+        let max_dispatch_lead_ms = self.max_dispatch_lead_ms.or(file.max_dispatch_lead_ms).unwrap_or(200);
+        anyhow::ensure!(
+            (0..=1_000).contains(&max_dispatch_lead_ms),
+            "max_dispatch_lead_ms: must be 0-1000 (0 turns the lead off)"
+        );
         let max_inflight = self.max_inflight.or(file.max_inflight).unwrap_or(512);
         anyhow::ensure!(max_inflight >= 1, "max_inflight: must be at least 1");
         Ok(Resolved {
@@ -151,6 +161,7 @@ impl Settings {
             shutdown_grace_secs: self.shutdown_grace_secs.or(file.shutdown_grace_secs).unwrap_or(30),
             retention_days,
             affinity_grace_ms,
+            max_dispatch_lead_ms,
         })
     }
 }
@@ -187,5 +198,10 @@ mod tests {
         assert!(format!("{err:#}").contains("lissen"), "{err:#}");
         let err = Settings { log_format: Some("xml".into()), ..Default::default() }.resolve().unwrap_err();
         assert!(err.to_string().contains("log_format"), "{err}");
+        let err = Settings { max_dispatch_lead_ms: Some(-1), ..Default::default() }.resolve().unwrap_err();
+        assert!(err.to_string().contains("max_dispatch_lead_ms"), "{err}");
+        let r = Settings { max_dispatch_lead_ms: Some(0), ..Default::default() }.resolve().unwrap();
+        assert_eq!(r.max_dispatch_lead_ms, 0, "0 turns the lead off");
+        assert_eq!(Settings::default().resolve().unwrap().max_dispatch_lead_ms, 200);
     }
 }

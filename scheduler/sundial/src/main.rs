@@ -1,6 +1,7 @@
-//! `sundial`: the one binary. `serve` runs a node (API, and in later releases the
-//! scheduling engine), `migrate` applies database migrations, `openapi` prints the
-//! OpenAPI document. `anyhow` lives here and nowhere else.
+//! `sundial`: the one binary. `serve` runs a node (API and scheduling engine),
+//! `migrate` applies database migrations, `openapi` prints the OpenAPI document,
+//! `bench` measures fires per second against raw baselines. `anyhow` lives here and
+//! nowhere else.
 
 mod bench;
 mod config;
@@ -16,6 +17,11 @@ use sundial_store::{ConnectOptions, SqlStore};
 use tokio::net::TcpListener;
 
 use crate::config::{Resolved, Settings};
+
+/// mimalloc instead of glibc's allocator: under load glibc's malloc and free (with its
+/// chunk consolidation) took about a third of the process's CPU (docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser)]
 #[command(
@@ -87,6 +93,7 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     engine_cfg.max_inflight = cfg.max_inflight;
     engine_cfg.retention_ms = cfg.retention_days * 86_400_000;
     engine_cfg.affinity_grace_ms = cfg.affinity_grace_ms;
+    engine_cfg.max_dispatch_lead_ms = cfg.max_dispatch_lead_ms;
     let listener = TcpListener::bind(&cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     engine_cfg.address = format!("http://{addr}");

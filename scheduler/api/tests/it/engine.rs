@@ -28,6 +28,7 @@ crate::on_both_databases!(
     a_retry_waits_while_the_timed_out_executor_still_runs_it,
     many_due_runs_go_out_in_batches_and_each_result_is_recorded_once,
     two_nodes_fire_their_own_share_and_one_takes_over_when_the_other_stops,
+    a_run_taken_ahead_by_the_dispatch_lead_goes_out_at_its_instant,
 );
 
 struct Setup {
@@ -896,4 +897,31 @@ async fn two_nodes_fire_their_own_share_and_one_takes_over_when_the_other_stops(
     let buckets =
         |id: &str| nodes["items"].as_array().unwrap().iter().find(|n| n["id"] == id).unwrap()["buckets"].clone();
     assert_eq!((buckets("node_a"), buckets("node_b")), (json!(0), json!(64)), "{nodes}");
+}
+
+async fn a_run_taken_ahead_by_the_dispatch_lead_goes_out_at_its_instant(app: &TestApp) {
+    let s = setup(app).await;
+    let job = app.job(&s.key, every_minute("lead", json!({}))).await;
+    let job_id = job["id"].as_str().unwrap();
+    app.engine.tick().await.unwrap();
+    assert_eq!(s.exec.deliveries().len(), 1, "the fire at creation time");
+    // 80 ms before the next fire. No lead while no dispatch was slow: nothing goes yet.
+    app.clock.advance(60_000 - 80);
+    assert_eq!(app.engine.dispatch_lead_ms(), 0);
+    app.engine.tick().await.unwrap();
+    assert_eq!(s.exec.deliveries().len(), 1, "not before its instant");
+    // Dispatches took 100 ms lately: the lead (125 ms) takes the run now, commits it as
+    // `dispatching`, and its delivery waits out the 80 ms (real time: the manual clock
+    // stands still) before it goes.
+    app.engine.note_dispatch_took(100);
+    assert_eq!(app.engine.dispatch_lead_ms(), 125);
+    let started = std::time::Instant::now();
+    app.engine.tick().await.unwrap();
+    let waited = started.elapsed();
+    let d = s.exec.deliveries();
+    assert_eq!(d.len(), 2, "taken ahead and delivered");
+    assert_eq!(d[1].headers["sundial-scheduled-at"], "2026-03-28T12:01:00.000Z");
+    assert!(waited >= std::time::Duration::from_millis(75), "the delivery waited for its instant: {waited:?}");
+    let all = runs(app, &s.key, job_id).await;
+    assert_eq!(all.iter().filter(|r| r["state"] == "succeeded").count(), 2, "each fire once");
 }

@@ -110,7 +110,12 @@ pub(super) async fn insert_runs(tx: &mut Transaction<'static, Any>, dialect: Dia
 impl SqlStore {
     /// Lock and read runs by id (MySQL `FOR UPDATE`; SQLite holds the write lock already).
     async fn lock_runs(&self, tx: &mut Transaction<'static, Any>, ids: &[&str]) -> Result<HashMap<String, Run>> {
-        let sql = format!("SELECT * FROM runs WHERE id IN ({}){}", placeholders(IN_CHUNK), self.lock_clause());
+        let sql = format!(
+            "SELECT * FROM runs{} WHERE id IN ({}){}",
+            self.hint(Ix::Primary),
+            placeholders(IN_CHUNK),
+            self.lock_clause()
+        );
         let mut out = HashMap::new();
         for row in fetch_in(tx, &sql, ids).await? {
             let run = run_row(&row)?;
@@ -163,7 +168,8 @@ impl SqlStore {
         let queued_jobs =
             distinct(todo.iter().filter(|id| runs[*id].state == RunState::Queued).map(|id| runs[id].job_id.as_str()));
         let inflight_sql = format!(
-            "SELECT * FROM runs WHERE job_id IN ({}) AND state IN ('dispatching', 'running', 'retrying')",
+            "SELECT * FROM runs{} WHERE job_id IN ({}) AND state IN ('dispatching', 'running', 'retrying')",
+            self.hint(Ix::RunsJob),
             placeholders(IN_CHUNK)
         );
         let mut inflight: HashMap<String, Vec<Run>> = HashMap::new();
@@ -258,9 +264,10 @@ impl SqlStore {
         // One statement per chunk of runs whose jobs share timeout and version moves the
         // dispatched runs; the locks taken above make the reads and these writes one decision.
         let update_sql = format!(
-            "UPDATE runs SET state = 'dispatching', attempt = attempt + 1, owner_node = ?, deadline_ms = ?, \
+            "UPDATE runs{} SET state = 'dispatching', attempt = attempt + 1, owner_node = ?, deadline_ms = ?, \
              lease_until_ms = ?, next_attempt_at_ms = NULL, started_at_ms = COALESCE(started_at_ms, ?), \
              job_version = ?, updated_at_ms = ? WHERE id IN ({}) AND state IN ('queued', 'retrying') AND owner_node = ?",
+            self.hint(Ix::Primary),
             placeholders(IN_CHUNK)
         );
         let key = |id: &String| {
@@ -368,8 +375,9 @@ impl SqlStore {
     /// See [`Store::run_extend_dispatch`].
     pub(super) async fn extend_dispatch(&self, run_ids: &[String], node_id: &str, by_ms: i64) -> Result<u64> {
         let sql = format!(
-            "UPDATE runs SET deadline_ms = deadline_ms + ?, lease_until_ms = lease_until_ms + ? \
+            "UPDATE runs{} SET deadline_ms = deadline_ms + ?, lease_until_ms = lease_until_ms + ? \
              WHERE id IN ({}) AND state = 'dispatching' AND owner_node = ?",
+            self.hint(Ix::Primary),
             placeholders(IN_CHUNK)
         );
         let mut n = 0;
@@ -551,7 +559,7 @@ impl SqlStore {
             }
             outcomes.push(FinishOutcome::Applied { run: run.clone(), children: Vec::new() });
         }
-        write_runs(&mut tx, &run_writes).await?;
+        write_runs(&mut tx, self.hint(Ix::Primary), &run_writes).await?;
         write_attempts(&mut tx, &attempt_writes).await?;
         // Children of the succeeded runs' jobs fire once each, in the same transaction.
         if !succeeded.is_empty() {
@@ -720,9 +728,9 @@ fn groups<W, K: PartialEq>(writes: &[W], key: impl Fn(&W) -> K) -> Vec<Vec<&W>> 
     out.into_iter().map(|(_, v)| v).collect()
 }
 
-async fn write_runs(tx: &mut Transaction<'static, Any>, writes: &[RunWrite]) -> Result<()> {
+async fn write_runs(tx: &mut Transaction<'static, Any>, hint: &str, writes: &[RunWrite]) -> Result<()> {
     let sql = format!(
-        "UPDATE runs SET state = ?, reason = ?, message = ?, output = ?, next_attempt_at_ms = ?, finished_at_ms = ?, \
+        "UPDATE runs{hint} SET state = ?, reason = ?, message = ?, output = ?, next_attempt_at_ms = ?, finished_at_ms = ?, \
          owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? WHERE id IN ({}) AND state IN ('dispatching', 'running')",
         placeholders(IN_CHUNK)
     );
