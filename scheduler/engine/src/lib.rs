@@ -51,6 +51,8 @@ pub struct EngineConfig {
     pub claim_window_ms: i64,
     /// At most this many runs wait in the timer (memory bound under any backlog).
     pub capacity: usize,
+    /// Runs per claim transaction at most (a full claim is followed by the next at once).
+    pub claim_batch: usize,
     /// How long a claim or a dispatch is ours without renewal.
     pub lease_ms: i64,
     /// Poll interval of the claimer (it is also woken by triggers and results).
@@ -92,6 +94,7 @@ impl EngineConfig {
             horizon_ms: 180_000,
             claim_window_ms: 5_000,
             capacity: 10_000,
+            claim_batch: 1_000,
             lease_ms: 30_000,
             tick_ms: 200,
             max_inflight: 512,
@@ -288,20 +291,32 @@ impl Engine {
         }));
         let e = self.clone();
         tasks.push(tokio::spawn(async move {
+            let mut full = false;
             loop {
-                tokio::select! {
-                    _ = e.cancel.cancelled() => break,
-                    _ = tokio::time::sleep(tick) => {}
-                    _ = e.wake.notified() => {}
-                }
-                if let Err(err) = e.claim_once().await {
-                    Counters::add(&e.counters.claim_failures, 1);
-                    let EngineError::Store(se) = &err;
-                    if se.is_retryable() {
-                        Counters::add(&e.counters.claim_rollbacks, 1);
+                if full {
+                    // The last claim took all it asked for: more may be due already.
+                    if e.cancel.is_cancelled() {
+                        break;
                     }
-                    tracing::warn!(error = %err, "claim failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(500)).await;
+                } else {
+                    tokio::select! {
+                        _ = e.cancel.cancelled() => break,
+                        _ = tokio::time::sleep(tick) => {}
+                        _ = e.wake.notified() => {}
+                    }
+                }
+                full = false;
+                match e.claim_round().await {
+                    Ok((_, f)) => full = f,
+                    Err(err) => {
+                        Counters::add(&e.counters.claim_failures, 1);
+                        let EngineError::Store(se) = &err;
+                        if se.is_retryable() {
+                            Counters::add(&e.counters.claim_rollbacks, 1);
+                        }
+                        tracing::warn!(error = %err, "claim failed; retrying");
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
                 }
             }
         }));

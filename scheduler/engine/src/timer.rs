@@ -252,9 +252,16 @@ impl Engine {
     /// apply the misfire policy to late schedule fires, and put the rest in the timer.
     /// Returns how many runs entered the timer.
     pub async fn claim_once(&self) -> Result<usize> {
+        Ok(self.claim_round().await?.0)
+    }
+
+    /// [`Engine::claim_once`], also telling whether the claim came back full (as many runs
+    /// as it asked for: more may be due, so the claimer goes again without waiting a tick,
+    /// and claiming keeps up with any rate the rest of the node sustains).
+    pub async fn claim_round(&self) -> Result<(usize, bool)> {
         let room = self.cfg.capacity.saturating_sub(self.timer.len());
         if room == 0 || self.clock_skewed() {
-            return Ok(0);
+            return Ok((0, false));
         }
         let now = self.now_ms();
         let include_schedule = !self.schedules_paused().await?;
@@ -267,12 +274,13 @@ impl Engine {
                 due_before_ms: now + self.cfg.claim_window_ms,
                 now_ms: now,
                 lease_until_ms: now + self.cfg.lease_ms,
-                limit: room.min(1000) as i64,
+                limit: room.min(self.cfg.claim_batch.max(1)) as i64,
                 include_schedule,
                 owned_buckets: owned,
                 foreign_due_before_ms: now - self.cfg.affinity_grace_ms,
             })
             .await?;
+        let full = claimed.len() == room.min(self.cfg.claim_batch.max(1));
         Counters::add(&self.counters.claimed, claimed.len() as u64);
         if claimed.is_empty() {
             Counters::add(&self.counters.claim_empty, 1);
@@ -307,7 +315,7 @@ impl Engine {
             self.timer.push_run(due, &run);
             queued += 1;
         }
-        Ok(queued)
+        Ok((queued, full))
     }
 
     /// Apply the job's misfire policy to a claimed schedule fire; true if it was expired.

@@ -29,6 +29,7 @@ crate::on_both_databases!(
     many_due_runs_go_out_in_batches_and_each_result_is_recorded_once,
     two_nodes_fire_their_own_share_and_one_takes_over_when_the_other_stops,
     a_run_taken_ahead_by_the_dispatch_lead_goes_out_at_its_instant,
+    a_full_claim_says_so_and_the_next_takes_the_rest,
 );
 
 struct Setup {
@@ -924,4 +925,23 @@ async fn a_run_taken_ahead_by_the_dispatch_lead_goes_out_at_its_instant(app: &Te
     assert!(waited >= std::time::Duration::from_millis(75), "the delivery waited for its instant: {waited:?}");
     let all = runs(app, &s.key, job_id).await;
     assert_eq!(all.iter().filter(|r| r["state"] == "succeeded").count(), 2, "each fire once");
+}
+
+async fn a_full_claim_says_so_and_the_next_takes_the_rest(app: &TestApp) {
+    use std::sync::Arc;
+    use sundial_engine::{Engine, EngineConfig};
+    let s = setup(app).await;
+    for i in 0..40 {
+        let job = app.job(&s.key, manual(&format!("many-{i}"), json!({}))).await;
+        trigger(app, &s.key, job["id"].as_str().unwrap()).await;
+    }
+    let mut cfg = EngineConfig::new("node_claims");
+    cfg.claim_batch = 16;
+    let engine = Engine::new(app.db.store(), Arc::new(app.clock.clone()), cfg, Arc::new(Default::default()));
+    // The claimer loop goes again at once after a full claim, without waiting a tick.
+    assert_eq!(engine.claim_round().await.unwrap(), (16, true));
+    assert_eq!(engine.claim_round().await.unwrap(), (16, true));
+    assert_eq!(engine.claim_round().await.unwrap(), (8, false), "the rest, and then the claimer may rest");
+    assert_eq!(engine.claim_round().await.unwrap(), (0, false));
+    assert_eq!(engine.timer_len(), 40);
 }
