@@ -212,19 +212,22 @@ impl Engine {
     /// a run's deadline starts when it is committed, so it must not then wait for capacity.
     pub(crate) async fn dispatch_batch(
         self: &Arc<Self>,
-        run_ids: Vec<String>,
+        due: Vec<(String, i64)>,
         mut permits: tokio::sync::OwnedSemaphorePermit,
         wait: bool,
         popped_at_ms: i64,
     ) -> Result<()> {
+        let run_ids: Vec<String> = due.iter().map(|(id, _)| id.clone()).collect();
+        let instant: std::collections::HashMap<String, i64> = due.into_iter().collect();
         let now = self.now_ms();
         let mut decisions =
             crate::retry_deadlock(|| self.store.run_dispatch_many(&run_ids, &self.cfg.node_id, now, self.cfg.lease_ms))
                 .await?;
-        self.note_dispatch_took(self.now_ms() - popped_at_ms);
+        let committed = self.now_ms();
+        self.note_dispatch_took(committed - popped_at_ms);
         // The deadlines were set from `now`, before the transaction; if it took long (lock
         // waits, a busy pool), that time must not count against the executor's timeout.
-        let took = self.now_ms() - now;
+        let took = committed - now;
         if took > DISPATCH_SLOW_MS {
             let sent: Vec<String> = decisions
                 .iter()
@@ -269,13 +272,14 @@ impl Engine {
                 }
             };
             let permit = permits.split(1);
+            let due_ms = instant.get(&run_id).copied().unwrap_or(i64::MIN);
             let e = self.clone();
             let h = self.deliveries.spawn(async move {
                 let _permit = permit;
                 let run_id = run.id.clone();
-                // Taken from the timer ahead by the dispatch lead: committed, it goes out at its
-                // instant, not before (retries and redeliveries, due long since, go at once).
-                let early = run.scheduled_at_ms - e.now_ms();
+                // Taken from the timer ahead by the dispatch lead: committed, it goes out at the
+                // instant it was due in the timer (its fire time, or a retry's end of backoff), not before.
+                let early = due_ms - e.now_ms();
                 if early > 0 {
                     tokio::time::sleep(Duration::from_millis(early.min(e.cfg.max_dispatch_lead_ms.max(0)) as u64)).await;
                 }

@@ -129,10 +129,10 @@ impl Timer {
     /// `renew_within_ms` are let through once, so their dispatch check renews it.
     #[cfg(test)]
     pub fn pop_due(&self, now_ms: i64, renew_within_ms: i64) -> Vec<String> {
-        self.pop_due_max(now_ms, renew_within_ms, usize::MAX)
+        self.pop_due_max(now_ms, renew_within_ms, usize::MAX).into_iter().map(|(id, _)| id).collect()
     }
-    /// [`Timer::pop_due`], at most `max` runs (the earliest due).
-    pub fn pop_due_max(&self, now_ms: i64, renew_within_ms: i64, max: usize) -> Vec<String> {
+    /// [`Timer::pop_due`], at most `max` runs (the earliest due), each with its due time.
+    pub fn pop_due_max(&self, now_ms: i64, renew_within_ms: i64, max: usize) -> Vec<(String, i64)> {
         let mut g = self.inner.lock().expect("timer lock");
         let renew: Vec<(String, String)> = g
             .waiting
@@ -159,7 +159,7 @@ impl Timer {
             if g.heap.peek().is_none_or(|r| r.0.0 > now_ms) {
                 break;
             }
-            let Reverse((_, id)) = g.heap.pop().expect("peeked");
+            let Reverse((due_ms, id)) = g.heap.pop().expect("peeked");
             g.due.remove(&id);
             let hold_behind = match g.meta.get_mut(&id) {
                 Some(m) if m.pass => {
@@ -174,7 +174,7 @@ impl Timer {
             };
             match hold_behind {
                 Some(job) => g.wait(&job, id),
-                None => out.push(id),
+                None => out.push((id, due_ms)),
             }
         }
         out
@@ -390,12 +390,13 @@ impl Engine {
             let permits = self.inflight_permits(due.len()).await;
             let e = self.clone();
             let h = self.deliveries.spawn(async move {
-                let first = due[0].clone();
+                let first = due[0].0.clone();
                 let count = due.len();
-                if let Err(err) = e.dispatch_batch(due.clone(), permits, wait, popped_at).await {
+                let ids: Vec<String> = due.iter().map(|(id, _)| id.clone()).collect();
+                if let Err(err) = e.dispatch_batch(due, permits, wait, popped_at).await {
                     tracing::warn!(run_id = %first, runs = count, error = %err, "dispatch failed; the runs' leases will bring them back");
                     let now = e.now_ms();
-                    for id in &due {
+                    for id in &ids {
                         e.timer.after_dispatch(id, now, now + e.cfg.lease_ms);
                     }
                 }

@@ -925,6 +925,30 @@ async fn a_run_taken_ahead_by_the_dispatch_lead_goes_out_at_its_instant(app: &Te
     assert!(waited >= std::time::Duration::from_millis(75), "the delivery waited for its instant: {waited:?}");
     let all = runs(app, &s.key, job_id).await;
     assert_eq!(all.iter().filter(|r| r["state"] == "succeeded").count(), 2, "each fire once");
+
+    // A retry is due at the end of its backoff (its fire time is long past): taken ahead
+    // by the lead, it too waits for that instant.
+    s.exec.then(Answer::Fail("boom"));
+    let flaky = app
+        .job(
+            &s.key,
+            manual(
+                "flaky-lead",
+                json!({"failure": {"policy": "retry", "max_retries": 1,
+                    "backoff": {"kind": "fixed", "base_ms": 1000, "jitter": false}}}),
+            ),
+        )
+        .await;
+    let run_id = trigger(app, &s.key, flaky["id"].as_str().unwrap()).await;
+    app.engine.tick().await.unwrap();
+    assert_eq!(state(app, &s.key, &run_id).await, "retrying");
+    app.clock.advance(1_000 - 80);
+    app.engine.note_dispatch_took(100);
+    let started = std::time::Instant::now();
+    app.engine.tick().await.unwrap();
+    let waited = started.elapsed();
+    assert_eq!(state(app, &s.key, &run_id).await, "succeeded", "taken ahead and delivered");
+    assert!(waited >= std::time::Duration::from_millis(75), "the retry waited for its backoff to end: {waited:?}");
 }
 
 async fn a_full_claim_says_so_and_the_next_takes_the_rest(app: &TestApp) {
