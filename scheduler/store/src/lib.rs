@@ -352,7 +352,8 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// A node starting under an id that may have run before (a restart in place): hand back
     /// whatever its previous life claimed, as for a dead node. Returns the runs handed back.
     async fn node_recover_own(&self, id: &str, now_ms: i64) -> Result<u64>;
-    /// Delete finished runs (with their attempts and logs) finished before `before_ms`,
+    /// Delete finished runs (with their attempts and logs) finished and scheduled before
+    /// `before_ms` (a run cancelled ahead of its time stays until that time has passed too),
     /// and executors silent since then, at most `batch` runs per call. Returns runs deleted.
     async fn retention_cleanup(&self, before_ms: i64, batch: i64) -> Result<u64>;
 

@@ -49,6 +49,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0006_lighter_run_indexes.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0006_lighter_run_indexes.sql"),
     },
+    Migration {
+        version: 7,
+        name: "state_free_run_indexes",
+        mysql: include_str!("../../../migrations/mysql/0007_state_free_run_indexes.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0007_state_free_run_indexes.sql"),
+    },
 ];
 
 /// Split a migration file into statements (no statement of ours contains `;` inside).

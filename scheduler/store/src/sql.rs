@@ -479,16 +479,18 @@ async fn set_terminal(
 
 /// Return a node's claims: `queued` → `pending`, retrying runs lose their owner, and the
 /// leases of its `dispatching` runs end so any node redelivers them. Returns rows changed.
+/// A claimed run always holds a lease, so the scans go through `ix_runs_lease` (runs in
+/// flight only) rather than an index on the owner that every claim and result would rewrite.
 async fn hand_back(tx: &mut Transaction<'static, Any>, id: &str, now_ms: i64) -> Result<u64> {
     let r = sqlx::query(
         "UPDATE runs SET state = CASE WHEN state = 'queued' THEN 'pending' ELSE state END, owner_node = NULL, \
-                 lease_until_ms = NULL, updated_at_ms = ? WHERE owner_node = ? AND state IN ('queued', 'retrying')",
+                 lease_until_ms = NULL, updated_at_ms = ? WHERE lease_until_ms IS NOT NULL AND owner_node = ? AND state IN ('queued', 'retrying')",
     )
     .bind(now_ms)
     .bind(id)
     .execute(&mut **tx)
     .await?;
-    let d = sqlx::query("UPDATE runs SET lease_until_ms = 0 WHERE owner_node = ? AND state = 'dispatching'")
+    let d = sqlx::query("UPDATE runs SET lease_until_ms = 0 WHERE lease_until_ms IS NOT NULL AND owner_node = ? AND state = 'dispatching'")
         .bind(id)
         .execute(&mut **tx)
         .await?;
@@ -1051,9 +1053,9 @@ impl Store for SqlStore {
         // node claims first: the one that took the request is woken at once. One bind for
         // the mask keeps the text constant.
         let pending_sql = format!(
-            "SELECT * FROM runs WHERE state = 'pending' AND scheduled_at_ms <= ? AND (? = 1 OR trigger_kind <> 'schedule') \
-             AND (trigger_kind <> 'schedule' OR scheduled_at_ms <= ? OR ((? >> bucket) & 1) = 1) \
-             ORDER BY scheduled_at_ms LIMIT ?{lock}"
+            "SELECT * FROM runs WHERE pending_at_ms <= ? AND (? = 1 OR trigger_kind <> 'schedule') \
+             AND (trigger_kind <> 'schedule' OR pending_at_ms <= ? OR ((? >> bucket) & 1) = 1) \
+             ORDER BY pending_at_ms LIMIT ?{lock}"
         );
         let mask = p.owned_buckets as i64;
         let mut claimed: Vec<Run> = Vec::new();
@@ -1283,7 +1285,7 @@ impl Store for SqlStore {
     }
 
     async fn run_overdue(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>> {
-        sqlx::query("SELECT * FROM runs WHERE state = 'running' AND deadline_ms < ? AND shard_total IS NULL ORDER BY deadline_ms LIMIT ?")
+        sqlx::query("SELECT * FROM runs WHERE running_deadline_ms < ? AND shard_total IS NULL ORDER BY running_deadline_ms LIMIT ?")
             .bind(now_ms)
             .bind(limit)
             .fetch_all(&self.pool)
@@ -1298,7 +1300,7 @@ impl Store for SqlStore {
             "SELECT r.* FROM runs r \
              JOIN attempts a ON a.run_id = r.id AND a.shard_index = 0 AND a.attempt = r.attempt \
              JOIN executors e ON e.id = a.executor_id \
-             WHERE r.state = 'running' AND r.shard_total IS NULL AND e.last_heartbeat_ms < ? LIMIT ?",
+             WHERE r.running_deadline_ms IS NOT NULL AND r.shard_total IS NULL AND e.last_heartbeat_ms < ? LIMIT ?",
         )
         .bind(silent_before_ms)
         .bind(limit)
@@ -1611,9 +1613,10 @@ impl Store for SqlStore {
     async fn retention_cleanup(&self, before_ms: i64, batch: i64) -> Result<u64> {
         let mut tx = self.begin().await?;
         let ids: Vec<String> = sqlx::query(
-            "SELECT id FROM runs WHERE state IN ('succeeded', 'failed', 'cancelled', 'expired', 'skipped') \
+            "SELECT id FROM runs WHERE scheduled_at_ms < ? AND state IN ('succeeded', 'failed', 'cancelled', 'expired', 'skipped') \
              AND finished_at_ms IS NOT NULL AND finished_at_ms < ? LIMIT ?",
         )
+        .bind(before_ms)
         .bind(before_ms)
         .bind(batch)
         .fetch_all(&mut *tx)

@@ -456,7 +456,11 @@ pub async fn retention_deletes_only_old_finished_runs(s: S) {
     recent.state = RunState::Failed;
     recent.finished_at_ms = Some(NOW + 10_000);
     let pending = run_of(&j, "s:3", NOW - 100_000);
-    for r in [&old, &recent, &pending] {
+    // Cancelled ahead of its time: kept until that time is past the retention too.
+    let mut ahead = run_of(&j, "s:4", NOW + 60_000);
+    ahead.state = RunState::Cancelled;
+    ahead.finished_at_ms = Some(NOW);
+    for r in [&old, &recent, &pending, &ahead] {
         s.run_insert(r).await.unwrap();
     }
     s.run_log_append(&old.id, 1, &[(NOW, "info".into(), "x".into())]).await.unwrap();
@@ -465,6 +469,45 @@ pub async fn retention_deletes_only_old_finished_runs(s: S) {
     assert!(s.run_logs(&old.id, 10).await.unwrap().is_empty());
     assert!(s.run_get(&t.id, &recent.id).await.unwrap().is_some());
     assert!(s.run_get(&t.id, &pending.id).await.unwrap().is_some(), "unfinished runs are never deleted");
+    assert!(s.run_get(&t.id, &ahead.id).await.unwrap().is_some());
+    assert_eq!(s.retention_cleanup(NOW + 60_001, 100).await.unwrap(), 2, "the cancelled run and the recent one");
+    assert!(s.run_get(&t.id, &pending.id).await.unwrap().is_some());
+}
+
+/// The reaper's scans (`run_overdue`, by deadline) see `running` runs only: not runs
+/// still `dispatching` (their lease covers them), not finished ones, whatever their deadline.
+pub async fn reaper_scans_see_only_running_runs(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let mut runs = Vec::new();
+    for name in ["running", "dispatching", "finished", "pending"] {
+        let j = job(&s, &a, name).await;
+        let r = run_of(&j, "s:1", NOW);
+        s.run_insert(&r).await.unwrap();
+        runs.push(r);
+    }
+    let claimed = s.run_claim(&claim("node_a", NOW)).await.unwrap();
+    assert_eq!(claimed.len(), 4);
+    let ids: Vec<String> = runs[..3].iter().map(|r| r.id.clone()).collect();
+    let ds = s.run_dispatch_many(&ids, "node_a", NOW, 30_000).await.unwrap();
+    assert!(ds.iter().all(|(_, d)| matches!(d, DispatchDecision::Dispatch { .. })));
+    assert!(s.run_mark_running(&runs[0].id, 1, NOW + 1).await.unwrap());
+    assert!(s.run_mark_running(&runs[2].id, 1, NOW + 1).await.unwrap());
+    let done = FinishAttempt {
+        run_id: runs[2].id.clone(),
+        attempt: 1,
+        result: AttemptResult::Succeeded,
+        output: None,
+        message: None,
+        now_ms: NOW + 2,
+        target: None,
+    };
+    assert!(matches!(s.run_finish_attempt(&done).await.unwrap(), FinishOutcome::Applied { .. }));
+    // The job timeout is 60 s: nothing is overdue before it, only the running run after.
+    assert!(s.run_overdue(NOW + 60_000, 10).await.unwrap().is_empty());
+    let overdue = s.run_overdue(NOW + 60_001, 10).await.unwrap();
+    assert_eq!(overdue.iter().map(|r| &r.id).collect::<Vec<_>>(), vec![&runs[0].id]);
+    assert_eq!(overdue[0].state, RunState::Running);
 }
 
 pub async fn seen_webhook_ids_are_refused_twice(s: S) {

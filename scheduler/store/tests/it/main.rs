@@ -47,6 +47,7 @@ for_each_database!(
     claims_are_atomic_and_expired_claims_are_recovered,
     dead_nodes_hand_back_their_claims,
     retention_deletes_only_old_finished_runs,
+    reaper_scans_see_only_running_runs,
     seen_webhook_ids_are_refused_twice,
     dispatch_batches_decide_each_run_as_if_alone,
     result_batches_apply_in_order_with_duplicates_and_conflicts,
