@@ -1063,13 +1063,26 @@ impl Store for SqlStore {
             // Recovery: claims whose lease ran out (their node died or lost the database).
             // A `queued` run goes back through the misfire policy; a `dispatching` one is
             // redelivered as the same attempt with the same webhook-id.
+            // Found by a plain read, then locked by id with the condition checked again: a
+            // locking range scan of `ix_runs_lease` also locks the first entry past its end,
+            // the lease of the run claimed longest ago, which is the next to be dispatched;
+            // every dispatch of it then waited for this claim's commit.
+            let candidates: Vec<String> =
+                sqlx::query("SELECT id FROM runs WHERE state IN ('queued', 'dispatching') AND lease_until_ms < ? LIMIT ?")
+                    .bind(p.now_ms)
+                    .bind(p.limit)
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(|r| col::<String>(r, "id"))
+                    .collect::<Result<_>>()?;
             let orphan_sql = format!(
-                "SELECT * FROM runs WHERE state IN ('queued', 'dispatching') AND lease_until_ms < ? LIMIT ?{lock}"
+                "SELECT * FROM runs{} WHERE id IN ({}) AND state IN ('queued', 'dispatching') AND lease_until_ms < ?{lock}",
+                self.hint(Ix::Primary),
+                vec!["?"; batch::IN_CHUNK].join(", ")
             );
-            let orphans: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(orphan_sql))
-                .bind(p.now_ms)
-                .bind(p.limit)
-                .fetch_all(&mut *tx)
+            let ids: Vec<&str> = candidates.iter().map(String::as_str).collect();
+            let orphans: Vec<Run> = batch::fetch_in_with(&mut tx, &orphan_sql, &ids, &[p.now_ms])
                 .await?
                 .iter()
                 .map(run_row)

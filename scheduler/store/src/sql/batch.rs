@@ -33,18 +33,31 @@ fn pow2_chunks(mut n: usize) -> Vec<usize> {
     out
 }
 
-/// Run `sql` (with one `IN ({ids})` list of [`IN_CHUNK`] placeholders, after `pre` binds)
-/// over `ids` in padded chunks, collecting the rows.
-async fn fetch_in(tx: &mut Transaction<'static, Any>, sql: &str, ids: &[&str]) -> Result<Vec<AnyRow>> {
+/// Run `sql` (with one `IN ({ids})` list of [`IN_CHUNK`] placeholders, then a `?` for each
+/// of `after`) over `ids` in padded chunks, collecting the rows.
+pub(super) async fn fetch_in_with(
+    tx: &mut Transaction<'static, Any>,
+    sql: &str,
+    ids: &[&str],
+    after: &[i64],
+) -> Result<Vec<AnyRow>> {
     let mut rows = Vec::new();
     for chunk in ids.chunks(IN_CHUNK) {
         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()));
         for i in 0..IN_CHUNK {
             q = q.bind(chunk[i.min(chunk.len() - 1)]);
         }
+        for v in after {
+            q = q.bind(*v);
+        }
         rows.extend(q.fetch_all(&mut **tx).await?);
     }
     Ok(rows)
+}
+
+/// [`fetch_in_with`] with nothing after the id list.
+async fn fetch_in(tx: &mut Transaction<'static, Any>, sql: &str, ids: &[&str]) -> Result<Vec<AnyRow>> {
+    fetch_in_with(tx, sql, ids, &[]).await
 }
 
 /// Distinct values in first-seen order.
