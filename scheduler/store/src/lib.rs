@@ -284,7 +284,8 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         Ok(out.pop().unwrap_or(FinishOutcome::NotFound))
     }
     /// [`Store::run_finish_attempt`] for several results in one transaction and one commit
-    /// (group commit), applied in order; one outcome per result.
+    /// (group commit), applied in order; one outcome per result. Every applied result is
+    /// stamped with the latest `now_ms` of the batch (finish and update times).
     async fn run_finish_many(&self, ps: &[FinishAttempt]) -> Result<Vec<FinishOutcome>>;
     /// Cancel a non-terminal run. Returns the run as it was before, if it was cancelled.
     async fn run_cancel(&self, tenant_id: &str, run_id: &str, message: &str, now_ms: i64) -> Result<Option<Run>>;

@@ -486,6 +486,10 @@ impl SqlStore {
     /// Record a batch of attempt results in one transaction: see [`Store::run_finish_many`].
     pub(super) async fn finish_many(&self, ps: &[FinishAttempt]) -> Result<Vec<FinishOutcome>> {
         let ids = distinct(ps.iter().map(|p| p.run_id.as_str()));
+        // Every result of the batch is recorded as written at the latest arrival among them
+        // (a few milliseconds at most after its own): results that differ only in their
+        // arrival time then share one `UPDATE` per table, where each was one statement.
+        let at = ps.iter().map(|p| p.now_ms).max().unwrap_or_default();
         let mut tx = self.begin().await?;
         let mut runs = self.lock_runs(&mut tx, &ids).await?;
         // Results applied earlier in this batch, for the duplicate check: (run, attempt) → (status, output).
@@ -535,7 +539,7 @@ impl SqlStore {
                 AttemptResult::Succeeded => (None, None),
                 AttemptResult::Failed { reason, retry_at_ms } => (Some(reason.as_str()), *retry_at_ms),
             };
-            let finished = t.to.is_terminal().then_some(p.now_ms);
+            let finished = t.to.is_terminal().then_some(at);
             let output = p.output.as_ref().map(to_json);
             run_writes.push(RunWrite {
                 id: run.id.clone(),
@@ -545,7 +549,7 @@ impl SqlStore {
                 output: output.clone(),
                 next_attempt_at_ms: retry_at,
                 finished_at_ms: finished,
-                now_ms: p.now_ms,
+                now_ms: at,
             });
             attempt_writes.push(AttemptWrite {
                 run_id: run.id.clone(),
@@ -554,7 +558,7 @@ impl SqlStore {
                 reason,
                 message: p.message.clone(),
                 output,
-                finished_at_ms: p.now_ms,
+                finished_at_ms: at,
                 target: p.target.as_ref().map(|t| (t.executor_id.clone(), t.address.clone(), to_json(&t.trail))),
             });
             applied.insert((run.id.clone(), p.attempt), (status, p.output.clone()));
@@ -566,7 +570,7 @@ impl SqlStore {
             run.finished_at_ms = finished;
             run.owner_node = None;
             run.lease_until_ms = None;
-            run.updated_at_ms = p.now_ms;
+            run.updated_at_ms = at;
             if t.to == RunState::Succeeded {
                 succeeded.push(outcomes.len());
             }

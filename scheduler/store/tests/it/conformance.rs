@@ -675,10 +675,14 @@ pub async fn result_batches_apply_in_order_with_duplicates_and_conflicts(s: S) {
         trail: json!([{"x": 1}]),
     });
     batch.push(targeted);
-    // More results than one chunk holds, each with its own output.
+    // More results than one chunk holds, each with its own output and arrival time.
     for (i, r) in runs.iter().enumerate().skip(4) {
-        batch.push(result(&r.id, 1, true, json!({ "i": i })));
+        let mut x = result(&r.id, 1, true, json!({ "i": i }));
+        x.now_ms = NOW + 1 + i as i64;
+        batch.push(x);
     }
+    // The whole batch is stamped with its latest arrival.
+    let latest = NOW + runs.len() as i64;
     let out = s.run_finish_many(&batch).await.unwrap();
     assert_eq!(out.len(), batch.len());
     match &out[0] {
@@ -707,8 +711,10 @@ pub async fn result_batches_apply_in_order_with_duplicates_and_conflicts(s: S) {
     for (i, r) in runs.iter().enumerate().skip(4) {
         let stored = s.run_get(&t.id, &r.id).await.unwrap().unwrap();
         assert_eq!((stored.state, stored.output), (RunState::Succeeded, Some(json!({ "i": i }))));
+        assert_eq!((stored.finished_at_ms, stored.updated_at_ms), (Some(latest), latest));
         let att = s.run_attempts(&r.id).await.unwrap();
         assert_eq!((att[0].state.as_str(), att[0].output.clone()), ("succeeded", Some(json!({ "i": i }))));
+        assert_eq!(att[0].finished_at_ms, Some(latest));
     }
     let att = s.run_attempts(&runs[3].id).await.unwrap();
     assert_eq!((att[0].executor_id.as_deref(), att[0].trail.clone()), (Some("exe_1"), json!([{"x": 1}])));
