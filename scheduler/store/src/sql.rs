@@ -1067,15 +1067,16 @@ impl Store for SqlStore {
             // locking range scan of `ix_runs_lease` also locks the first entry past its end,
             // the lease of the run claimed longest ago, which is the next to be dispatched;
             // every dispatch of it then waited for this claim's commit.
-            let candidates: Vec<String> =
-                sqlx::query("SELECT id FROM runs WHERE state IN ('queued', 'dispatching') AND lease_until_ms < ? LIMIT ?")
-                    .bind(p.now_ms)
-                    .bind(p.limit)
-                    .fetch_all(&mut *tx)
-                    .await?
-                    .iter()
-                    .map(|r| col::<String>(r, "id"))
-                    .collect::<Result<_>>()?;
+            let candidates: Vec<String> = sqlx::query(
+                "SELECT id FROM runs WHERE state IN ('queued', 'dispatching') AND lease_until_ms < ? LIMIT ?",
+            )
+            .bind(p.now_ms)
+            .bind(p.limit)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|r| col::<String>(r, "id"))
+            .collect::<Result<_>>()?;
             let orphan_sql = format!(
                 "SELECT * FROM runs{} WHERE id IN ({}) AND state IN ('queued', 'dispatching') AND lease_until_ms < ?{lock}",
                 self.hint(Ix::Primary),
