@@ -376,9 +376,8 @@ async fn write_children(
     Ok(())
 }
 
-const CLAIM_CHUNK: usize = 32;
 const CLAIM_UPDATE_SQL: &str = "UPDATE runs SET state = CASE WHEN state = 'pending' THEN 'queued' ELSE state END, owner_node = ?, \
-    lease_until_ms = ?, updated_at_ms = ? WHERE id IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    lease_until_ms = ?, updated_at_ms = ? WHERE id IN (:ids)";
 
 fn refused(e: sundial_core::run_state::Refused) -> StoreError {
     StoreError::Refused { field: "state".into(), message: e.to_string() }
@@ -1080,7 +1079,7 @@ impl Store for SqlStore {
             let orphan_sql = format!(
                 "SELECT * FROM runs{} WHERE id IN ({}) AND state IN ('queued', 'dispatching') AND lease_until_ms < ?{lock}",
                 self.hint(Ix::Primary),
-                vec!["?"; batch::IN_CHUNK].join(", ")
+                batch::IDS
             );
             let ids: Vec<&str> = candidates.iter().map(String::as_str).collect();
             let orphans: Vec<Run> = batch::fetch_in_with(&mut tx, &orphan_sql, &ids, &[p.now_ms])
@@ -1129,10 +1128,13 @@ impl Store for SqlStore {
                 .collect::<Result<_>>()?;
             claimed.extend(retrying);
         }
-        // Constant statement text: ids go in fixed-size chunks, padded with the last id.
-        for chunk in claimed.chunks(CLAIM_CHUNK) {
-            let mut q = sqlx::query(CLAIM_UPDATE_SQL).bind(&p.node_id).bind(p.lease_until_ms).bind(p.now_ms);
-            for i in 0..CLAIM_CHUNK {
+        // Few statement texts: ids go in chunks, each list sized to a power of two (`batch::in_list`).
+        for chunk in claimed.chunks(batch::IN_CHUNK) {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(batch::in_list(CLAIM_UPDATE_SQL, chunk.len())))
+                .bind(&p.node_id)
+                .bind(p.lease_until_ms)
+                .bind(p.now_ms);
+            for i in 0..batch::in_width(chunk.len()) {
                 q = q.bind(&chunk[i.min(chunk.len() - 1)].id);
             }
             q.execute(&mut *tx).await?;

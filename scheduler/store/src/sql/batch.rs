@@ -2,9 +2,12 @@
 //! results, many jobs' generated runs — each batch one transaction and one durable
 //! commit (group commit), with the same per-run rules as one run alone.
 //!
-//! Statement text stays constant whatever the batch size (sqlx's prepared-statement
-//! cache must not churn, see `connect`): id lists go in chunks of [`IN_CHUNK`] padded
-//! with their last id, multi-row inserts in power-of-two sizes up to [`INSERT_CHUNK`].
+//! Statement texts stay few whatever the batch size (sqlx's prepared-statement cache must
+//! not churn, see `connect`): id lists go in chunks of at most [`IN_CHUNK`], each list a
+//! power of two long (1, 2, 4 … 32 placeholders, padded with the chunk's last id), and
+//! multi-row inserts in power-of-two sizes up to [`INSERT_CHUNK`]. Sized lists rather than
+//! lists always padded to 32: MariaDB builds a range for every list item before merging
+//! the repeats, and small batches paid for 32.
 
 use std::collections::HashMap;
 
@@ -22,6 +25,20 @@ fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")
 }
 
+/// Where a statement template's id list goes: `… IN ({IDS})`; [`in_list`] fills it.
+pub(super) const IDS: &str = ":ids";
+
+/// Placeholders in the id list for a chunk of `n` ids (n ≤ [`IN_CHUNK`]).
+pub(super) fn in_width(n: usize) -> usize {
+    n.max(1).next_power_of_two().min(IN_CHUNK)
+}
+
+/// The template with its id list sized for a chunk of `n` ids.
+pub(super) fn in_list(template: &str, n: usize) -> String {
+    debug_assert!(template.contains(IDS), "no id list in {template}");
+    template.replacen(IDS, &placeholders(in_width(n)), 1)
+}
+
 /// Split `n` rows into power-of-two chunk sizes, largest first.
 fn pow2_chunks(mut n: usize) -> Vec<usize> {
     let mut out = Vec::new();
@@ -33,8 +50,8 @@ fn pow2_chunks(mut n: usize) -> Vec<usize> {
     out
 }
 
-/// Run `sql` (with one `IN ({ids})` list of [`IN_CHUNK`] placeholders, then a `?` for each
-/// of `after`) over `ids` in padded chunks, collecting the rows.
+/// Run the template `sql` (with one `IN ({IDS})` list, then a `?` for each of `after`) over
+/// `ids` in chunks, collecting the rows.
 pub(super) async fn fetch_in_with(
     tx: &mut Transaction<'static, Any>,
     sql: &str,
@@ -43,8 +60,8 @@ pub(super) async fn fetch_in_with(
 ) -> Result<Vec<AnyRow>> {
     let mut rows = Vec::new();
     for chunk in ids.chunks(IN_CHUNK) {
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()));
-        for i in 0..IN_CHUNK {
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(sql, chunk.len())));
+        for i in 0..in_width(chunk.len()) {
             q = q.bind(chunk[i.min(chunk.len() - 1)]);
         }
         for v in after {
@@ -123,12 +140,7 @@ pub(super) async fn insert_runs(tx: &mut Transaction<'static, Any>, dialect: Dia
 impl SqlStore {
     /// Lock and read runs by id (MySQL `FOR UPDATE`; SQLite holds the write lock already).
     async fn lock_runs(&self, tx: &mut Transaction<'static, Any>, ids: &[&str]) -> Result<HashMap<String, Run>> {
-        let sql = format!(
-            "SELECT * FROM runs{} WHERE id IN ({}){}",
-            self.hint(Ix::Primary),
-            placeholders(IN_CHUNK),
-            self.lock_clause()
-        );
+        let sql = format!("SELECT * FROM runs{} WHERE id IN ({}){}", self.hint(Ix::Primary), IDS, self.lock_clause());
         let mut out = HashMap::new();
         for row in fetch_in(tx, &sql, ids).await? {
             let run = run_row(&row)?;
@@ -170,8 +182,7 @@ impl SqlStore {
         }
         // The job rows' locks serialise dispatch decisions of one job across nodes.
         let job_ids = distinct(todo.iter().map(|id| runs[id].job_id.as_str()));
-        let job_sql =
-            format!("SELECT {JOB_COLS} FROM jobs WHERE id IN ({}){}", placeholders(IN_CHUNK), self.lock_clause());
+        let job_sql = format!("SELECT {JOB_COLS} FROM jobs WHERE id IN ({}){}", IDS, self.lock_clause());
         let mut jobs: HashMap<String, Job> = HashMap::new();
         for row in fetch_in(&mut tx, &job_sql, &job_ids).await? {
             let job = job_row(&row)?;
@@ -183,7 +194,7 @@ impl SqlStore {
         let inflight_sql = format!(
             "SELECT * FROM runs{} WHERE job_id IN ({}) AND state IN ('dispatching', 'running', 'retrying')",
             self.hint(Ix::RunsJob),
-            placeholders(IN_CHUNK)
+            IDS
         );
         let mut inflight: HashMap<String, Vec<Run>> = HashMap::new();
         for row in fetch_in(&mut tx, &inflight_sql, &queued_jobs).await? {
@@ -281,7 +292,7 @@ impl SqlStore {
              lease_until_ms = ?, next_attempt_at_ms = NULL, started_at_ms = COALESCE(started_at_ms, ?), \
              job_version = ?, updated_at_ms = ? WHERE id IN ({}) AND state IN ('queued', 'retrying') AND owner_node = ?",
             self.hint(Ix::Primary),
-            placeholders(IN_CHUNK)
+            IDS
         );
         let key = |id: &String| {
             let job = &jobs[&runs[id].job_id];
@@ -290,14 +301,14 @@ impl SqlStore {
         for group in groups(&dispatched, key) {
             let (timeout_ms, version) = key(group[0]);
             for chunk in group.chunks(IN_CHUNK) {
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(update_sql.clone()))
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(&update_sql, chunk.len())))
                     .bind(node_id)
                     .bind(now_ms + timeout_ms)
                     .bind(now_ms + timeout_ms + lease_ms)
                     .bind(now_ms)
                     .bind(version)
                     .bind(now_ms);
-                for i in 0..IN_CHUNK {
+                for i in 0..in_width(chunk.len()) {
                     q = q.bind(chunk[i.min(chunk.len() - 1)]);
                 }
                 let n = q.bind(node_id).execute(&mut *tx).await?.rows_affected();
@@ -391,12 +402,12 @@ impl SqlStore {
             "UPDATE runs{} SET deadline_ms = deadline_ms + ?, lease_until_ms = lease_until_ms + ? \
              WHERE id IN ({}) AND state = 'dispatching' AND owner_node = ?",
             self.hint(Ix::Primary),
-            placeholders(IN_CHUNK)
+            IDS
         );
         let mut n = 0;
         for chunk in run_ids.chunks(IN_CHUNK) {
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone())).bind(by_ms).bind(by_ms);
-            for i in 0..IN_CHUNK {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(&sql, chunk.len()))).bind(by_ms).bind(by_ms);
+            for i in 0..in_width(chunk.len()) {
                 q = q.bind(&chunk[i.min(chunk.len() - 1)]);
             }
             n += q.bind(node_id).execute(&self.pool).await?.rows_affected();
@@ -413,17 +424,14 @@ impl SqlStore {
         let apps_sql = format!(
             "SELECT id, tenant_id, name, description, endpoints, secret, previous_secret, previous_expires_ms, created_at_ms, \
              updated_at_ms FROM apps WHERE id IN ({})",
-            placeholders(IN_CHUNK)
+            IDS
         );
         let mut out: HashMap<String, AppRouting> = HashMap::new();
         for row in fetch_in(tx, &apps_sql, app_ids).await? {
             let app = app_row(&row)?;
             out.insert(app.id.clone(), AppRouting { app, executors: Vec::new() });
         }
-        let exec_sql = format!(
-            "SELECT * FROM executors WHERE app_id IN ({}) ORDER BY registered_at_ms, id",
-            placeholders(IN_CHUNK)
-        );
+        let exec_sql = format!("SELECT * FROM executors WHERE app_id IN ({}) ORDER BY registered_at_ms, id", IDS);
         for row in fetch_in(tx, &exec_sql, app_ids).await? {
             let e = executor_row(&row)?;
             if let Some(r) = out.get_mut(&e.app_id) {
@@ -586,7 +594,7 @@ impl SqlStore {
             }));
             let sql = format!(
                 "SELECT parent_job_id, child_job_id FROM job_children WHERE parent_job_id IN ({}) ORDER BY child_job_id",
-                placeholders(IN_CHUNK)
+                IDS
             );
             let mut children_of: HashMap<String, Vec<String>> = HashMap::new();
             for row in fetch_in(&mut tx, &sql, &parents).await? {
@@ -636,7 +644,7 @@ impl SqlStore {
         // Which jobs are at the version the runs were planned from (and active)? No lock:
         // the conditional UPDATE at the end re-checks under the row lock.
         let ids = distinct(batch.iter().map(|g| g.job_id.as_str()));
-        let sql = format!("SELECT id, version, state FROM jobs WHERE id IN ({})", placeholders(IN_CHUNK));
+        let sql = format!("SELECT id, version, state FROM jobs WHERE id IN ({})", IDS);
         let mut current: HashMap<String, (i64, String)> = HashMap::new();
         for row in fetch_in(&mut tx, &sql, &ids).await? {
             current.insert(col(&row, "id")?, (col(&row, "version")?, col(&row, "state")?));
@@ -749,7 +757,7 @@ async fn write_runs(tx: &mut Transaction<'static, Any>, hint: &str, writes: &[Ru
     let sql = format!(
         "UPDATE runs{hint} SET state = ?, reason = ?, message = ?, output = ?, next_attempt_at_ms = ?, finished_at_ms = ?, \
          owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? WHERE id IN ({}) AND state IN ('dispatching', 'running')",
-        placeholders(IN_CHUNK)
+        IDS
     );
     let key = |w: &RunWrite| {
         (w.state, w.reason, w.message.clone(), w.output.clone(), w.next_attempt_at_ms, w.finished_at_ms, w.now_ms)
@@ -757,7 +765,7 @@ async fn write_runs(tx: &mut Transaction<'static, Any>, hint: &str, writes: &[Ru
     for group in groups(writes, key) {
         for chunk in group.chunks(IN_CHUNK) {
             let w = chunk[0];
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(&sql, chunk.len())))
                 .bind(w.state)
                 .bind(w.reason)
                 .bind(&w.message)
@@ -765,7 +773,7 @@ async fn write_runs(tx: &mut Transaction<'static, Any>, hint: &str, writes: &[Ru
                 .bind(w.next_attempt_at_ms)
                 .bind(w.finished_at_ms)
                 .bind(w.now_ms);
-            for i in 0..IN_CHUNK {
+            for i in 0..in_width(chunk.len()) {
                 q = q.bind(&chunk[i.min(chunk.len() - 1)].id);
             }
             let n = q.execute(&mut **tx).await?.rows_affected();
@@ -781,12 +789,12 @@ async fn write_attempts(tx: &mut Transaction<'static, Any>, writes: &[AttemptWri
     let plain = format!(
         "UPDATE attempts SET state = ?, reason = ?, message = ?, output = ?, finished_at_ms = ? \
          WHERE shard_index = 0 AND attempt = ? AND run_id IN ({})",
-        placeholders(IN_CHUNK)
+        IDS
     );
     let targeted = format!(
         "UPDATE attempts SET state = ?, reason = ?, message = ?, output = ?, finished_at_ms = ?, \
          executor_id = ?, address = ?, trail = ? WHERE shard_index = 0 AND attempt = ? AND run_id IN ({})",
-        placeholders(IN_CHUNK)
+        IDS
     );
     let key = |w: &AttemptWrite| {
         (w.attempt, w.state, w.reason, w.message.clone(), w.output.clone(), w.finished_at_ms, w.target.clone())
@@ -795,7 +803,7 @@ async fn write_attempts(tx: &mut Transaction<'static, Any>, writes: &[AttemptWri
         for chunk in group.chunks(IN_CHUNK) {
             let w = chunk[0];
             let sql = if w.target.is_some() { &targeted } else { &plain };
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(sql, chunk.len())))
                 .bind(w.state)
                 .bind(w.reason)
                 .bind(&w.message)
@@ -805,7 +813,7 @@ async fn write_attempts(tx: &mut Transaction<'static, Any>, writes: &[AttemptWri
                 q = q.bind(executor_id).bind(address).bind(trail);
             }
             q = q.bind(w.attempt);
-            for i in 0..IN_CHUNK {
+            for i in 0..in_width(chunk.len()) {
                 q = q.bind(&chunk[i.min(chunk.len() - 1)].run_id);
             }
             q.execute(&mut **tx).await?;
@@ -816,7 +824,17 @@ async fn write_attempts(tx: &mut Transaction<'static, Any>, writes: &[AttemptWri
 
 #[cfg(test)]
 mod tests {
-    use super::pow2_chunks;
+    use super::{in_list, in_width, pow2_chunks};
+
+    #[test]
+    fn id_lists_are_sized_to_a_power_of_two_up_to_the_chunk() {
+        let widths: Vec<usize> = [1, 2, 3, 4, 5, 9, 17, 31, 32].iter().map(|&n| in_width(n)).collect();
+        assert_eq!(widths, vec![1, 2, 4, 4, 8, 16, 32, 32, 32]);
+        assert_eq!(in_list("SELECT 1 WHERE id IN (:ids) AND x = ?", 3), "SELECT 1 WHERE id IN (?, ?, ?, ?) AND x = ?");
+        // Six texts per statement at most, whatever the batch.
+        let texts: std::collections::HashSet<String> = (1..=32).map(|n| in_list("IN (:ids)", n)).collect();
+        assert_eq!(texts.len(), 6);
+    }
 
     #[test]
     fn chunks_are_powers_of_two_summing_to_n() {
