@@ -7,6 +7,7 @@
 --   running_deadline_ms  the reaper's scans of `running` runs (deadline, or 0 if none)
 --   scheduled_at_ms      retention's scan of old finished runs (never changes)
 -- and the hand-back of a node's claims scans `ix_runs_lease` (a claimed run always holds a lease).
+-- Adding STORED columns rebuilds the table: on a large `runs` table this migration takes a while.
 ALTER TABLE runs
     ADD COLUMN pending_at_ms BIGINT AS (CASE WHEN state = 'pending' THEN scheduled_at_ms END) STORED,
     ADD COLUMN running_deadline_ms BIGINT AS (CASE WHEN state = 'running' THEN COALESCE(deadline_ms, 0) END) STORED;
