@@ -11,7 +11,7 @@ use sundial_core::run_state::FailReason;
 use sundial_core::signing::{self, SigningKey};
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::{ExecutorState, JobState, Route};
-use sundial_store::{App, AppRouting, AttemptTarget, DispatchDecision, FinishOutcome, Job, Run, Store};
+use sundial_store::{App, AppRouting, AttemptTarget, DispatchDecision, FinishOutcome, Job, Run, Store, ToDispatch};
 
 use crate::outcome::{ExecutorResult, finish_params};
 use crate::{Engine, Result};
@@ -217,11 +217,12 @@ impl Engine {
         wait: bool,
         popped_at_ms: i64,
     ) -> Result<()> {
-        let run_ids: Vec<String> = due.iter().map(|(id, _)| id.clone()).collect();
+        let runs: Vec<ToDispatch> =
+            due.iter().map(|(id, _)| ToDispatch::new(id.clone(), self.timer.redelivers(id))).collect();
         let instant: std::collections::HashMap<String, i64> = due.into_iter().collect();
         let now = self.now_ms();
         let mut decisions =
-            crate::retry_deadlock(|| self.store.run_dispatch_many(&run_ids, &self.cfg.node_id, now, self.cfg.lease_ms))
+            crate::retry_deadlock(|| self.store.run_dispatch_many(&runs, &self.cfg.node_id, now, self.cfg.lease_ms))
                 .await?;
         let committed = self.now_ms();
         self.note_dispatch_took(committed - popped_at_ms);

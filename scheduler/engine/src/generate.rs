@@ -2,12 +2,13 @@
 //! unique fire key, so dispatch needs no computation on the hot path.
 
 use sundial_core::job::{DEFAULT_CATCHUP_WINDOW_MS, DEFAULT_MAX_CATCHUP, DEFAULT_MISFIRE_THRESHOLD_MS};
+use sundial_core::run_state::RunEvent;
 use sundial_core::schedule::Schedule;
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::{RunState, TriggerKind};
 use sundial_store::{GenerateJob, Job, Run};
 
-use crate::{Engine, Result};
+use crate::{Counters, Engine, Result};
 
 /// Jobs handled per store round trip.
 const JOBS_PER_ROUND: i64 = 200;
@@ -59,19 +60,39 @@ impl Engine {
     /// ahead (so each job is refilled in batches). Returns the number of runs written.
     pub async fn generate_once(&self) -> Result<usize> {
         let mut written = 0;
+        // Fires due soon are written claimed by this node (see `insert_claim_margin_ms`),
+        // unless schedules are paused or this node's clock is off (then nothing claims).
+        // At most as many as the timer has room for (its memory bound): the rest are written
+        // `pending`, and the claim's backstop takes them once overdue past the grace.
+        let claim_soon = !self.clock_skewed() && !self.schedules_paused().await?;
+        let mut room = if claim_soon { self.cfg.capacity.saturating_sub(self.timer.len()) } else { 0 };
         loop {
             let now = self.now_ms();
             let until = now + self.cfg.horizon_ms;
             let jobs = self.store.job_due_for_generation(now + self.cfg.horizon_ms / 2, JOBS_PER_ROUND).await?;
             let n = jobs.len() as i64;
             let mut batch = Vec::with_capacity(jobs.len());
+            let soon = now + self.cfg.claim_window_ms + self.insert_claim_margin_ms();
             for job in jobs {
                 let Some(schedule) = Self::schedule_of(&job) else {
                     tracing::error!(job_id = %job.id, "stored schedule does not parse; skipping the job");
                     continue;
                 };
                 let from = job.generated_until_ms.unwrap_or(job.updated_at_ms - 1);
-                let runs = plan_runs(&job, &schedule, from, until, now);
+                let mut runs = plan_runs(&job, &schedule, from, until, now);
+                if room > 0 {
+                    for r in runs.iter_mut().filter(|r| r.state == RunState::Pending && r.scheduled_at_ms <= soon) {
+                        if room == 0 {
+                            break;
+                        }
+                        room -= 1;
+                        r.state = sundial_core::run_state::transition(r.state, &RunEvent::Claim)
+                            .expect("pending runs may be claimed")
+                            .to;
+                        r.owner_node = Some(self.cfg.node_id.clone());
+                        r.lease_until_ms = Some(now + self.cfg.lease_ms);
+                    }
+                }
                 batch.push(GenerateJob { job_id: job.id, job_version: job.version, runs, generated_until_ms: until });
             }
             // Several jobs per transaction, in slices of about GENERATE_ROWS runs: few commits,
@@ -87,11 +108,22 @@ impl Engine {
             }
             for slice in slices {
                 let results = crate::retry_deadlock(|| self.store.run_generate_many(slice)).await?;
+                let mut claimed = Vec::new();
                 for (g, r) in slice.iter().zip(results) {
                     match r {
-                        Some(k) => written += k,
+                        Some(k) => {
+                            written += k;
+                            // (A claimed run whose fire key existed was not written: its id is
+                            // in no row, and its dispatch finds it `Gone`.)
+                            claimed.extend(g.runs.iter().filter(|r| r.state == RunState::Queued).cloned());
+                        }
                         None => tracing::debug!(job_id = %g.job_id, "job changed while generating; next round"),
                     }
+                }
+                if !claimed.is_empty() {
+                    Counters::add(&self.counters.claimed_at_insert, claimed.len() as u64);
+                    self.take_into_timer(claimed).await;
+                    // They may be due now: the timer loop sleeps at most a tick.
                 }
             }
             if n < JOBS_PER_ROUND {

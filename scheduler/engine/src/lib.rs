@@ -161,6 +161,12 @@ pub struct EngineStats {
     /// Runs popped from this node's timer and handed to dispatch (a `serial` run blocked by
     /// its predecessor counts once per check).
     pub dispatched: u64,
+    /// Pending schedule fires of its own buckets the node read into its timer without
+    /// claiming them (the peek).
+    pub peeked: u64,
+    /// Runs the generator wrote already claimed by this node, because they were due within
+    /// the claim window (and a margin) when written: a new job's first fires, catch-up.
+    pub claimed_at_insert: u64,
 }
 
 #[derive(Debug, Default)]
@@ -172,6 +178,8 @@ pub(crate) struct Counters {
     pub claim_failures: std::sync::atomic::AtomicU64,
     pub claim_rollbacks: std::sync::atomic::AtomicU64,
     pub dispatched: std::sync::atomic::AtomicU64,
+    pub peeked: std::sync::atomic::AtomicU64,
+    pub claimed_at_insert: std::sync::atomic::AtomicU64,
 }
 
 impl Counters {
@@ -227,6 +235,8 @@ pub struct Engine {
     owned: std::sync::atomic::AtomicU64,
     /// The live node set the ring was last computed from (sorted ids).
     members: std::sync::Mutex<Vec<String>>,
+    /// Where the peek of this node's buckets stopped.
+    pub(crate) peek_cursor: std::sync::Mutex<timer::PeekCursor>,
     pub(crate) counters: Counters,
     /// How long recent dispatches took from leaving the timer to their commit: a decaying
     /// maximum, in ms (see [`Engine::dispatch_lead_ms`]).
@@ -244,6 +254,7 @@ impl Engine {
             skewed: std::sync::atomic::AtomicBool::new(false),
             owned: std::sync::atomic::AtomicU64::new(sundial_core::affinity::ALL_BUCKETS),
             members: std::sync::Mutex::new(Vec::new()),
+            peek_cursor: std::sync::Mutex::new(timer::PeekCursor::default()),
             counters: Counters::default(),
             dispatch_took_ms: std::sync::atomic::AtomicI64::new(0),
             started_at_ms,
@@ -451,6 +462,8 @@ impl Engine {
             claim_failures: get(&c.claim_failures),
             claim_rollbacks: get(&c.claim_rollbacks),
             dispatched: get(&c.dispatched),
+            peeked: get(&c.peeked),
+            claimed_at_insert: get(&c.claimed_at_insert),
         }
     }
 

@@ -10,9 +10,34 @@ use sundial_core::affinity::bucket_of;
 use sundial_core::job::MisfireSpec;
 use sundial_core::schedule::Schedule;
 use sundial_core::types::{MisfirePolicy, RunState, TriggerKind};
-use sundial_store::{ClaimParams, Run};
+use sundial_store::{ClaimParams, PeekParams, Run};
 
 use crate::{Counters, Engine, Result};
+
+/// Where this node's peek stopped: the last (scheduled at, id) read, for the buckets `mask`.
+#[derive(Debug, Default)]
+pub(crate) struct PeekCursor {
+    pub mask: u64,
+    pub at_ms: i64,
+    pub id: String,
+}
+
+/// Time allowed for a generated run's insert to commit, in the margin of
+/// [`Engine::insert_claim_margin_ms`].
+const INSERT_COMMIT_MS: i64 = 1_000;
+
+impl Engine {
+    /// A run the generator writes due within the claim window plus this margin is written
+    /// claimed by its node (and goes into its timer at once) instead of `pending`: no peek
+    /// cursor, which is at most the claim window ahead of its node's clock, can have passed
+    /// it. The margin is the clock skew nodes tolerate ([`crate::EngineConfig::max_clock_skew_ms`],
+    /// 2 s by default, at most 10 s counted) plus 1 s for the insert to commit. An insert
+    /// slower than that to commit may leave a fire below a cursor: the claim's backstop
+    /// fires it after the affinity grace, late but never lost.
+    pub(crate) fn insert_claim_margin_ms(&self) -> i64 {
+        self.cfg.max_clock_skew_ms.clamp(0, 10_000) + INSERT_COMMIT_MS
+    }
+}
 
 /// Due runs, earliest first: (due time, run id). May hold stale entries (a run whose due
 /// time was moved): only the one matching `Inner::due` counts.
@@ -50,6 +75,9 @@ struct Meta {
     lease_until_ms: i64,
     /// Let it through the next `pop_due` even if its job has a parked run (lease renewal).
     pass: bool,
+    /// Claimed as `dispatching` (recovered from a node that lost it): its dispatch
+    /// redelivers the attempt (see [`sundial_store::ToDispatch`]).
+    redeliver: bool,
 }
 
 #[derive(Debug, Default)]
@@ -99,20 +127,31 @@ impl Timer {
             g.insert(due_ms, run_id);
         }
     }
-    /// Schedule a run just claimed, remembering its job for per-job gating.
+    /// Schedule a run just claimed (or read `pending` by the peek), remembering its job for
+    /// per-job gating. A peeked run this node already holds is left as it is: the peek may
+    /// read a fire again after its cursor restarted, even while it is being dispatched.
     pub fn push_run(&self, due_ms: i64, run: &Run) {
         let mut g = self.inner.lock().expect("timer lock");
+        if run.state == RunState::Pending && g.meta.contains_key(&run.id) {
+            return;
+        }
         let meta = Meta {
             job_id: run.job_id.clone(),
             scheduled_at_ms: run.scheduled_at_ms,
-            holdable: run.state == RunState::Queued,
+            holdable: matches!(run.state, RunState::Pending | RunState::Queued),
             lease_until_ms: run.lease_until_ms.unwrap_or(i64::MAX),
             pass: false,
+            redeliver: run.state == RunState::Dispatching,
         };
         g.meta.insert(run.id.clone(), meta);
         if !g.due.contains_key(&run.id) && !g.is_waiting(&run.id) {
             g.insert(due_ms, run.id.clone());
         }
+    }
+    /// Was the run claimed `dispatching`, so that its dispatch redelivers it?
+    pub fn redelivers(&self, run_id: &str) -> bool {
+        let g = self.inner.lock().expect("timer lock");
+        g.meta.get(run_id).is_some_and(|m| m.redeliver)
     }
     /// Runs held: scheduled or waiting (not those being dispatched).
     pub fn len(&self) -> usize {
@@ -278,9 +317,11 @@ impl Engine {
                 include_schedule,
                 owned_buckets: owned,
                 foreign_due_before_ms: now - self.cfg.affinity_grace_ms,
+                own_fires_peeked: true,
             })
             .await?;
-        let full = claimed.len() == room.min(self.cfg.claim_batch.max(1));
+        let limit = room.min(self.cfg.claim_batch.max(1));
+        let mut full = claimed.len() == limit;
         Counters::add(&self.counters.claimed, claimed.len() as u64);
         if claimed.is_empty() {
             Counters::add(&self.counters.claim_empty, 1);
@@ -290,20 +331,76 @@ impl Engine {
             .filter(|r| r.trigger == TriggerKind::Schedule && owned & (1u64 << bucket_of(&r.job_id)) == 0)
             .count();
         Counters::add(&self.counters.claimed_foreign, foreign as u64);
+        let mut queued = self.take_into_timer(claimed).await;
+        let room = self.cfg.capacity.saturating_sub(self.timer.len()).min(self.cfg.claim_batch.max(1));
+        if include_schedule && room > 0 {
+            let peeked = self.peek(owned, now, room).await?;
+            full |= peeked.len() == room;
+            Counters::add(&self.counters.peeked, peeked.len() as u64);
+            queued += self.take_into_timer(peeked).await;
+        }
+        Ok((queued, full))
+    }
+
+    /// Read the pending schedule fires of this node's buckets due within the claim window,
+    /// after the cursor, without claiming them: most fires then cost no claim write at
+    /// all, and the dispatch transaction takes them from `pending` under the row lock.
+    ///
+    /// Rules that keep every fire found (ARCHITECTURE.md, "the peek"): the cursor only
+    /// moves forward over what was read; it restarts `affinity_grace_ms` back whenever the
+    /// node's buckets change; a run written `pending` below a cursor cannot happen in the
+    /// normal course, because the generator writes any run due within the claim window plus
+    /// [`Engine::insert_claim_margin_ms`] already claimed by itself; and anything left `pending`
+    /// past the grace (a node that died, a dispatch that failed) is claimed by any node's
+    /// claim, as a backstop.
+    async fn peek(&self, owned: u64, now: i64, room: usize) -> Result<Vec<Run>> {
+        let (after_ms, after_id) = {
+            let mut c = self.peek_cursor.lock().expect("cursor lock");
+            if c.mask != owned {
+                *c = PeekCursor { mask: owned, at_ms: now - self.cfg.affinity_grace_ms, id: String::new() };
+            }
+            (c.at_ms, c.id.clone())
+        };
+        let runs = self
+            .store
+            .run_peek(&PeekParams {
+                after_ms,
+                after_id,
+                due_before_ms: now + self.cfg.claim_window_ms,
+                owned_buckets: owned,
+                limit: room as i64,
+            })
+            .await?;
+        if let Some(last) = runs.last() {
+            let mut c = self.peek_cursor.lock().expect("cursor lock");
+            // Only forward, and only for the buckets it was read for.
+            if c.mask == owned && (last.scheduled_at_ms, last.id.as_str()) > (c.at_ms, c.id.as_str()) {
+                c.at_ms = last.scheduled_at_ms;
+                c.id = last.id.clone();
+            }
+        }
+        Ok(runs)
+    }
+
+    /// Put claimed or peeked runs into the timer, applying the misfire policy to late
+    /// schedule fires first. Returns how many entered the timer.
+    pub(crate) async fn take_into_timer(&self, runs: Vec<Run>) -> usize {
+        let now = self.now_ms();
         let mut queued = 0;
         // One job lookup per job of the batch, not per run: after a crash or an outage a batch
         // holds many late fires of the same jobs, and every lookup waits for a connection
         // behind the dispatches in flight. Until the batch is done, these runs wait outside
         // the timer on a lease that keeps running.
         let mut misfire_of: HashMap<String, Option<MisfireSpec>> = HashMap::new();
-        for run in claimed {
-            if run.state == RunState::Queued && run.trigger == TriggerKind::Schedule {
+        for run in runs {
+            if matches!(run.state, RunState::Pending | RunState::Queued) && run.trigger == TriggerKind::Schedule {
                 match self.misfire_drops(&run, &mut misfire_of).await {
                     Ok(true) => continue,
                     Ok(false) => {}
                     Err(e) => {
-                        // The rest of the batch still goes on; this one comes back with its lease.
-                        tracing::warn!(run_id = %run.id, error = %e, "misfire check failed; the run's lease will bring it back");
+                        // The rest of the batch still goes on; this one comes back with its
+                        // lease (claimed) or through the claim's backstop (peeked).
+                        tracing::warn!(run_id = %run.id, error = %e, "misfire check failed; the run will come back");
                         continue;
                     }
                 }
@@ -315,7 +412,7 @@ impl Engine {
             self.timer.push_run(due, &run);
             queued += 1;
         }
-        Ok((queued, full))
+        queued
     }
 
     /// Apply the job's misfire policy to a claimed schedule fire; true if it was expired.

@@ -72,6 +72,42 @@ pub struct ClaimParams {
     /// Overdue instant past which any node claims a schedule fire whatever its bucket
     /// (now − the affinity grace), so a silent owner's share still fires.
     pub foreign_due_before_ms: i64,
+    /// The node reads the pending schedule fires of its own buckets with
+    /// [`Store::run_peek`] instead: the claim leaves them alone until they are overdue
+    /// past `foreign_due_before_ms` (the backstop for a fire the peek missed). Retries
+    /// and triggered runs are claimed as before.
+    pub own_fires_peeked: bool,
+}
+
+/// Read (without claiming) the pending schedule fires of a node's buckets, in
+/// (`scheduled_at_ms`, id) order after a cursor: see [`Store::run_peek`].
+#[derive(Debug, Clone)]
+pub struct PeekParams {
+    /// The cursor: fires at or before (`after_ms`, `after_id`) were read already.
+    pub after_ms: i64,
+    pub after_id: String,
+    /// Fires scheduled at or before this instant.
+    pub due_before_ms: i64,
+    /// Bit `b` = bucket `b` (as [`ClaimParams::owned_buckets`]).
+    pub owned_buckets: u64,
+    pub limit: i64,
+}
+
+/// A run a node hands to [`Store::run_dispatch_many`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToDispatch {
+    pub run_id: String,
+    /// The node claimed it `dispatching` (recovered from a node that lost it), so a
+    /// `dispatching` run of this node is delivered again as the same attempt. Otherwise a
+    /// `dispatching` run is one already under way, and the decision is `Gone`.
+    pub redeliver: bool,
+}
+
+impl ToDispatch {
+    /// A run as the node claimed or read it.
+    pub fn new(run_id: impl Into<String>, redeliver: bool) -> Self {
+        Self { run_id: run_id.into(), redeliver }
+    }
 }
 
 /// What the dispatch transaction decided.
@@ -233,15 +269,23 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Atomically claim due `pending` runs (→ `queued`) and due `retrying` runs
     /// (owner set) for a node, oldest first.
     async fn run_claim(&self, p: &ClaimParams) -> Result<Vec<Run>>;
-    /// A claimed run the misfire policy drops: `queued` → `expired`, if still ours.
+    /// The pending schedule fires of the given buckets after the cursor, due by
+    /// `due_before_ms`, oldest first: a plain read, no lock and no write. The node keeps
+    /// them in its timer, and [`Store::run_dispatch_many`] takes them from `pending`.
+    async fn run_peek(&self, p: &PeekParams) -> Result<Vec<Run>>;
+    /// A run the misfire policy drops: `queued` → `expired` if still ours, or `pending`
+    /// (a peeked fire) → `expired`.
     async fn run_expire(&self, run_id: &str, node_id: &str, message: &str, now_ms: i64) -> Result<bool>;
     /// Does the job have a later pending-or-queued schedule run also scheduled before `before_ms`? (misfire `fire_once`)
     async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool>;
     /// Hand claimed runs not yet dispatched back (`queued` → `pending`, retrying runs lose their owner).
     async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64>;
-    /// The dispatch transaction: move a claimed run to `dispatching` as its next attempt,
-    /// conditional on state, owner and lease, reading the job's current definition and
-    /// deciding block strategy and max concurrency under the job's lock.
+    /// The dispatch transaction: move a run to `dispatching` as its next attempt, reading
+    /// the job's current definition and deciding block strategy and max concurrency under
+    /// the job's lock. The run must be `pending` (anyone's: a peeked fire; a `serial` fire
+    /// it blocks is claimed for this node, `Blocked`), or `queued`/`retrying` under this
+    /// node's live claim, or `dispatching` under it (a recovered run: redelivered as the
+    /// same attempt). Anything else is `Gone`.
     async fn run_dispatch_begin(
         &self,
         run_id: &str,
@@ -249,15 +293,16 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         now_ms: i64,
         lease_ms: i64,
     ) -> Result<DispatchDecision> {
-        let mut d = self.run_dispatch_many(&[run_id.to_string()], node_id, now_ms, lease_ms).await?;
+        let mut d = self.run_dispatch_many(&[ToDispatch::new(run_id, true)], node_id, now_ms, lease_ms).await?;
         Ok(d.pop().map(|(_, d)| d).unwrap_or(DispatchDecision::Gone))
     }
-    /// [`Store::run_dispatch_begin`] for a batch of claimed runs in one transaction and one
+    /// [`Store::run_dispatch_begin`] for a batch of runs in one transaction and one
     /// commit: each run decided as if alone, in order (a queued run sees the runs of its
     /// job dispatched earlier in the batch as in flight). One decision per distinct id.
+    /// A `dispatching` run is redelivered only if its [`ToDispatch::redeliver`] says so.
     async fn run_dispatch_many(
         &self,
-        run_ids: &[String],
+        runs: &[ToDispatch],
         node_id: &str,
         now_ms: i64,
         lease_ms: i64,

@@ -55,6 +55,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0007_state_free_run_indexes.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0007_state_free_run_indexes.sql"),
     },
+    Migration {
+        version: 8,
+        name: "pending_by_trigger_kind",
+        mysql: include_str!("../../../migrations/mysql/0008_pending_by_trigger_kind.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0008_pending_by_trigger_kind.sql"),
+    },
 ];
 
 /// Split a migration file into statements (no statement of ours contains `;` inside).

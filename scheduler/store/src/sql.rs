@@ -19,8 +19,8 @@ mod batch;
 use crate::error::conflict_on;
 use crate::{
     ApiKey, App, Attempt, AttemptResult, ClaimParams, Dialect, DispatchDecision, Executor, FinishAttempt,
-    FinishOutcome, Job, JobFilter, Node, Page, Result, Run, RunFilter, RunLog, Script, Store, StoreError, Tenant,
-    migrate,
+    FinishOutcome, Job, JobFilter, Node, Page, PeekParams, Result, Run, RunFilter, RunLog, Script, Store, StoreError,
+    Tenant, ToDispatch, migrate,
 };
 use crate::{FinishShard, RunShard, ShardDelivery, ShardFinishOutcome, ShardFreeze, ShardRetryBegin};
 
@@ -1047,16 +1047,28 @@ impl Store for SqlStore {
             Dialect::Sqlite => "",
         };
         let mut tx = self.begin().await?;
-        // Job affinity: a schedule fire is ours at once if its bucket is in our mask, anyone's
-        // once overdue past the grace. Triggered runs (manual, API, children) go to whichever
-        // node claims first: the one that took the request is woken at once. One bind for
-        // the mask keeps the text constant.
-        let pending_sql = format!(
-            "SELECT * FROM runs WHERE pending_at_ms <= ? AND (? = 1 OR trigger_kind <> 'schedule') \
-             AND (trigger_kind <> 'schedule' OR pending_at_ms <= ? OR ((? >> bucket) & 1) = 1) \
-             ORDER BY pending_at_ms LIMIT ?{lock}"
+        // Triggered runs (manual, API, a parent's children) go to whichever node claims first: the one
+        // that took the request is woken at once. Job affinity: a schedule fire is ours at once
+        // if its bucket is in our mask (unless our peek reads those), anyone's once overdue
+        // past the grace. Each scan reads its own trigger kinds of `ix_runs_pending_kind`
+        // only, never the schedule fires the peek hands to dispatch. One bind for the mask
+        // keeps the text constant.
+        // Like the orphans below, found by plain reads and locked by id (still `pending`), so
+        // that no locking range scan holds the entry past its end: the next schedule fire to be
+        // dispatched. Kinds listed, not `<> 'schedule'`: each is a bounded range of the index.
+        let triggered_sql = "SELECT id FROM runs WHERE trigger_kind IN ('manual', 'api', 'parent', 'misfire') \
+             AND pending_at_ms <= ? ORDER BY pending_at_ms LIMIT ?";
+        let schedule_sql = "SELECT id FROM runs WHERE trigger_kind = 'schedule' AND pending_at_ms <= ? \
+             AND (pending_at_ms <= ? OR ((? >> bucket) & 1) = 1) ORDER BY pending_at_ms LIMIT ?";
+        let lock_pending_sql = format!(
+            "SELECT * FROM runs{} WHERE id IN ({}) AND state = 'pending'{lock}",
+            self.hint(Ix::Primary),
+            batch::IDS
         );
         let mask = p.owned_buckets as i64;
+        // Pending fires of our own buckets that the peek reads are claimed only as a
+        // backstop, once overdue like anyone's.
+        let pending_mask = if p.own_fires_peeked { 0 } else { mask };
         let mut claimed: Vec<Run> = Vec::new();
         {
             // Recovery: claims whose lease ran out (their node died or lost the database).
@@ -1094,18 +1106,37 @@ impl Store for SqlStore {
         }
         let room = p.limit - claimed.len() as i64;
         if room > 0 {
-            let pending: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(pending_sql))
+            let ids: Vec<String> = sqlx::query(triggered_sql)
                 .bind(p.due_before_ms)
-                .bind(p.include_schedule as i64)
-                .bind(p.foreign_due_before_ms)
-                .bind(mask)
                 .bind(room)
                 .fetch_all(&mut *tx)
                 .await?
                 .iter()
-                .map(run_row)
+                .map(|r| col::<String>(r, "id"))
                 .collect::<Result<_>>()?;
-            claimed.extend(pending);
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            for row in batch::fetch_in_with(&mut tx, &lock_pending_sql, &ids, &[]).await? {
+                claimed.push(run_row(&row)?);
+            }
+        }
+        let room = p.limit - claimed.len() as i64;
+        if room > 0 && p.include_schedule {
+            // Left to the peek, our own fires are scanned only up to the overdue instant.
+            let scan_to = if p.own_fires_peeked { p.foreign_due_before_ms } else { p.due_before_ms };
+            let ids: Vec<String> = sqlx::query(schedule_sql)
+                .bind(scan_to)
+                .bind(p.foreign_due_before_ms)
+                .bind(pending_mask)
+                .bind(room)
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(|r| col::<String>(r, "id"))
+                .collect::<Result<_>>()?;
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            for row in batch::fetch_in_with(&mut tx, &lock_pending_sql, &ids, &[]).await? {
+                claimed.push(run_row(&row)?);
+            }
         }
         let room = p.limit - claimed.len() as i64;
         if room > 0 {
@@ -1151,11 +1182,32 @@ impl Store for SqlStore {
         Ok(claimed)
     }
 
+    async fn run_peek(&self, p: &PeekParams) -> Result<Vec<Run>> {
+        // (pending_at_ms, id) > cursor, in the order of `ix_runs_pending_kind` (whose entries
+        // carry the primary key): a range scan that starts where the last one stopped.
+        sqlx::query(
+            "SELECT * FROM runs WHERE trigger_kind = 'schedule' AND pending_at_ms >= ? AND pending_at_ms <= ? \
+             AND (pending_at_ms > ? OR id > ?) AND ((? >> bucket) & 1) = 1 ORDER BY pending_at_ms, id LIMIT ?",
+        )
+        .bind(p.after_ms)
+        .bind(p.due_before_ms)
+        .bind(p.after_ms)
+        .bind(&p.after_id)
+        .bind(p.owned_buckets as i64)
+        .bind(p.limit)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(run_row)
+        .collect()
+    }
+
     async fn run_expire(&self, run_id: &str, node_id: &str, message: &str, now_ms: i64) -> Result<bool> {
         let to = transition(RunState::Queued, &RunEvent::Expire).map_err(refused)?.to;
+        debug_assert!(transition(RunState::Pending, &RunEvent::Expire).is_ok_and(|t| t.to == to));
         let r = sqlx::query(
             "UPDATE runs SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, lease_until_ms = NULL \
-             WHERE id = ? AND state = 'queued' AND owner_node = ?",
+             WHERE id = ? AND (state = 'pending' OR (state = 'queued' AND owner_node = ?))",
         )
         .bind(to.as_str())
         .bind(message)
@@ -1203,12 +1255,12 @@ impl Store for SqlStore {
 
     async fn run_dispatch_many(
         &self,
-        run_ids: &[String],
+        runs: &[ToDispatch],
         node_id: &str,
         now_ms: i64,
         lease_ms: i64,
     ) -> Result<Vec<(String, DispatchDecision)>> {
-        self.dispatch_many(run_ids, node_id, now_ms, lease_ms).await
+        self.dispatch_many(runs, node_id, now_ms, lease_ms).await
     }
 
     async fn attempt_set_target(

@@ -29,6 +29,7 @@ crate::on_both_databases!(
     many_due_runs_go_out_in_batches_and_each_result_is_recorded_once,
     two_nodes_fire_their_own_share_and_one_takes_over_when_the_other_stops,
     a_run_taken_ahead_by_the_dispatch_lead_goes_out_at_its_instant,
+    a_fire_written_behind_the_peek_cursor_still_fires_on_time,
     a_full_claim_says_so_and_the_next_takes_the_rest,
 );
 
@@ -630,6 +631,7 @@ async fn a_dead_nodes_claims_are_recovered_and_redelivered_with_the_same_webhook
             include_schedule: true,
             owned_buckets: sundial_core::affinity::ALL_BUCKETS,
             foreign_due_before_ms: app.clock.now_ms(),
+            own_fires_peeked: false,
         })
         .await
         .unwrap();
@@ -856,19 +858,25 @@ async fn two_nodes_fire_their_own_share_and_one_takes_over_when_the_other_stops(
         s.exec.deliveries()[n..].iter().map(|d| d.body["job_id"].as_str().unwrap().to_string()).collect()
     };
 
-    // The fire at creation: each node fires exactly its own share, on time.
+    // The fire at creation: the node that writes a fire due within the claim window writes
+    // it claimed by itself (no peek cursor may have passed it), so node_a, whose generator
+    // went first, fires every job's first fire, each once; node_b finds nothing to fire.
+    let all: BTreeSet<String> = of_a.union(&of_b).cloned().collect();
     a.tick().await.unwrap();
-    assert_eq!(delivered_since(0), of_a, "node_a fires its own jobs, and only those");
+    assert_eq!(delivered_since(0), all, "node_a wrote and fires every first fire");
     b.tick().await.unwrap();
-    assert_eq!(delivered_since(of_a.len()), of_b, "node_b fires its own jobs, and only those");
     let n = s.exec.deliveries().len();
-    assert_eq!(n, of_a.len() + of_b.len(), "each fire once");
+    assert_eq!(n, all.len(), "each fire once");
+    assert!(a.stats().claimed_at_insert >= all.len() as u64, "{:?}", a.stats());
 
     // Next minute, node_a is silent (stuck or dying, not yet declared dead): node_b fires
     // its own share on time and node_a's share once the grace has passed.
+    // From here on every fire was generated minutes ahead and stays `pending` until its
+    // owner's peek reads it.
     app.clock.advance(60_000);
     b.tick().await.unwrap();
     assert_eq!(delivered_since(n), of_b, "on time: only node_b's own jobs");
+    assert!(b.stats().peeked >= of_b.len() as u64, "{:?}", b.stats());
     let n2 = s.exec.deliveries().len();
     app.clock.advance(b.config().affinity_grace_ms - 1);
     b.tick().await.unwrap();
@@ -883,21 +891,67 @@ async fn two_nodes_fire_their_own_share_and_one_takes_over_when_the_other_stops(
     assert!(late.iter().all(|t| *t == late[0]), "all of that minute's fires: {late:?}");
     let n3 = s.exec.deliveries().len();
 
-    // node_a stops (SIGTERM: it leaves the ring). At its next heartbeat node_b owns every
-    // bucket and fires every job on time.
+    // Three seconds before the next fires both nodes have read their share of them into
+    // their timers (node_b's peek cursor is past that minute now). Then node_a stops
+    // (SIGTERM: it leaves the ring). At its next heartbeat node_b owns every bucket, its
+    // peek starts again from before its cursor, and it fires every job on time.
+    app.clock.advance(60_000 - b.config().affinity_grace_ms - 3_000);
+    a.tick().await.unwrap();
+    b.tick().await.unwrap();
+    assert_eq!(s.exec.deliveries().len(), n3, "not due yet");
     a.shutdown(std::time::Duration::from_secs(1)).await;
     b.heartbeat_once().await.unwrap();
     assert_eq!(b.members(), ["node_b"]);
     assert_eq!(b.owned_buckets(), ALL_BUCKETS);
-    app.clock.advance(60_000 - b.config().affinity_grace_ms);
+    app.clock.advance(3_000);
     b.tick().await.unwrap();
-    let all: BTreeSet<String> = of_a.union(&of_b).cloned().collect();
     assert_eq!(delivered_since(n3), all, "node_b fires every job on time");
     assert_eq!(s.exec.deliveries().len(), n3 + all.len());
     let (_, nodes) = app.get("/api/v1/nodes", &app.operator_key).await;
     let buckets =
         |id: &str| nodes["items"].as_array().unwrap().iter().find(|n| n["id"] == id).unwrap()["buckets"].clone();
     assert_eq!((buckets("node_a"), buckets("node_b")), (json!(0), json!(64)), "{nodes}");
+}
+
+/// A fire written due within the claim window (here a one-shot job created two seconds
+/// before its time) is below the node's peek cursor, which an earlier fire already moved
+/// past that instant: the generator writes it claimed and it fires on time anyway.
+async fn a_fire_written_behind_the_peek_cursor_still_fires_on_time(app: &TestApp) {
+    let s = setup(app).await;
+    app.clock.advance(10_000); // 12:00:10
+    let early = app
+        .job(
+            &s.key,
+            every_minute(
+                "cursor",
+                json!({"schedule": {"kind": "fixed_rate", "every_ms": 60000, "anchor": "2026-03-28T12:00:04Z"}}),
+            ),
+        )
+        .await;
+    app.engine.tick().await.unwrap();
+    // Its next fire (12:01:04) was generated minutes ahead; read by the peek 4 s before.
+    app.clock.advance(50_000); // 12:01:00
+    app.engine.tick().await.unwrap();
+    assert_eq!(s.exec.deliveries().len(), 0);
+    assert!(app.engine.stats().peeked >= 1, "{:?}", app.engine.stats());
+    // A one-shot job due at 12:01:02, below the cursor (12:01:04).
+    let once = app
+        .job(&s.key, every_minute("once", json!({"schedule": {"kind": "once", "at": "2026-03-28T12:01:02Z"}})))
+        .await;
+    app.engine.generate_once().await.unwrap();
+    assert_eq!(app.engine.stats().claimed_at_insert, 1);
+    app.clock.advance(2_000);
+    app.engine.tick().await.unwrap();
+    let d = s.exec.deliveries();
+    assert_eq!(d.len(), 1, "the one-shot fire, on time");
+    assert_eq!(d[0].body["job_id"], once["id"]);
+    assert_eq!(d[0].headers["sundial-scheduled-at"], "2026-03-28T12:01:02.000Z");
+    app.clock.advance(2_000);
+    app.engine.tick().await.unwrap();
+    let d = s.exec.deliveries();
+    assert_eq!(d.len(), 2);
+    assert_eq!(d[1].body["job_id"], early["id"], "and the peeked fire at its own time");
+    assert_eq!(d[1].headers["sundial-scheduled-at"], "2026-03-28T12:01:04.000Z");
 }
 
 async fn a_run_taken_ahead_by_the_dispatch_lead_goes_out_at_its_instant(app: &TestApp) {

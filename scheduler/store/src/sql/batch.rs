@@ -9,7 +9,7 @@
 //! lists always padded to 32: MariaDB builds a range for every list item before merging
 //! the repeats, and small batches paid for 32.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::*;
 use std::sync::Arc;
@@ -152,12 +152,13 @@ impl SqlStore {
     /// The dispatch transaction for a batch of claimed runs: see [`Store::run_dispatch_many`].
     pub(super) async fn dispatch_many(
         &self,
-        run_ids: &[String],
+        to_dispatch: &[ToDispatch],
         node_id: &str,
         now_ms: i64,
         lease_ms: i64,
     ) -> Result<Vec<(String, DispatchDecision)>> {
-        let ids = distinct(run_ids.iter().map(String::as_str));
+        let ids = distinct(to_dispatch.iter().map(|t| t.run_id.as_str()));
+        let redeliver: HashSet<&str> = to_dispatch.iter().filter(|t| t.redeliver).map(|t| t.run_id.as_str()).collect();
         let mut tx = self.begin().await?;
         let mut runs = self.lock_runs(&mut tx, &ids).await?;
         let mut decisions: Vec<(String, Option<DispatchDecision>)> = Vec::with_capacity(ids.len());
@@ -168,13 +169,21 @@ impl SqlStore {
                 Some(run) => {
                     let ours =
                         run.owner_node.as_deref() == Some(node_id) && run.lease_until_ms.is_some_and(|l| l >= now_ms);
-                    if !ours || !matches!(run.state, RunState::Queued | RunState::Retrying | RunState::Dispatching) {
-                        Some(DispatchDecision::Gone)
-                    } else if run.state == RunState::Dispatching {
-                        Some(self.redeliver(&mut tx, run.clone(), node_id, now_ms, lease_ms).await?)
-                    } else {
-                        todo.push(id.to_string());
-                        None
+                    match run.state {
+                        // A fire nobody has claimed (read by this node's peek): ours under the row lock.
+                        RunState::Pending => {
+                            todo.push(id.to_string());
+                            None
+                        }
+                        RunState::Queued | RunState::Retrying if ours => {
+                            todo.push(id.to_string());
+                            None
+                        }
+                        RunState::Dispatching if ours && redeliver.contains(id) => {
+                            Some(self.redeliver(&mut tx, run.clone(), node_id, now_ms, lease_ms).await?)
+                        }
+                        // Claimed by another node, already under way, or over.
+                        _ => Some(DispatchDecision::Gone),
                     }
                 }
             };
@@ -189,8 +198,8 @@ impl SqlStore {
             jobs.insert(job.id.clone(), job);
         }
         // Runs in flight per job, for the block strategy and max concurrency of queued runs.
-        let queued_jobs =
-            distinct(todo.iter().filter(|id| runs[*id].state == RunState::Queued).map(|id| runs[id].job_id.as_str()));
+        let fresh = |r: &Run| matches!(r.state, RunState::Pending | RunState::Queued);
+        let queued_jobs = distinct(todo.iter().filter(|id| fresh(&runs[*id])).map(|id| runs[id].job_id.as_str()));
         let inflight_sql = format!(
             "SELECT * FROM runs{} WHERE job_id IN ({}) AND state IN ('dispatching', 'running', 'retrying')",
             self.hint(Ix::RunsJob),
@@ -216,19 +225,19 @@ impl SqlStore {
                 && self.still_running_elsewhere(&mut tx, &run, now_ms).await?
             {
                 // The timed-out attempt's executor still reports running it: the retry waits.
-                hold_claim(&mut tx, &run, node_id, now_ms + lease_ms).await?;
+                hold_claim(&mut tx, &run, node_id, now_ms, now_ms + lease_ms).await?;
                 skipped.insert(id.clone(), DispatchDecision::Blocked);
                 continue;
             }
-            if run.state == RunState::Queued {
+            if fresh(&run) {
                 let list = inflight.entry(job.id.clone()).or_default();
                 list.retain(|r| r.id != run.id);
                 let mut still = list.len() as i64;
                 if !list.is_empty() {
                     match job.block {
                         BlockStrategy::Serial => {
-                            // Waits in `queued`.
-                            hold_claim(&mut tx, &run, node_id, now_ms + lease_ms).await?;
+                            // Waits in `queued`, claimed by this node if it was still `pending`.
+                            hold_claim(&mut tx, &run, node_id, now_ms, now_ms + lease_ms).await?;
                             skipped.insert(id.clone(), DispatchDecision::Blocked);
                             continue;
                         }
@@ -270,7 +279,12 @@ impl SqlStore {
                     continue;
                 }
             }
-            let t = transition(run.state, &RunEvent::Dispatch).map_err(refused)?;
+            let from = match run.state {
+                // Claimed and dispatched in one step.
+                RunState::Pending => transition(run.state, &RunEvent::Claim).map_err(refused)?.to,
+                s => s,
+            };
+            let t = transition(from, &RunEvent::Dispatch).map_err(refused)?;
             let r = runs.get_mut(id).expect("locked above");
             r.state = t.to;
             r.attempt += 1;
@@ -290,7 +304,8 @@ impl SqlStore {
         let update_sql = format!(
             "UPDATE runs{} SET state = 'dispatching', attempt = attempt + 1, owner_node = ?, deadline_ms = ?, \
              lease_until_ms = ?, next_attempt_at_ms = NULL, started_at_ms = COALESCE(started_at_ms, ?), \
-             job_version = ?, updated_at_ms = ? WHERE id IN ({}) AND state IN ('queued', 'retrying') AND owner_node = ?",
+             job_version = ?, updated_at_ms = ? WHERE id IN ({}) \
+             AND (state = 'pending' OR (state IN ('queued', 'retrying') AND owner_node = ?))",
             self.hint(Ix::Primary),
             IDS
         );
@@ -703,7 +718,29 @@ impl SqlStore {
 }
 
 /// A run that must wait (`Blocked`) stays claimed: renew its lease, if still ours in the state read.
-async fn hold_claim(tx: &mut Transaction<'static, Any>, run: &Run, node_id: &str, lease_until_ms: i64) -> Result<()> {
+/// Keep a blocked run claimed by this node until `lease_until_ms`: renew the claim, or
+/// claim it (`pending` → `queued`) if it came from the peek.
+async fn hold_claim(
+    tx: &mut Transaction<'static, Any>,
+    run: &Run,
+    node_id: &str,
+    now_ms: i64,
+    lease_until_ms: i64,
+) -> Result<()> {
+    if run.state == RunState::Pending {
+        let to = transition(run.state, &RunEvent::Claim).map_err(refused)?.to;
+        sqlx::query(
+            "UPDATE runs SET state = ?, owner_node = ?, lease_until_ms = ?, updated_at_ms = ? WHERE id = ? AND state = 'pending'",
+        )
+        .bind(to.as_str())
+        .bind(node_id)
+        .bind(lease_until_ms)
+        .bind(now_ms)
+        .bind(&run.id)
+        .execute(&mut **tx)
+        .await?;
+        return Ok(());
+    }
     sqlx::query("UPDATE runs SET lease_until_ms = ? WHERE id = ? AND owner_node = ? AND state = ?")
         .bind(lease_until_ms)
         .bind(&run.id)

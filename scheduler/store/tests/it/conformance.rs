@@ -375,7 +375,14 @@ fn claim(node: &str, now: i64) -> ClaimParams {
         include_schedule: true,
         owned_buckets: sundial_core::affinity::ALL_BUCKETS,
         foreign_due_before_ms: now,
+        own_fires_peeked: false,
     }
+}
+
+/// Runs as a node hands them to dispatch after claiming them (a claimed `dispatching` run
+/// is redelivered).
+fn to_dispatch(ids: &[String]) -> Vec<ToDispatch> {
+    ids.iter().map(|id| ToDispatch::new(id.clone(), true)).collect()
 }
 
 pub async fn claims_are_atomic_and_expired_claims_are_recovered(s: S) {
@@ -489,7 +496,7 @@ pub async fn reaper_scans_see_only_running_runs(s: S) {
     let claimed = s.run_claim(&claim("node_a", NOW)).await.unwrap();
     assert_eq!(claimed.len(), 4);
     let ids: Vec<String> = runs[..3].iter().map(|r| r.id.clone()).collect();
-    let ds = s.run_dispatch_many(&ids, "node_a", NOW, 30_000).await.unwrap();
+    let ds = s.run_dispatch_many(&to_dispatch(&ids), "node_a", NOW, 30_000).await.unwrap();
     assert!(ds.iter().all(|(_, d)| matches!(d, DispatchDecision::Dispatch { .. })));
     assert!(s.run_mark_running(&runs[0].id, 1, NOW + 1).await.unwrap());
     assert!(s.run_mark_running(&runs[2].id, 1, NOW + 1).await.unwrap());
@@ -547,7 +554,8 @@ pub async fn dispatch_batches_decide_each_run_as_if_alone(s: S) {
     let early = run_of(&cover, "s:0", NOW - 10);
     s.run_insert(&early).await.unwrap();
     s.run_claim(&claim("node_a", NOW - 10)).await.unwrap();
-    let first = s.run_dispatch_many(std::slice::from_ref(&early.id), "node_a", NOW - 10, 30_000).await.unwrap();
+    let first =
+        s.run_dispatch_many(&to_dispatch(std::slice::from_ref(&early.id)), "node_a", NOW - 10, 30_000).await.unwrap();
     assert_eq!(dispatched(&first[0].1).attempt, 1);
 
     let runs = [
@@ -573,7 +581,7 @@ pub async fn dispatch_batches_decide_each_run_as_if_alone(s: S) {
     let mut input = ids.clone();
     input.push(ids[0].clone());
     input.push("run_unknown".into());
-    let out = s.run_dispatch_many(&input, "node_a", NOW, 30_000).await.unwrap();
+    let out = s.run_dispatch_many(&to_dispatch(&input), "node_a", NOW, 30_000).await.unwrap();
     assert_eq!(out.len(), ids.len() + 1, "one decision per distinct id");
     let decision = |id: &str| &out.iter().find(|(i, _)| i == id).unwrap().1;
     // Two runs of one discard_later job in one batch: the second sees the first in flight.
@@ -609,7 +617,7 @@ pub async fn dispatch_batches_decide_each_run_as_if_alone(s: S) {
     let theirs = run_of(&many[0], "s:2", NOW);
     s.run_insert(&theirs).await.unwrap();
     s.run_claim(&claim("node_b", NOW)).await.unwrap();
-    let out = s.run_dispatch_many(std::slice::from_ref(&theirs.id), "node_a", NOW, 30_000).await.unwrap();
+    let out = s.run_dispatch_many(&to_dispatch(std::slice::from_ref(&theirs.id)), "node_a", NOW, 30_000).await.unwrap();
     assert_eq!(out[0].1, DispatchDecision::Gone);
     assert_eq!(get(theirs.id.clone()).await.state, RunState::Queued);
     // A slow dispatch transaction moves its runs' deadlines: only dispatching runs of this node.
@@ -658,7 +666,7 @@ pub async fn result_batches_apply_in_order_with_duplicates_and_conflicts(s: S) {
     c.limit = 1000;
     s.run_claim(&c).await.unwrap();
     let ids: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
-    s.run_dispatch_many(&ids, "node_a", NOW, 30_000).await.unwrap();
+    s.run_dispatch_many(&to_dispatch(&ids), "node_a", NOW, 30_000).await.unwrap();
 
     let mut batch = vec![
         result(&p1.id, 1, true, json!({"n": 1})),
@@ -863,4 +871,99 @@ pub async fn claims_prefer_owned_buckets_and_take_others_after_the_grace(s: S) {
     s.node_leave("node_y").await.unwrap();
     assert_eq!(s.node_live_ids(db_now - 10_000).await.unwrap(), ["node_x"]);
     assert!(s.node_live_ids(db_now + 60_000).await.unwrap().is_empty(), "silent since then: not live");
+}
+
+/// The claim-free path: a node reads its buckets' pending fires with `run_peek` (a plain
+/// read after a cursor) and the dispatch transaction takes them from `pending`.
+pub async fn peeked_fires_are_read_without_a_claim_and_dispatched_from_pending(s: S) {
+    use sundial_core::affinity::{ALL_BUCKETS, bucket_of};
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let j = job_with(&s, &a, "j", BlockStrategy::Serial).await;
+    let k = job_with(&s, &a, "k", BlockStrategy::DiscardLater).await;
+    // Two fires at the same instant (the cursor breaks the tie by id), later ones, a
+    // triggered run and one fire of `k` far ahead.
+    let mut fires = Vec::new();
+    for (job, key, at) in [(&j, "s:1", NOW), (&k, "s:1", NOW), (&j, "s:2", NOW + 1_000), (&k, "s:3", NOW + 2_000)] {
+        let r = run_of(job, key, at);
+        assert!(s.run_insert(&r).await.unwrap());
+        fires.push(r);
+    }
+    assert!(s.run_insert(&run_of(&k, "s:far", NOW + 60_000)).await.unwrap());
+    let manual = Run::pending(&t.id, &j.id, j.version, "m:1".into(), TriggerKind::Manual, NOW, NOW);
+    assert!(s.run_insert(&manual).await.unwrap());
+    let peek = |after_ms: i64, after_id: &str, owned: u64, limit: i64| PeekParams {
+        after_ms,
+        after_id: after_id.into(),
+        due_before_ms: NOW + 5_000,
+        owned_buckets: owned,
+        limit,
+    };
+    let ids = |runs: &[Run]| runs.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
+    let mut in_order = fires.clone();
+    in_order.sort_by(|x, y| (x.scheduled_at_ms, &x.id).cmp(&(y.scheduled_at_ms, &y.id)));
+
+    // In (scheduled at, id) order, after the cursor, up to the limit and the due instant;
+    // schedule fires only; nothing written.
+    let first = s.run_peek(&peek(NOW - 2_000, "", ALL_BUCKETS, 3)).await.unwrap();
+    assert_eq!(ids(&first), ids(&in_order[..3]));
+    assert!(first.iter().all(|r| r.state == RunState::Pending && r.owner_node.is_none()));
+    let last = first.last().unwrap();
+    let rest = s.run_peek(&peek(last.scheduled_at_ms, &last.id, ALL_BUCKETS, 10)).await.unwrap();
+    assert_eq!(ids(&rest), ids(&in_order[3..]), "the cursor resumes past the tie, the far fire is not due");
+    assert_eq!(s.run_peek(&peek(NOW - 2_000, "", 0, 10)).await.unwrap(), [], "no bucket, no fire");
+    let only_j = 1u64 << bucket_of(&j.id);
+    let of_j = s.run_peek(&peek(NOW - 2_000, "", only_j, 10)).await.unwrap();
+    assert!(of_j.iter().all(|r| bucket_of(&r.job_id) == bucket_of(&j.id)) && !of_j.is_empty());
+    assert_eq!(s.run_get(&t.id, &fires[0].id).await.unwrap().unwrap().state, RunState::Pending);
+
+    // A claim that leaves our own buckets to the peek takes only the triggered run ahead of
+    // time, and our own fires only once they are overdue past the grace (the backstop).
+    let mut c = claim("node_a", NOW);
+    c.due_before_ms = NOW + 5_000;
+    c.foreign_due_before_ms = NOW - 2_000;
+    c.own_fires_peeked = true;
+    assert_eq!(ids(&s.run_claim(&c).await.unwrap()), vec![manual.id.clone()]);
+    c.now_ms = NOW + 2_000;
+    c.foreign_due_before_ms = NOW;
+    let backstop = s.run_claim(&c).await.unwrap();
+    assert_eq!(ids(&backstop).len(), 2, "the two fires due at NOW: {backstop:?}");
+    // The claims are undone so the rest of the test sees pending fires.
+    let back: Vec<String> = ids(&backstop);
+    assert_eq!(s.run_release("node_a", &back, NOW).await.unwrap(), 2);
+
+    // Dispatch takes a peeked fire from `pending` (claimed and dispatched in one step).
+    let out = s.run_dispatch_many(&[ToDispatch::new(fires[0].id.clone(), false)], "node_a", NOW, 30_000).await.unwrap();
+    let run = dispatched(&out[0].1);
+    assert_eq!((run.state, run.attempt, run.owner_node.as_deref()), (RunState::Dispatching, 1, Some("node_a")));
+    let stored = s.run_get(&t.id, &fires[0].id).await.unwrap().unwrap();
+    assert_eq!((stored.state, stored.attempt), (RunState::Dispatching, 1));
+    // The same fire read again (a stale timer entry): already under way, never a second
+    // delivery unless the node claimed it `dispatching` (a recovered run).
+    let again =
+        s.run_dispatch_many(&[ToDispatch::new(fires[0].id.clone(), false)], "node_a", NOW, 30_000).await.unwrap();
+    assert_eq!(again[0].1, DispatchDecision::Gone);
+    assert_eq!(s.run_attempts(&fires[0].id).await.unwrap().len(), 1);
+    // The next fire of the `serial` job is blocked by it: it is claimed for this node and waits.
+    let blocked =
+        s.run_dispatch_many(&[ToDispatch::new(fires[2].id.clone(), false)], "node_a", NOW, 30_000).await.unwrap();
+    assert_eq!(blocked[0].1, DispatchDecision::Blocked);
+    let held = s.run_get(&t.id, &fires[2].id).await.unwrap().unwrap();
+    assert_eq!(
+        (held.state, held.owner_node.as_deref(), held.lease_until_ms),
+        (RunState::Queued, Some("node_a"), Some(NOW + 30_000))
+    );
+    // The misfire policy may expire a peeked fire straight from `pending`.
+    assert!(s.run_expire(&fires[3].id, "node_a", "missed", NOW + 10_000).await.unwrap());
+    assert_eq!(s.run_get(&t.id, &fires[3].id).await.unwrap().unwrap().state, RunState::Expired);
+    // A peeked fire another node claimed meanwhile is theirs.
+    let mut cb = claim("node_b", NOW);
+    cb.due_before_ms = NOW + 5_000;
+    assert_eq!(ids(&s.run_claim(&cb).await.unwrap()), [fires[1].id.clone()]);
+    let theirs =
+        s.run_dispatch_many(&[ToDispatch::new(fires[1].id.clone(), false)], "node_a", NOW, 30_000).await.unwrap();
+    assert_eq!(theirs[0].1, DispatchDecision::Gone);
+    assert_eq!(s.run_get(&t.id, &fires[1].id).await.unwrap().unwrap().owner_node.as_deref(), Some("node_b"));
+    assert!(!s.run_expire(&fires[1].id, "node_a", "missed", NOW + 10_000).await.unwrap(), "not ours to expire");
+    assert_eq!(s.run_peek(&peek(NOW - 2_000, "", ALL_BUCKETS, 10)).await.unwrap(), [], "nothing pending is left due");
 }
