@@ -305,6 +305,13 @@ impl Engine {
         let now = self.now_ms();
         let include_schedule = !self.schedules_paused().await?;
         let owned = self.owned_buckets();
+        // The backstop for our own fires (those the peek reads): claimed once overdue past the
+        // grace, like anyone's. But while this node is itself that far behind (its timer's
+        // earliest run is older than the grace), its overdue fires are almost all in its timer
+        // already; claiming them would add a write to each exactly when the node is short of
+        // time, so then it waits as long as a claim's lease.
+        let behind = self.timer.next_due().is_some_and(|d| d < now - self.cfg.affinity_grace_ms);
+        let own_backstop = now - if behind { self.cfg.lease_ms } else { self.cfg.affinity_grace_ms };
         Counters::add(&self.counters.claim_calls, 1);
         let claimed = self
             .store
@@ -317,7 +324,7 @@ impl Engine {
                 include_schedule,
                 owned_buckets: owned,
                 foreign_due_before_ms: now - self.cfg.affinity_grace_ms,
-                own_fires_peeked: true,
+                own_fires_due_before_ms: Some(own_backstop),
             })
             .await?;
         let limit = room.min(self.cfg.claim_batch.max(1));

@@ -72,11 +72,11 @@ pub struct ClaimParams {
     /// Overdue instant past which any node claims a schedule fire whatever its bucket
     /// (now − the affinity grace), so a silent owner's share still fires.
     pub foreign_due_before_ms: i64,
-    /// The node reads the pending schedule fires of its own buckets with
-    /// [`Store::run_peek`] instead: the claim leaves them alone until they are overdue
-    /// past `foreign_due_before_ms` (the backstop for a fire the peek missed). Retries
-    /// and triggered runs are claimed as before.
-    pub own_fires_peeked: bool,
+    /// `Some(t)`: the node reads the pending schedule fires of its own buckets with
+    /// [`Store::run_peek`] instead, and the claim takes them only once due at or before `t`
+    /// (the backstop for a fire the peek missed). `None`: they are claimed once due by
+    /// `due_before_ms`. Retries and triggered runs are claimed as always.
+    pub own_fires_due_before_ms: Option<i64>,
 }
 
 /// Read (without claiming) the pending schedule fires of a node's buckets, in

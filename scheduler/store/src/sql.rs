@@ -1059,16 +1059,15 @@ impl Store for SqlStore {
         let triggered_sql = "SELECT id FROM runs WHERE trigger_kind IN ('manual', 'api', 'parent', 'misfire') \
              AND pending_at_ms <= ? ORDER BY pending_at_ms LIMIT ?";
         let schedule_sql = "SELECT id FROM runs WHERE trigger_kind = 'schedule' AND pending_at_ms <= ? \
-             AND (pending_at_ms <= ? OR ((? >> bucket) & 1) = 1) ORDER BY pending_at_ms LIMIT ?";
+             AND pending_at_ms <= CASE WHEN ((? >> bucket) & 1) = 1 THEN ? ELSE ? END ORDER BY pending_at_ms LIMIT ?";
         let lock_pending_sql = format!(
             "SELECT * FROM runs{} WHERE id IN ({}) AND state = 'pending'{lock}",
             self.hint(Ix::Primary),
             batch::IDS
         );
         let mask = p.owned_buckets as i64;
-        // Pending fires of our own buckets that the peek reads are claimed only as a
-        // backstop, once overdue like anyone's.
-        let pending_mask = if p.own_fires_peeked { 0 } else { mask };
+        // Pending fires of our own buckets that the peek reads are claimed only as a backstop.
+        let own_due = p.own_fires_due_before_ms.unwrap_or(p.due_before_ms);
         let mut claimed: Vec<Run> = Vec::new();
         {
             // Recovery: claims whose lease ran out (their node died or lost the database).
@@ -1121,12 +1120,12 @@ impl Store for SqlStore {
         }
         let room = p.limit - claimed.len() as i64;
         if room > 0 && p.include_schedule {
-            // Left to the peek, our own fires are scanned only up to the overdue instant.
-            let scan_to = if p.own_fires_peeked { p.foreign_due_before_ms } else { p.due_before_ms };
+            // Left to the peek, our own fires are scanned only up to the backstop's instant.
             let ids: Vec<String> = sqlx::query(schedule_sql)
-                .bind(scan_to)
+                .bind(own_due.max(p.foreign_due_before_ms))
+                .bind(mask)
+                .bind(own_due)
                 .bind(p.foreign_due_before_ms)
-                .bind(pending_mask)
                 .bind(room)
                 .fetch_all(&mut *tx)
                 .await?

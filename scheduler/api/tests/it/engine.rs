@@ -631,7 +631,7 @@ async fn a_dead_nodes_claims_are_recovered_and_redelivered_with_the_same_webhook
             include_schedule: true,
             owned_buckets: sundial_core::affinity::ALL_BUCKETS,
             foreign_due_before_ms: app.clock.now_ms(),
-            own_fires_peeked: false,
+            own_fires_due_before_ms: None,
         })
         .await
         .unwrap();

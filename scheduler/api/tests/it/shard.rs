@@ -475,7 +475,7 @@ async fn a_redelivered_sharded_run_resends_only_unanswered_shards_with_the_same_
             include_schedule: true,
             owned_buckets: sundial_core::affinity::ALL_BUCKETS,
             foreign_due_before_ms: now,
-            own_fires_peeked: false,
+            own_fires_due_before_ms: None,
         })
         .await
         .unwrap();

@@ -375,7 +375,7 @@ fn claim(node: &str, now: i64) -> ClaimParams {
         include_schedule: true,
         owned_buckets: sundial_core::affinity::ALL_BUCKETS,
         foreign_due_before_ms: now,
-        own_fires_peeked: false,
+        own_fires_due_before_ms: None,
     }
 }
 
@@ -922,10 +922,22 @@ pub async fn peeked_fires_are_read_without_a_claim_and_dispatched_from_pending(s
     let mut c = claim("node_a", NOW);
     c.due_before_ms = NOW + 5_000;
     c.foreign_due_before_ms = NOW - 2_000;
-    c.own_fires_peeked = true;
+    c.own_fires_due_before_ms = Some(NOW - 2_000);
     assert_eq!(ids(&s.run_claim(&c).await.unwrap()), vec![manual.id.clone()]);
+    // A node that is behind puts its own backstop further back than the grace of others'.
     c.now_ms = NOW + 2_000;
     c.foreign_due_before_ms = NOW;
+    c.own_fires_due_before_ms = Some(NOW - 1);
+    assert_eq!(s.run_claim(&c).await.unwrap(), [], "our own fires wait for our own backstop");
+    let mut other = c.clone();
+    other.node_id = "node_c".into();
+    other.owned_buckets = 0;
+    other.own_fires_due_before_ms = Some(NOW - 30_000);
+    other.limit = 1;
+    let helped = s.run_claim(&other).await.unwrap();
+    assert_eq!(helped.len(), 1, "a node owning none of them claims them after the grace");
+    assert_eq!(s.run_release("node_c", &ids(&helped), NOW).await.unwrap(), 1);
+    c.own_fires_due_before_ms = Some(NOW);
     let backstop = s.run_claim(&c).await.unwrap();
     assert_eq!(ids(&backstop).len(), 2, "the two fires due at NOW: {backstop:?}");
     // The claims are undone so the rest of the test sees pending fires.

@@ -101,7 +101,7 @@ fn claim(node: &str, now: i64) -> ClaimParams {
         include_schedule: true,
         owned_buckets: sundial_core::affinity::ALL_BUCKETS,
         foreign_due_before_ms: now,
-        own_fires_peeked: false,
+        own_fires_due_before_ms: None,
     }
 }
 
