@@ -380,8 +380,8 @@ impl Engine {
             .await?;
         if let Some(last) = runs.last() {
             let mut c = self.peek_cursor.lock().expect("cursor lock");
-            // Only forward, and only for the buckets it was read for.
-            if c.mask == owned && (last.scheduled_at_ms, last.id.as_str()) > (c.at_ms, c.id.as_str()) {
+            // Only for the buckets it was read for (the read itself only goes forward).
+            if c.mask == owned {
                 c.at_ms = last.scheduled_at_ms;
                 c.id = last.id.clone();
             }
