@@ -59,7 +59,17 @@ fn data_error(path: &str, msg: &str) -> ApiError {
     ApiError::field(field, "invalid_field", msg.to_string())
 }
 
+/// Parse a request body. Every request body of this API is a JSON object: anything else that
+/// is valid JSON is refused here, before serde, which would read a struct from an array
+/// (`[1]` as the first field's value).
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') | None => {}
+        Some(_) if serde_json::from_slice::<serde_json::Value>(bytes).is_ok() => {
+            return Err(ApiError::field("body", "wrong_type", "must be a JSON object"));
+        }
+        Some(_) => {}
+    }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     let result: Result<T, _> = serde_path_to_error::deserialize(de);
     result.map_err(|e| {
@@ -101,14 +111,6 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
                 ApiError::new(rejection.status(), "bad_request", rejection.body_text())
             }
         })?;
-        // Every request body of this API is a JSON object.
-        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-            Some(b'{') | None => {}
-            Some(_) if serde_json::from_slice::<serde_json::Value>(&bytes).is_ok() => {
-                return Err(ApiError::field("body", "wrong_type", "must be a JSON object"));
-            }
-            Some(_) => {}
-        }
         parse_json(&bytes).map(Json)
     }
 }

@@ -197,6 +197,14 @@ async fn malformed_and_oversized_bodies(app: &TestApp) {
     let too_big = app.call("POST", "/api/v1/jobs", Some(&t.admin), Some(serde_json::to_vec(&huge).unwrap())).await;
     assert_error(&too_big, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", Some("body"));
     assert_eq!(app.job_count(&t.admin).await, 0);
+    // The trigger's body is optional, but when given it is an object too: serde alone would
+    // read `[{"x": 1}]` as `params` and fire.
+    let job = app.job(&t.admin, cron_job("nightly", "billing")).await;
+    let trigger = format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap());
+    let array = app.call("POST", &trigger, Some(&t.admin), Some(br#"[{"x": 1}]"#.to_vec())).await;
+    assert_error(&array, StatusCode::UNPROCESSABLE_ENTITY, "wrong_type", Some("body"));
+    let (_, runs) = app.get(&format!("/api/v1/runs?job_id={}", job["id"].as_str().unwrap()), &t.admin).await;
+    assert!(runs["items"].as_array().unwrap().iter().all(|r| r["trigger"] != "manual"), "nothing fired: {runs}");
 }
 
 async fn bad_query_parameters(app: &TestApp) {

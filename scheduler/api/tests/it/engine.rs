@@ -169,6 +169,14 @@ async fn an_async_result_completes_the_run_once(app: &TestApp) {
         stale = stale.header(k, v);
     }
     assert_eq!(stale.send().await.unwrap().status(), StatusCode::UNAUTHORIZED);
+    // A signed body that is JSON but not an object (serde would read `[1, "succeeded"]` as
+    // attempt and status): 422 naming the body.
+    let (st, v) = callback(app, &s, &path, "m-array", json!([1, "succeeded"])).await;
+    assert_eq!(
+        (st, v["code"].clone(), v["details"]["field"].clone()),
+        (StatusCode::UNPROCESSABLE_ENTITY, json!("wrong_type"), json!("body")),
+        "{v}"
+    );
     assert_eq!(run_detail(app, &s.key, &run_id).await["state"], "running", "refused calls changed nothing");
     // The result is accepted once; the same result again is idempotent.
     let (st, v) = callback(app, &s, &path, "m1", ok.clone()).await;
