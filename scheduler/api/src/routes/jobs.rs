@@ -3,6 +3,7 @@ use axum::http::{HeaderMap, StatusCode};
 use sundial_core::ids::{self, new_id};
 use sundial_core::job::{JobDef, JobInput, Target};
 use sundial_core::schedule::{MAX_PREVIEW, Schedule, ScheduleSpec, Trigger};
+use sundial_core::time::rfc3339_utc;
 use sundial_core::types::JobState;
 use sundial_store::{Job, JobFilter};
 
@@ -19,6 +20,24 @@ async fn load(st: &AppState, caller: &TenantCaller, id: &str) -> ApiResult<Job> 
 async fn out(st: &AppState, job: Job) -> ApiResult<JobOut> {
     let children = st.store.job_children(&job.id).await?;
     Ok(JobOut::new(job, children))
+}
+
+/// A schedule that would never fire from now on is a mistake, not a job: refuse a one-shot
+/// time or a window end already past (and anything else with no fire left) instead of
+/// storing an active job that silently does nothing. Manual jobs never fire on their own.
+fn refuse_if_it_never_fires(schedule: &Schedule, now: i64) -> ApiResult<()> {
+    if matches!(schedule.trigger, Trigger::Manual) || schedule.next_after(now - 1).is_some() {
+        return Ok(());
+    }
+    let past = |ms: i64| format!("{} is in the past (the server's time is {})", rfc3339_utc(ms), rfc3339_utc(now));
+    let (field, problem) = match (&schedule.trigger, schedule.end_ms) {
+        (Trigger::Once { at_ms }, _) if *at_ms < now => {
+            ("schedule.at", format!("{}: a one-shot job would never fire (to run it now, trigger a job)", past(*at_ms)))
+        }
+        (_, Some(end)) if end <= now => ("schedule.end_at", format!("{}: the job would never fire", past(end))),
+        _ => ("schedule", "has no fire time from now on: the job would never fire".to_string()),
+    };
+    Err(ApiError::field(field, "invalid_field", problem))
 }
 
 /// Resolve the references of a validated definition (app, script) into a job row.
@@ -53,6 +72,7 @@ pub async fn create(
     caller.require_editor()?;
     let now = st.now_ms();
     let def = JobDef::parse(&input, now)?;
+    refuse_if_it_never_fires(&def.schedule, now)?;
     let children = def.children.clone();
     let job = to_row(&st, &caller, def, new_id(ids::JOB), now).await?;
     st.store.job_insert(&job, &children).await?;
@@ -137,6 +157,10 @@ pub async fn replace(
     }
     let keep_state = input.state.is_none();
     let def = JobDef::parse(&input, now)?;
+    // Only a changed schedule: a one-shot job that has fired can still be renamed.
+    if Schedule::parse(&current.schedule, current.created_at_ms).ok().as_ref() != Some(&def.schedule) {
+        refuse_if_it_never_fires(&def.schedule, now)?;
+    }
     let children = def.children.clone();
     let mut job = to_row(&st, &caller, def, current.id.clone(), now).await?;
     if keep_state {

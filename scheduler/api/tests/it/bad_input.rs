@@ -13,6 +13,7 @@ crate::on_both_databases!(
     bad_query_parameters,
     child_cycles_are_refused,
     stale_updates_are_refused,
+    schedules_that_would_never_fire_are_refused,
 );
 
 fn with(mut base: Value, path: &[&str], value: Value) -> Value {
@@ -109,6 +110,19 @@ async fn bad_job_bodies_are_refused_and_write_nothing(app: &TestApp) {
             Some("RFC 3339"),
         ),
         (with(good.clone(), &["script"], json!("s")), "invalid_field", "script", Some("not both")),
+        // Valid, but it would never fire (the test clock is at 2026-03-28T12:00:00Z).
+        (
+            with(good.clone(), &["schedule"], json!({"kind": "once", "at": "2026-03-28T11:00:00Z"})),
+            "invalid_field",
+            "schedule.at",
+            Some("in the past"),
+        ),
+        (
+            with(good.clone(), &["schedule", "end_at"], json!("2026-03-28T11:00:00Z")),
+            "invalid_field",
+            "schedule.end_at",
+            Some("in the past"),
+        ),
     ];
     for (body, code, field, word) in cases {
         let got = app.post("/api/v1/jobs", &t.admin, body.clone()).await;
@@ -277,4 +291,29 @@ async fn stale_updates_are_refused(app: &TestApp) {
     assert_error(&put(changed, "one").await, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("If-Match"));
     let (_, now) = app.get(&path, &t.admin).await;
     assert_eq!(now["name"], "renamed");
+}
+
+/// A schedule with no fire left is refused when it is set, not when an unrelated field of a
+/// job whose one-shot time has passed is edited.
+async fn schedules_that_would_never_fire_are_refused(app: &TestApp) {
+    let t = app.tenant("acme").await;
+    app.app(&t.admin, "billing").await;
+    let mut body = cron_job("one", "billing");
+    body["schedule"] = json!({"kind": "once", "at": "2026-03-28T12:01:00Z"});
+    let job = app.job(&t.admin, body.clone()).await;
+    let path = format!("/api/v1/jobs/{}", job["id"].as_str().unwrap());
+    app.clock.advance(120_000); // past its one-shot time
+    body["name"] = json!("renamed");
+    let (st, v) = app.put(&path, &t.admin, body.clone()).await;
+    assert_eq!((st, v["name"].clone()), (StatusCode::OK, json!("renamed")), "{v}");
+    body["name"] = json!("moved");
+    body["schedule"]["at"] = json!("2026-03-28T12:01:30Z");
+    let got = app.put(&path, &t.admin, body.clone()).await;
+    assert_error(&got, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("schedule.at"));
+    assert!(got.1["message"].as_str().unwrap().contains("trigger"), "{}", got.1);
+    let (_, now) = app.get(&path, &t.admin).await;
+    assert_eq!((now["name"].clone(), now["version"].clone()), (json!("renamed"), json!(2)), "nothing changed");
+    // A time still ahead is fine.
+    body["schedule"]["at"] = json!("2026-03-28T12:05:00Z");
+    assert_eq!(app.put(&path, &t.admin, body).await.0, StatusCode::OK);
 }
