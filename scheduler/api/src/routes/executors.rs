@@ -20,6 +20,45 @@ use crate::state::AppState;
 pub const HEARTBEAT_INTERVAL_MS: i64 = 3_000;
 pub const METADATA_INTERVAL_MS: i64 = 30_000;
 
+/// What one executor may register: every handler becomes a job (if new), and tags and
+/// metadata are stored on its row and re-sent every 30 s.
+const MAX_HANDLERS: usize = 1_000;
+const MAX_TAGS: usize = 50;
+const MAX_TAG_CHARS: usize = 100;
+const MAX_METADATA_BYTES: usize = 16 * 1024;
+
+fn check_tags(tags: &[String]) -> ApiResult<()> {
+    if tags.len() > MAX_TAGS {
+        return Err(ApiError::field("tags", "invalid_field", format!("has {} tags; at most {MAX_TAGS}", tags.len())));
+    }
+    for (i, t) in tags.iter().enumerate() {
+        if t.is_empty() || t.chars().count() > MAX_TAG_CHARS || t.chars().any(char::is_control) {
+            return Err(ApiError::field(
+                &format!("tags[{i}]"),
+                "invalid_field",
+                format!("must be 1-{MAX_TAG_CHARS} characters without control characters"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Metadata is a JSON object of at most 16 KiB.
+fn check_metadata(metadata: &Value) -> ApiResult<()> {
+    if !metadata.is_object() {
+        return Err(ApiError::field("metadata", "wrong_type", "must be a JSON object"));
+    }
+    let size = serde_json::to_vec(metadata).map_or(usize::MAX, |v| v.len());
+    if size > MAX_METADATA_BYTES {
+        return Err(ApiError::field(
+            "metadata",
+            "invalid_field",
+            format!("is {size} bytes; at most {MAX_METADATA_BYTES} are allowed"),
+        ));
+    }
+    Ok(())
+}
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterRequest {
@@ -150,6 +189,17 @@ pub async fn register(
 ) -> ApiResult<axum::Json<Registered>> {
     let (app, req): (_, RegisterRequest) = verify(&st, &headers, &body).await?;
     let address = WebhookUrl::parse("address", &req.address)?;
+    if req.handlers.len() > MAX_HANDLERS {
+        return Err(ApiError::field(
+            "handlers",
+            "invalid_field",
+            format!("has {} handlers; at most {MAX_HANDLERS}", req.handlers.len()),
+        ));
+    }
+    check_tags(req.tags.as_deref().unwrap_or_default())?;
+    if let Some(m) = &req.metadata {
+        check_metadata(m)?;
+    }
     let handlers = req
         .handlers
         .iter()
@@ -200,6 +250,9 @@ pub async fn heartbeat(State(st): State<AppState>, headers: HeaderMap, body: Byt
     let running = req.running.unwrap_or(req.running_runs.as_ref().map_or(0, |r| r.len() as i64));
     if running < 0 {
         return Err(ApiError::field("running", "invalid_field", "must not be negative"));
+    }
+    if let Some(m) = &req.metadata {
+        check_metadata(m)?;
     }
     if let Some(ids) = &req.running_runs {
         if ids.len() > 10_000 {

@@ -475,6 +475,33 @@ async fn registered_executors_route_fail_over_and_go_offline(app: &TestApp) {
     let (st, v) =
         callback(app, &s, "/api/v1/executors/register", "reg-3", json!({"address": "ftp://x", "handlers": []})).await;
     assert_eq!((st, v["details"]["field"].clone()), (StatusCode::UNPROCESSABLE_ENTITY, json!("address")));
+    // What a registration may carry is bounded, and each refusal names its field.
+    let addr = s.exec.url.clone();
+    let too_many: Vec<String> = (0..1001).map(|i| format!("h{i}")).collect();
+    for (i, (body, field)) in [
+        (json!({"address": addr, "handlers": too_many}), "handlers"),
+        (json!({"address": addr, "tags": vec!["t"; 51]}), "tags"),
+        (json!({"address": addr, "tags": ["ok", ""]}), "tags[1]"),
+        (json!({"address": addr, "metadata": [1, 2]}), "metadata"),
+        (json!({"address": addr, "metadata": {"blob": "x".repeat(20_000)}}), "metadata"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (st, v) = callback(app, &s, "/api/v1/executors/register", &format!("reg-bad-{i}"), body).await;
+        assert_eq!((st, v["details"]["field"].clone()), (StatusCode::UNPROCESSABLE_ENTITY, json!(field)), "{v}");
+    }
+    let (st, v) = callback(
+        app,
+        &s,
+        "/api/v1/executors/heartbeat",
+        "hb-bad",
+        json!({"executor_id": r1["executor_id"], "metadata": "v2"}),
+    )
+    .await;
+    assert_eq!((st, v["details"]["field"].clone()), (StatusCode::UNPROCESSABLE_ENTITY, json!("metadata")), "{v}");
+    let (_, list) = app.get("/api/v1/apps/billing/executors", &s.key).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 2, "no refused registration was written: {list}");
 }
 
 async fn the_reaper_times_out_silent_runs_and_cancels_them(app: &TestApp) {
