@@ -69,9 +69,60 @@ pub fn document() -> String {
             op.security = Some(vec![utoipa::openapi::security::SecurityRequirement::default()]);
         }
     }
+    for item in doc.paths.paths.values_mut() {
+        let ops = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
+        for op in ops.into_iter().flatten() {
+            document_extractor_errors(op);
+        }
+    }
     let mut s = serde_json::to_string_pretty(&doc).expect("OpenAPI serialises");
     s.push('\n');
     s
+}
+
+/// What the shared extractors refuse, the same on every route (`extract.rs`, the body
+/// limit): documented on each operation that reads a body or a query string, so no
+/// handler's annotation can forget one, and every error response says what it means.
+fn document_extractor_errors(op: &mut utoipa::openapi::path::Operation) {
+    use utoipa::openapi::path::ParameterIn;
+    use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+    let mut codes: Vec<&str> = Vec::new();
+    if op.request_body.is_some() {
+        codes.extend(["400", "413", "422"]);
+    }
+    if op.parameters.iter().flatten().any(|p| p.parameter_in == ParameterIn::Query) {
+        codes.push("422");
+    }
+    for code in codes {
+        op.responses.responses.entry(code.to_string()).or_insert_with(|| {
+            RefOr::T(
+                ResponseBuilder::new()
+                    .content(
+                        "application/json",
+                        ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build(),
+                    )
+                    .build(),
+            )
+        });
+    }
+    for (code, response) in op.responses.responses.iter_mut() {
+        let meaning = match code.as_str() {
+            "400" => "The body is not JSON, or is empty (`invalid_json`)",
+            "401" => "No valid API key, or for executor calls no valid signature (`bad_signature`, `replayed`)",
+            "403" => "The key's role may not do this",
+            "404" => "No such object in this tenant",
+            "409" => "The object's state or version does not allow it",
+            "413" => "The body is over the size limit (`payload_too_large`)",
+            "422" => "A field is invalid: `details.field` names it and `details.problem` says why",
+            "503" => "Not ready",
+            _ => continue,
+        };
+        if let RefOr::T(r) = response
+            && r.description.is_empty()
+        {
+            r.description = meaning.to_string();
+        }
+    }
 }
 
 pub async fn serve() -> impl axum::response::IntoResponse {

@@ -44,6 +44,26 @@ fn the_document_describes_every_route_error_and_the_auth_scheme() {
         "#/components/schemas/ErrorBody"
     );
     assert!(doc["components"]["schemas"]["JobInput"]["properties"]["schedule"].is_object());
+    // What the shared extractors refuse is documented wherever they run, and every error
+    // response says what it means.
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let responses = op["responses"].as_object().unwrap();
+            let has = |code: &str| responses.contains_key(code);
+            if op.get("requestBody").is_some() {
+                assert!(has("400") && has("413") && has("422"), "{method} {path}: body errors");
+            }
+            let query = op["parameters"].as_array().is_some_and(|ps| ps.iter().any(|p| p["in"] == "query"));
+            if query {
+                assert!(has("422"), "{method} {path}: query errors");
+            }
+            for (code, r) in responses {
+                if code.starts_with('4') || code.starts_with('5') {
+                    assert_ne!(r["description"], "", "{method} {path} {code}: described");
+                }
+            }
+        }
+    }
 }
 
 crate::on_both_databases!(served_at_openapi_json);
