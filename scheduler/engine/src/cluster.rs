@@ -26,16 +26,20 @@ impl Engine {
         } else if was {
             tracing::info!(skew_ms = skew, "clock back in line with the database: claiming again");
         }
-        self.store
-            .node_heartbeat(
+        // Each its own transaction: one the database rolled back (a deadlock with another
+        // node reaping, say) is simply run again, not left for the next beat.
+        crate::retry_deadlock(|| {
+            self.store.node_heartbeat(
                 &self.cfg.node_id,
                 &self.cfg.address,
                 env!("CARGO_PKG_VERSION"),
                 self.timer.len() as i64,
                 self.started_at_ms,
             )
-            .await?;
-        let dead = self.store.node_reap_dead(db_now - self.cfg.node_dead_ms, self.now_ms()).await?;
+        })
+        .await?;
+        let dead =
+            crate::retry_deadlock(|| self.store.node_reap_dead(db_now - self.cfg.node_dead_ms, self.now_ms())).await?;
         for id in &dead {
             tracing::warn!(node_id = %id, "node stopped heartbeating: its claims were handed back");
         }

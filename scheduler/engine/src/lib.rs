@@ -286,7 +286,7 @@ impl Engine {
     pub async fn start(self: &Arc<Self>) {
         // A restart in place (same node id): the previous life's claims are not in this
         // timer, so hand them back now instead of waiting for their leases.
-        match self.store.node_recover_own(&self.cfg.node_id, self.now_ms()).await {
+        match retry_deadlock(|| self.store.node_recover_own(&self.cfg.node_id, self.now_ms())).await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(runs = n, "handed back the claims of this node id's previous run"),
             Err(e) => tracing::warn!(error = %e, "could not hand back earlier claims; their leases will"),
