@@ -19,6 +19,7 @@ pub const MAX_LIMIT: i64 = 200;
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct PageQuery {
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
     pub cursor: Option<String>,
 }
@@ -261,6 +262,7 @@ pub struct JobListQuery {
     pub app: Option<String>,
     pub state: Option<JobState>,
     pub name: Option<String>,
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
     pub cursor: Option<String>,
 }
@@ -269,6 +271,7 @@ pub struct JobListQuery {
 #[serde(deny_unknown_fields)]
 pub struct PreviewQuery {
     /// How many fire times, 1-100 (default 5).
+    #[param(minimum = 1, maximum = 100)]
     pub count: Option<i64>,
 }
 
@@ -278,6 +281,7 @@ pub struct SchedulePreviewRequest {
     pub schedule: ScheduleSpec,
     /// How many fire times, 1-100 (default 5).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 100)]
     pub count: Option<i64>,
 }
 
@@ -353,6 +357,7 @@ pub struct RunListQuery {
     pub from: Option<String>,
     /// RFC 3339: runs scheduled before.
     pub to: Option<String>,
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
     pub cursor: Option<String>,
 }

@@ -71,6 +71,11 @@ pub struct BackoffSpec {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JobInput {
+    /// Unique within the tenant: 1-100 letters, digits, `-`, `_`, `.`, starting with a letter or digit.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 100, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    )]
     pub name: String,
     #[serde(default)]
     pub description: Option<String>,
@@ -101,9 +106,11 @@ pub struct JobInput {
     pub failure: Option<FailureSpec>,
     /// Attempt deadline, 1000 to 86400000. Default 300000.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1000, maximum = 86400000))]
     pub timeout_ms: Option<i64>,
     /// Runs of this job in flight at once, 1 to 10000; excess runs are `skipped`. Default: no limit but the block strategy.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10000))]
     pub max_concurrency: Option<i64>,
     /// Job ids fired (trigger `parent`) when a run of this job succeeds.
     #[serde(default)]

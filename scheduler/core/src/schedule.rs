@@ -29,8 +29,9 @@ pub struct ScheduleSpec {
     /// IANA time zone the cron expression is read in (kind `cron`); default `UTC`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timezone: Option<String>,
-    /// Interval in milliseconds (kind `fixed_rate`), at least 1000.
+    /// Interval in milliseconds (kind `fixed_rate`), one second to 366 days.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1000, maximum = 31622400000i64))]
     pub every_ms: Option<i64>,
     /// RFC 3339 instant fixed-rate fires count from (`anchor + k·every_ms`); default: when the job was created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
