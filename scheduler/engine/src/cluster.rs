@@ -26,9 +26,9 @@ impl Engine {
         } else if was {
             tracing::info!(skew_ms = skew, "clock back in line with the database: claiming again");
         }
-        // Each its own transaction: one the database rolled back (a deadlock with another
-        // node reaping, say) is simply run again, not left for the next beat.
-        crate::retry_deadlock(|| {
+        // Each its own transaction: one the database rolled back to break a deadlock (with
+        // another node reaping, say) is simply run again, not left for the next beat.
+        crate::retry_deadlock_only(|| {
             self.store.node_heartbeat(
                 &self.cfg.node_id,
                 &self.cfg.address,
@@ -39,7 +39,8 @@ impl Engine {
         })
         .await?;
         let dead =
-            crate::retry_deadlock(|| self.store.node_reap_dead(db_now - self.cfg.node_dead_ms, self.now_ms())).await?;
+            crate::retry_deadlock_only(|| self.store.node_reap_dead(db_now - self.cfg.node_dead_ms, self.now_ms()))
+                .await?;
         for id in &dead {
             tracing::warn!(node_id = %id, "node stopped heartbeating: its claims were handed back");
         }

@@ -27,6 +27,18 @@ pub enum StoreError {
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 impl StoreError {
+    /// A deadlock the database broke by rolling this transaction back at once (not a lock
+    /// wait that timed out, which has already cost its wait).
+    pub fn is_deadlock(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Database(d)) => {
+                d.code().is_some_and(|c| c == "40001" || c == "1213")
+                    || d.message().to_ascii_lowercase().contains("deadlock")
+            }
+            _ => false,
+        }
+    }
+
     /// A transaction the database rolled back to break a deadlock or a lock wait: nothing
     /// was written, and running it again is the remedy.
     pub fn is_retryable(&self) -> bool {
@@ -49,5 +61,64 @@ pub(crate) fn conflict_on(what: &'static str, message: impl Into<String>) -> imp
     move |e| match &e {
         sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Conflict { what, message },
         _ => StoreError::Database(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::StoreError;
+
+    /// A database error as a driver reports it: a code and a message.
+    #[derive(Debug)]
+    struct DbError(&'static str, &'static str);
+
+    impl std::fmt::Display for DbError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.1)
+        }
+    }
+    impl std::error::Error for DbError {}
+    impl sqlx::error::DatabaseError for DbError {
+        fn message(&self) -> &str {
+            self.1
+        }
+        fn code(&self) -> Option<Cow<'_, str>> {
+            Some(Cow::Borrowed(self.0))
+        }
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> sqlx::error::ErrorKind {
+            sqlx::error::ErrorKind::Other
+        }
+    }
+
+    fn db(code: &'static str, message: &'static str) -> StoreError {
+        StoreError::Database(sqlx::Error::Database(Box::new(DbError(code, message))))
+    }
+
+    #[test]
+    fn a_deadlock_is_retried_by_every_caller_a_lock_wait_timeout_only_by_the_hot_path() {
+        let deadlock = db("1213", "Deadlock found when trying to get lock; try restarting transaction");
+        let serialization = db("40001", "Deadlock found when trying to get lock");
+        let lock_wait = db("1205", "Lock wait timeout exceeded; try restarting transaction");
+        let busy = db("5", "database is locked");
+        let duplicate = db("1062", "Duplicate entry 'x' for key 'PRIMARY'");
+        for e in [&deadlock, &serialization] {
+            assert!(e.is_deadlock() && e.is_retryable(), "{e}");
+        }
+        for e in [&lock_wait, &busy] {
+            assert!(!e.is_deadlock() && e.is_retryable(), "{e}");
+        }
+        assert!(!duplicate.is_deadlock() && !duplicate.is_retryable());
+        assert!(!StoreError::Stale("x").is_deadlock());
     }
 }
