@@ -66,6 +66,27 @@ fn the_document_describes_every_route_error_and_the_auth_scheme() {
     }
 }
 
+/// The spec's bounds are literals (utoipa's attributes take no constants): they must be the
+/// constants the code enforces.
+#[test]
+fn the_documented_bounds_are_the_enforced_ones() {
+    use sundial_core::schedule::{MAX_EVERY_MS, MAX_PREVIEW, MIN_EVERY_MS};
+    let doc: serde_json::Value = serde_json::from_str(&sundial_api::openapi::document()).unwrap();
+    for path in ["/api/v1/runs", "/api/v1/jobs", "/api/v1/apps", "/api/v1/keys", "/api/v1/tenants"] {
+        let limit = doc["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "limit")
+            .unwrap_or_else(|| panic!("{path}: limit"));
+        assert_eq!(limit["schema"]["maximum"], sundial_api::wire::MAX_LIMIT, "{path}");
+    }
+    let count = &doc["components"]["schemas"]["SchedulePreviewRequest"]["properties"]["count"];
+    assert_eq!(count["maximum"], MAX_PREVIEW as i64);
+    let every = &doc["components"]["schemas"]["ScheduleSpec"]["properties"]["every_ms"];
+    assert_eq!((every["minimum"].clone(), every["maximum"].clone()), (MIN_EVERY_MS.into(), MAX_EVERY_MS.into()));
+}
+
 crate::on_both_databases!(served_at_openapi_json);
 
 async fn served_at_openapi_json(app: &TestApp) {
