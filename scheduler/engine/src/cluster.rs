@@ -28,16 +28,18 @@ impl Engine {
         }
         // Each its own transaction: one the database rolled back to break a deadlock (with
         // another node reaping, say) is simply run again, not left for the next beat.
-        crate::retry_deadlock_only(|| {
-            self.store.node_heartbeat(
-                &self.cfg.node_id,
-                &self.cfg.address,
-                env!("CARGO_PKG_VERSION"),
-                self.timer.len() as i64,
-                self.started_at_ms,
-            )
-        })
-        .await?;
+        let (lateness_ms, misfired) = self.load.take_beat();
+        let beat = sundial_store::NodeBeat {
+            id: self.cfg.node_id.clone(),
+            address: self.cfg.address.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            claimed: self.timer.len() as i64,
+            started_at_ms: self.started_at_ms,
+            lateness_ms,
+            backlog: self.timer.due_by(self.now_ms()) as i64,
+            misfired: misfired as i64,
+        };
+        crate::retry_deadlock_only(|| self.store.node_heartbeat(&beat)).await?;
         let dead =
             crate::retry_deadlock_only(|| self.store.node_reap_dead(db_now - self.cfg.node_dead_ms, self.now_ms()))
                 .await?;

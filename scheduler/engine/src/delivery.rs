@@ -208,8 +208,13 @@ impl Engine {
     /// then each run is routed and delivered in a task of its own. With `wait`, returns
     /// when every delivery is over (tests).
     ///
-    /// `permits` holds one delivery permit per run, taken before the dispatch transaction:
-    /// a run's deadline starts when it is committed, so it must not then wait for capacity.
+    /// `permits` holds one staging permit per run, taken before the dispatch transaction
+    /// (it bounds the runs between the timer and their delivery). A run is committed at most
+    /// the dispatch lead ahead of its instant; the transaction is stamped with the batch's
+    /// latest instant (when it is still ahead), so deadlines and leases count from when the
+    /// deliveries may go, not from the commit. Each delivery then waits for its instant and
+    /// for a delivery slot (`max_inflight`); a run that waited long for a slot has its
+    /// deadline moved by the wait.
     pub(crate) async fn dispatch_batch(
         self: &Arc<Self>,
         due: Vec<(String, i64)>,
@@ -219,14 +224,17 @@ impl Engine {
     ) -> Result<()> {
         let runs: Vec<ToDispatch> =
             due.iter().map(|(id, _)| ToDispatch::new(id.clone(), self.timer.redelivers(id))).collect();
+        let latest_due = due.iter().map(|(_, d)| *d).max().unwrap_or(i64::MIN);
         let instant: std::collections::HashMap<String, i64> = due.into_iter().collect();
-        let now = self.now_ms();
+        let began = self.now_ms();
+        let now = began.max(latest_due);
         let mut decisions =
             crate::retry_deadlock(|| self.store.run_dispatch_many(&runs, &self.cfg.node_id, now, self.cfg.lease_ms))
                 .await?;
         let committed = self.now_ms();
         self.note_dispatch_took(committed - popped_at_ms);
-        // The deadlines were set from `now`, before the transaction; if it took long (lock
+        self.note_dispatch_cost(committed - began, runs.len());
+        // The deadlines were set from `now`; if the transaction ended well after it (lock
         // waits, a busy pool), that time must not count against the executor's timeout.
         let took = committed - now;
         if took > DISPATCH_SLOW_MS {
@@ -250,6 +258,7 @@ impl Engine {
                 );
             }
         }
+        let now = committed;
         let mut handles = Vec::new();
         for (run_id, decision) in decisions {
             let (run, job, webhook_id, covered, routing) = match decision {
@@ -261,7 +270,9 @@ impl Engine {
                     continue;
                 }
                 DispatchDecision::Blocked => {
-                    // Polls again; the decision renewed its claim for `lease_ms`.
+                    // Polls again; the decision renewed its claim for `lease_ms`. Held back by its
+                    // block strategy, not missed: the misfire policy does not apply to the wait.
+                    self.timer.settled(&run_id);
                     self.timer.push(now + 500, run_id.clone());
                     self.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
                     continue;
@@ -272,11 +283,12 @@ impl Engine {
                     continue;
                 }
             };
-            let permit = permits.split(1);
+            let staged = permits.split(1);
             let due_ms = instant.get(&run_id).copied().unwrap_or(i64::MIN);
             let e = self.clone();
             let h = self.deliveries.spawn(async move {
-                let _permit = permit;
+                let _staged = staged;
+                let mut run = run;
                 let run_id = run.id.clone();
                 // Taken from the timer ahead by the dispatch lead: committed, it goes out at the
                 // instant it was due in the timer (its fire time, or a retry's end of backoff), not before.
@@ -284,6 +296,16 @@ impl Engine {
                 if early > 0 {
                     tokio::time::sleep(Duration::from_millis(early.min(e.cfg.max_dispatch_lead_ms.max(0)) as u64)).await;
                 }
+                let _slot = match e.delivery_slot(&mut run, due_ms).await {
+                    Ok(p) => p,
+                    Err(err) => {
+                        tracing::warn!(run_id = %run_id, error = %err, "could not extend a waiting delivery; its lease will bring it back");
+                        let now = e.now_ms();
+                        e.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
+                        return;
+                    }
+                };
+                e.load.note_sent(e.now_ms() - due_ms.max(i64::MIN / 2));
                 if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref()).await {
                     tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
                 }
@@ -297,6 +319,36 @@ impl Engine {
         for h in handles {
             let _ = h.await;
         }
+        Ok(())
+    }
+
+    /// A delivery slot for a committed run. Waiting for it is normally short (only runs
+    /// committed ahead of their instant can find every slot taken); a wait past
+    /// [`DISPATCH_SLOW_MS`] moves the run's deadline and lease by its length, and a very
+    /// long one (a slow executor holding every slot) renews them every half lease, so the
+    /// run is never taken for lost while it waits here.
+    async fn delivery_slot(&self, run: &mut Run, due_ms: i64) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        let from = self.now_ms().max(due_ms);
+        let step = Duration::from_millis((self.cfg.lease_ms / 2).max(1) as u64);
+        loop {
+            match tokio::time::timeout(step, self.inflight_permit()).await {
+                Ok(p) => {
+                    let waited = self.now_ms() - from;
+                    if waited > DISPATCH_SLOW_MS {
+                        self.extend_waiting(run, waited).await?;
+                    }
+                    return Ok(p);
+                }
+                Err(_) => self.extend_waiting(run, self.cfg.lease_ms / 2).await?,
+            }
+        }
+    }
+
+    async fn extend_waiting(&self, run: &mut Run, by_ms: i64) -> Result<()> {
+        let ids = [run.id.clone()];
+        crate::retry_deadlock(|| self.store.run_extend_dispatch(&ids, &self.cfg.node_id, by_ms)).await?;
+        run.deadline_ms = run.deadline_ms.map(|t| t + by_ms);
+        run.lease_until_ms = run.lease_until_ms.map(|t| t + by_ms);
         Ok(())
     }
 

@@ -17,6 +17,29 @@ const GENERATE_ROWS: usize = 256;
 /// Never walk more fires than this for one job in one round (a very long outage of a
 /// per-second job): the rest is counted by one `expired` record.
 const MAX_WALK: usize = 1_000_000;
+/// A job with more upcoming fires than this within the horizon is *dense*: its runs are
+/// written only a short span ahead (see [`generation_until`]), not for the whole horizon.
+const DENSE_FIRES: usize = 16;
+
+/// How far ahead to write `job`'s runs, from `now`. A sparse job (at most [`DENSE_FIRES`]
+/// fires in the horizon) gets the whole horizon, as the brief's pre-generation says. A
+/// dense one (a per-second cron job: 180 rows per job and a 180-row burst per refill at the
+/// default horizon, which buried the database when thousands of such jobs were created
+/// together) is written up to a point between `near_ms` and twice that ahead, on a grid
+/// of period `near_ms` offset by the job's bucket: jobs created in the same second then
+/// refill at different moments, a slice of them each second, instead of all at once.
+pub(crate) fn generation_until(job_id: &str, schedule: &Schedule, from: i64, now: i64, horizon_ms: i64, near_ms: i64) -> i64 {
+    let full = now + horizon_ms;
+    let upcoming = schedule.fires_between(from.max(now), full, DENSE_FIRES + 1);
+    if upcoming.len() <= DENSE_FIRES {
+        return full;
+    }
+    let period = near_ms.max(1_000);
+    let phase = sundial_core::affinity::bucket_of(job_id) as i64 * period / sundial_core::affinity::BUCKETS as i64;
+    let base = now + near_ms;
+    let cut = base + (phase - base).rem_euclid(period);
+    cut.min(full)
+}
 
 pub(crate) fn schedule_run(job: &Job, at_ms: i64, now_ms: i64) -> Run {
     Run::pending(&job.tenant_id, &job.id, job.version, format!("s:{at_ms}"), TriggerKind::Schedule, at_ms, now_ms)
@@ -56,8 +79,16 @@ pub(crate) fn plan_runs(job: &Job, schedule: &Schedule, from: i64, until: i64, n
 }
 
 impl Engine {
-    /// Write runs for every active timed job whose runs end before half the horizon
-    /// ahead (so each job is refilled in batches). Returns the number of runs written.
+    /// How close to now a job's written runs may end before the generator refills it: the
+    /// claim window plus the margin within which fires are written claimed, plus a second
+    /// (at most the horizon).
+    pub(crate) fn generation_near_ms(&self) -> i64 {
+        (self.cfg.claim_window_ms + self.insert_claim_margin_ms() + 1_000).min(self.cfg.horizon_ms)
+    }
+
+    /// Write runs for every active timed job whose written runs end within
+    /// [`Engine::generation_near_ms`] of now, nearest first, up to [`generation_until`] (the
+    /// horizon for sparse jobs, a short span for dense ones). Returns the number of runs written.
     pub async fn generate_once(&self) -> Result<usize> {
         let mut written = 0;
         // Fires due soon are written claimed by this node (see `insert_claim_margin_ms`),
@@ -68,8 +99,8 @@ impl Engine {
         let mut room = if claim_soon { self.cfg.capacity.saturating_sub(self.timer.len()) } else { 0 };
         loop {
             let now = self.now_ms();
-            let until = now + self.cfg.horizon_ms;
-            let jobs = self.store.job_due_for_generation(now + self.cfg.horizon_ms / 2, JOBS_PER_ROUND).await?;
+            let near = self.generation_near_ms();
+            let jobs = self.store.job_due_for_generation(now + near, JOBS_PER_ROUND).await?;
             let n = jobs.len() as i64;
             let mut batch = Vec::with_capacity(jobs.len());
             let soon = now + self.cfg.claim_window_ms + self.insert_claim_margin_ms();
@@ -79,6 +110,7 @@ impl Engine {
                     continue;
                 };
                 let from = job.generated_until_ms.unwrap_or(job.updated_at_ms - 1);
+                let until = generation_until(&job.id, &schedule, from, now, self.cfg.horizon_ms, near);
                 let mut runs = plan_runs(&job, &schedule, from, until, now);
                 if room > 0 {
                     for r in runs.iter_mut().filter(|r| r.state == RunState::Pending && r.scheduled_at_ms <= soon) {
@@ -223,6 +255,28 @@ pub(crate) mod tests {
         // Every fire is accounted for: delivered-late, upcoming, or counted as expired.
         let total: i64 = runs.iter().map(|r| if r.state == RunState::Expired { r.expired_count } else { 1 }).sum();
         assert_eq!(total, (now + 10_000) / 1000);
+    }
+
+    #[test]
+    fn dense_jobs_are_written_a_short_span_ahead_on_a_grid_by_job() {
+        let (_, every_second) = job(MisfirePolicy::FireAll, 3_600_000, 100);
+        let now = 1_000_000;
+        let mut cuts = std::collections::BTreeSet::new();
+        for i in 0..200 {
+            let id = format!("job_{i}");
+            let until = generation_until(&id, &every_second, now - 1, now, 180_000, 9_000);
+            assert!(until > now + 9_000 && until <= now + 18_000, "{until}");
+            // The cut stays on the job's grid whenever the job is refilled.
+            let later = generation_until(&id, &every_second, until, now + 4_321, 180_000, 9_000);
+            assert_eq!((later - until).rem_euclid(9_000), 0);
+            cuts.insert(until);
+        }
+        assert!(cuts.len() > 40, "jobs refill at different moments: {} distinct cuts", cuts.len());
+        // A sparse job (a fire a minute) keeps the whole horizon.
+        let mut spec = job(MisfirePolicy::FireAll, 0, 1).0.schedule;
+        spec.every_ms = Some(60_000);
+        let sparse = Schedule::parse(&spec, 0).unwrap();
+        assert_eq!(generation_until("job_x", &sparse, now - 1, now, 180_000, 9_000), now + 180_000);
     }
 
     #[test]

@@ -17,6 +17,7 @@
 mod cluster;
 mod delivery;
 mod generate;
+mod misfire;
 pub mod outcome;
 mod shard;
 mod timer;
@@ -37,7 +38,7 @@ pub use shard::{cancel_shards_remote, finish_shard};
 /// Dispatch transactions in flight at once per node.
 const DISPATCH_SLOTS: usize = 2;
 /// Runs per dispatch transaction at most.
-pub(crate) const DISPATCH_BATCH: usize = 64;
+pub(crate) const DISPATCH_BATCH: usize = 256;
 
 /// Name of the operator switch in the `settings` table.
 pub const SETTING_SCHEDULES_PAUSED: &str = "schedules_paused";
@@ -93,7 +94,7 @@ impl EngineConfig {
             node_id: node_id.into(),
             horizon_ms: 180_000,
             claim_window_ms: 5_000,
-            capacity: 10_000,
+            capacity: 50_000,
             claim_batch: 1_000,
             lease_ms: 30_000,
             tick_ms: 200,
@@ -108,7 +109,7 @@ impl EngineConfig {
             heartbeat_ms: 3_000,
             affinity_grace_ms: 2_000,
             retention_every_ms: 60_000,
-            max_dispatch_lead_ms: 200,
+            max_dispatch_lead_ms: 2_000,
         }
     }
 }
@@ -249,6 +250,14 @@ pub struct Engine {
     /// Woken when runs may have become due (a trigger, a child run, a retry).
     pub wake: Arc<Notify>,
     inflight: Arc<Semaphore>,
+    /// Runs taken from the timer and not yet delivered (committed ahead of their instant,
+    /// or waiting for a delivery slot): at most the timer's capacity.
+    staged: Arc<Semaphore>,
+    /// How late this node is: for the heartbeat and the rate-limited "behind" WARN.
+    pub(crate) load: misfire::Load,
+    /// A dispatch transaction's cost per run, in µs (a moving average): with the runs due
+    /// soon, it sizes the dispatch lead for a herd.
+    dispatch_per_run_us: std::sync::atomic::AtomicI64,
     skewed: std::sync::atomic::AtomicBool,
     /// Job affinity: the buckets this node owns in the ring of live nodes (all of them
     /// until the live set has been read).
@@ -281,6 +290,9 @@ impl Engine {
             store,
             clock,
             inflight: Arc::new(Semaphore::new(cfg.max_inflight)),
+            staged: Arc::new(Semaphore::new(cfg.capacity.max(cfg.max_inflight).max(1))),
+            load: misfire::Load::default(),
+            dispatch_per_run_us: std::sync::atomic::AtomicI64::new(0),
             cfg,
             timer: timer::Timer::default(),
             routes: Mutex::new(RouteState::new()),
@@ -438,10 +450,15 @@ impl Engine {
         }
     }
 
-    /// `n` delivery permits at once (at most `max_inflight`).
-    pub(crate) async fn inflight_permits(&self, n: usize) -> tokio::sync::OwnedSemaphorePermit {
-        let n = n.min(self.cfg.max_inflight).max(1) as u32;
-        self.inflight.clone().acquire_many_owned(n).await.expect("the semaphore is never closed")
+    /// `n` staging permits at once: runs taken from the timer until they are delivered.
+    pub(crate) async fn staged_permits(&self, n: usize) -> tokio::sync::OwnedSemaphorePermit {
+        let n = n.min(self.cfg.capacity.max(self.cfg.max_inflight)).max(1) as u32;
+        self.staged.clone().acquire_many_owned(n).await.expect("the semaphore is never closed")
+    }
+
+    /// Is a delivery slot free now?
+    pub(crate) fn inflight_free(&self) -> bool {
+        self.inflight.available_permits() > 0
     }
 
     pub(crate) async fn inflight_permit(&self) -> tokio::sync::OwnedSemaphorePermit {
@@ -458,8 +475,33 @@ impl Engine {
     /// `max_dispatch_lead_ms`. Idle, it is a few ms; under load it grows with the
     /// transactions, so the commit still comes before the instant and the delivery on time.
     /// The time the engine's clock does not see pass (a manual clock in tests) counts 0.
+    ///
+    /// A herd (many runs due at about the same instant) needs more: its dispatch
+    /// transactions run one after another, so the lead also covers the runs due within the
+    /// longest lead times the measured cost per run, over the transactions run at once.
     pub fn dispatch_lead_ms(&self) -> i64 {
-        lead_for(self.dispatch_took_ms.load(std::sync::atomic::Ordering::Relaxed), self.cfg.max_dispatch_lead_ms)
+        use std::sync::atomic::Ordering::Relaxed;
+        let max = self.cfg.max_dispatch_lead_ms;
+        let base = lead_for(self.dispatch_took_ms.load(Relaxed), max);
+        let per_run_us = self.dispatch_per_run_us.load(Relaxed);
+        if max <= 0 || per_run_us <= 0 {
+            return base;
+        }
+        let herd = self.timer.due_by(self.now_ms() + max) as i64;
+        let herd_ms = herd * per_run_us / 1000 / DISPATCH_SLOTS as i64;
+        (base + herd_ms + herd_ms / 4).clamp(0, max)
+    }
+
+    /// Record what a dispatch transaction cost per run (µs), for the herd part of the lead.
+    pub(crate) fn note_dispatch_cost(&self, took_ms: i64, runs: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if runs == 0 || took_ms < 0 {
+            return;
+        }
+        let sample = took_ms * 1000 / runs as i64;
+        let _ = self.dispatch_per_run_us.fetch_update(Relaxed, Relaxed, |old| {
+            Some(if old == 0 { sample } else { old + (sample - old) / 8 })
+        });
     }
 
     /// Record how long a dispatch took from leaving the timer to its commit (the engine

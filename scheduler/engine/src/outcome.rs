@@ -72,7 +72,13 @@ pub fn finish_params(
 
 fn log_outcome(outcome: &FinishOutcome, attempt: i64) {
     if let FinishOutcome::Applied { run, children } = outcome {
-        tracing::info!(run_id = %run.id, job_id = %run.job_id, attempt, state = %run.state, children = children.len(), "attempt finished");
+        // One line per success would be thousands a second under load: those are DEBUG (the
+        // runs API has every one); anything else stays INFO.
+        if run.state == sundial_core::types::RunState::Succeeded {
+            tracing::debug!(run_id = %run.id, job_id = %run.job_id, attempt, state = %run.state, children = children.len(), "attempt finished");
+        } else {
+            tracing::info!(run_id = %run.id, job_id = %run.job_id, attempt, state = %run.state, children = children.len(), "attempt finished");
+        }
     }
 }
 

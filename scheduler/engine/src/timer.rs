@@ -1,17 +1,17 @@
 //! Claiming due runs into the node's in-memory timer, and firing them on time.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
 use std::time::Duration;
 
 use sundial_core::affinity::bucket_of;
-use sundial_core::job::MisfireSpec;
 use sundial_core::schedule::Schedule;
-use sundial_core::types::{MisfirePolicy, RunState, TriggerKind};
+use sundial_core::types::{RunState, TriggerKind};
 use sundial_store::{ClaimParams, PeekParams, Run};
 
+use crate::misfire::{LATE_POP_MS, LateFire};
 use crate::{Counters, Engine, Result};
 
 /// Where this node's peek stopped: the last (scheduled at, id) read, for the buckets `mask`.
@@ -78,6 +78,19 @@ struct Meta {
     /// Claimed as `dispatching` (recovered from a node that lost it): its dispatch
     /// redelivers the attempt (see [`sundial_store::ToDispatch`]).
     redeliver: bool,
+    /// A fresh schedule fire (`pending`/`queued`): subject to its job's misfire policy when late.
+    schedule: bool,
+}
+
+/// A run taken from the timer: its id, the instant it was due, and whether it is a fresh
+/// schedule fire that is late by more than the popper's cut (the misfire policy decides it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Popped {
+    pub id: String,
+    pub due_ms: i64,
+    pub late: bool,
+    pub job_id: Option<String>,
+    pub scheduled_at_ms: i64,
 }
 
 #[derive(Debug, Default)]
@@ -85,6 +98,11 @@ struct Inner {
     heap: Heap,
     /// Runs in the heap, with their current due time.
     due: HashMap<String, i64>,
+    /// How many runs of `due` are due at each instant (to count a herd ahead of its instant).
+    due_counts: BTreeMap<i64, usize>,
+    /// Per job, the scheduled times of the runs held with their meta (for `fire_once`: is a
+    /// later fire of the job here already?).
+    by_job: HashMap<String, BTreeMap<i64, usize>>,
     /// Every run this node holds (in the heap, waiting, or being dispatched) that came
     /// through [`Timer::push_run`].
     meta: HashMap<String, Meta>,
@@ -94,10 +112,51 @@ struct Inner {
     waiting: HashMap<String, BTreeSet<(i64, String)>>,
 }
 
+fn count_add(m: &mut BTreeMap<i64, usize>, k: i64) {
+    *m.entry(k).or_default() += 1;
+}
+
+fn count_sub(m: &mut BTreeMap<i64, usize>, k: i64) {
+    if let Some(c) = m.get_mut(&k) {
+        *c -= 1;
+        if *c == 0 {
+            m.remove(&k);
+        }
+    }
+}
+
 impl Inner {
     fn insert(&mut self, due_ms: i64, run_id: String) {
-        self.due.insert(run_id.clone(), due_ms);
+        if let Some(old) = self.due.insert(run_id.clone(), due_ms) {
+            count_sub(&mut self.due_counts, old);
+        }
+        count_add(&mut self.due_counts, due_ms);
         self.heap.push(Reverse((due_ms, run_id)));
+    }
+    /// Take a run out of the heap's bookkeeping (its heap entry goes stale).
+    fn undue(&mut self, run_id: &str) -> Option<i64> {
+        let d = self.due.remove(run_id)?;
+        count_sub(&mut self.due_counts, d);
+        Some(d)
+    }
+    fn add_meta(&mut self, run_id: String, meta: Meta) {
+        count_add(self.by_job.entry(meta.job_id.clone()).or_default(), meta.scheduled_at_ms);
+        if let Some(old) = self.meta.insert(run_id, meta) {
+            self.forget_job_fire(&old.job_id, old.scheduled_at_ms);
+        }
+    }
+    fn remove_meta(&mut self, run_id: &str) -> Option<Meta> {
+        let m = self.meta.remove(run_id)?;
+        self.forget_job_fire(&m.job_id, m.scheduled_at_ms);
+        Some(m)
+    }
+    fn forget_job_fire(&mut self, job_id: &str, at: i64) {
+        if let Some(fires) = self.by_job.get_mut(job_id) {
+            count_sub(fires, at);
+            if fires.is_empty() {
+                self.by_job.remove(job_id);
+            }
+        }
     }
     fn is_waiting(&self, run_id: &str) -> bool {
         let Some(m) = self.meta.get(run_id) else { return false };
@@ -105,7 +164,7 @@ impl Inner {
     }
     fn wait(&mut self, job_id: &str, run_id: String) {
         let at = self.meta.get(&run_id).map_or(i64::MAX, |m| m.scheduled_at_ms);
-        self.due.remove(&run_id);
+        self.undue(&run_id);
         self.waiting.entry(job_id.to_string()).or_default().insert((at, run_id));
     }
     /// Drop heap entries that no longer count.
@@ -142,10 +201,19 @@ impl Timer {
             lease_until_ms: run.lease_until_ms.unwrap_or(i64::MAX),
             pass: false,
             redeliver: run.state == RunState::Dispatching,
+            schedule: run.trigger == TriggerKind::Schedule && matches!(run.state, RunState::Pending | RunState::Queued),
         };
-        g.meta.insert(run.id.clone(), meta);
+        g.add_meta(run.id.clone(), meta);
         if !g.due.contains_key(&run.id) && !g.is_waiting(&run.id) {
             g.insert(due_ms, run.id.clone());
+        }
+    }
+    /// The misfire policy has had its say on this run (it was kept although late, or a
+    /// dispatch decision held it back as `Blocked`): it is not settled again when it pops.
+    pub fn settled(&self, run_id: &str) {
+        let mut g = self.inner.lock().expect("timer lock");
+        if let Some(m) = g.meta.get_mut(run_id) {
+            m.schedule = false;
         }
     }
     /// Was the run claimed `dispatching`, so that its dispatch redelivers it?
@@ -163,15 +231,30 @@ impl Timer {
         g.skip_stale();
         g.heap.peek().map(|r| r.0.0)
     }
+    /// Runs in the heap due at or before `t` (a herd coming up, or a backlog already due).
+    pub fn due_by(&self, t: i64) -> usize {
+        let g = self.inner.lock().expect("timer lock");
+        g.due_counts.range(..=t).map(|(_, c)| c).sum()
+    }
+    /// Does the node hold another fire of `job_id` scheduled after `after_ms` and at or
+    /// before `until_ms` (waiting, due, or being dispatched)?
+    pub fn holds_later_fire(&self, job_id: &str, after_ms: i64, until_ms: i64) -> bool {
+        if until_ms <= after_ms {
+            return false;
+        }
+        let g = self.inner.lock().expect("timer lock");
+        g.by_job.get(job_id).is_some_and(|f| f.range(after_ms + 1..=until_ms).next().is_some())
+    }
     /// Remove and return every run due at or before `now_ms` to dispatch; a fresh fire of a
     /// job with a parked run waits behind it instead. Waiting runs whose lease ends within
     /// `renew_within_ms` are let through once, so their dispatch check renews it.
     #[cfg(test)]
     pub fn pop_due(&self, now_ms: i64, renew_within_ms: i64) -> Vec<String> {
-        self.pop_due_max(now_ms, renew_within_ms, usize::MAX).into_iter().map(|(id, _)| id).collect()
+        self.pop_due_max(now_ms, renew_within_ms, usize::MAX, i64::MIN).into_iter().map(|p| p.id).collect()
     }
-    /// [`Timer::pop_due`], at most `max` runs (the earliest due), each with its due time.
-    pub fn pop_due_max(&self, now_ms: i64, renew_within_ms: i64, max: usize) -> Vec<(String, i64)> {
+    /// [`Timer::pop_due`], at most `max` runs (the earliest due). A fresh schedule fire due
+    /// before `late_before_ms` comes back marked `late`, for its job's misfire policy.
+    pub fn pop_due_max(&self, now_ms: i64, renew_within_ms: i64, max: usize, late_before_ms: i64) -> Vec<Popped> {
         let mut g = self.inner.lock().expect("timer lock");
         let renew: Vec<(String, String)> = g
             .waiting
@@ -199,7 +282,7 @@ impl Timer {
                 break;
             }
             let Reverse((due_ms, id)) = g.heap.pop().expect("peeked");
-            g.due.remove(&id);
+            g.undue(&id);
             let hold_behind = match g.meta.get_mut(&id) {
                 Some(m) if m.pass => {
                     m.pass = false;
@@ -213,7 +296,16 @@ impl Timer {
             };
             match hold_behind {
                 Some(job) => g.wait(&job, id),
-                None => out.push((id, due_ms)),
+                None => {
+                    let m = g.meta.get(&id);
+                    out.push(Popped {
+                        late: due_ms < late_before_ms && m.is_some_and(|m| m.schedule),
+                        job_id: m.map(|m| m.job_id.clone()),
+                        scheduled_at_ms: m.map_or(due_ms, |m| m.scheduled_at_ms),
+                        id,
+                        due_ms,
+                    })
+                }
             }
         }
         out
@@ -252,7 +344,7 @@ impl Timer {
             }
             return;
         }
-        g.meta.remove(run_id);
+        g.remove_meta(run_id);
         match g.parked.get(&job).cloned() {
             Some(p) if p == run_id => {
                 g.parked.remove(&job);
@@ -280,6 +372,7 @@ impl Timer {
     pub fn drain(&self) -> Vec<String> {
         let mut g = self.inner.lock().expect("timer lock");
         let mut out: Vec<String> = g.due.drain().map(|(id, _)| id).collect();
+        g.due_counts.clear();
         out.extend(g.waiting.drain().flat_map(|(_, w)| w.into_iter().map(|(_, id)| id)));
         *g = Inner::default();
         out
@@ -390,120 +483,82 @@ impl Engine {
     }
 
     /// Put claimed or peeked runs into the timer, applying the misfire policy to late
-    /// schedule fires first. Returns how many entered the timer.
+    /// schedule fires first (in bulk: [`Engine::settle_late`]). Returns how many entered the timer.
     pub(crate) async fn take_into_timer(&self, runs: Vec<Run>) -> usize {
         let now = self.now_ms();
-        let mut queued = 0;
-        // One job lookup per job of the batch, not per run: after a crash or an outage a batch
-        // holds many late fires of the same jobs, and every lookup waits for a connection
-        // behind the dispatches in flight. Until the batch is done, these runs wait outside
-        // the timer on a lease that keeps running.
-        let mut misfire_of: HashMap<String, Option<MisfireSpec>> = HashMap::new();
-        for run in runs {
-            if matches!(run.state, RunState::Pending | RunState::Queued) && run.trigger == TriggerKind::Schedule {
-                match self.misfire_drops(&run, &mut misfire_of).await {
-                    Ok(true) => continue,
-                    Ok(false) => {}
-                    Err(e) => {
-                        // The rest of the batch still goes on; this one comes back with its
-                        // lease (claimed) or through the claim's backstop (peeked).
-                        tracing::warn!(run_id = %run.id, error = %e, "misfire check failed; the run will come back");
-                        continue;
-                    }
+        let late: Vec<LateFire> = runs
+            .iter()
+            .filter(|r| {
+                matches!(r.state, RunState::Pending | RunState::Queued)
+                    && r.trigger == TriggerKind::Schedule
+                    && r.scheduled_at_ms < now
+            })
+            .map(|r| LateFire { id: r.id.clone(), job_id: r.job_id.clone(), scheduled_at_ms: r.scheduled_at_ms })
+            .collect();
+        let keep: Option<HashSet<String>> = if late.is_empty() {
+            None
+        } else {
+            match self.settle_late(&late).await {
+                Ok(kept) => Some(kept.into_iter().collect()),
+                Err(e) => {
+                    // The rest of the batch still goes on; these come back with their lease
+                    // (claimed) or through the claim's backstop (peeked).
+                    tracing::warn!(runs = late.len(), error = %e, "misfire check failed; the runs will come back");
+                    Some(HashSet::new())
                 }
+            }
+        };
+        let late_ids: HashSet<&str> = late.iter().map(|f| f.id.as_str()).collect();
+        let mut queued = 0;
+        for run in runs {
+            if late_ids.contains(run.id.as_str()) && !keep.as_ref().is_some_and(|k| k.contains(&run.id)) {
+                continue;
             }
             let due = match run.state {
                 RunState::Retrying => run.next_attempt_at_ms.unwrap_or(now),
                 _ => run.scheduled_at_ms,
             };
             self.timer.push_run(due, &run);
+            if late_ids.contains(run.id.as_str()) {
+                self.timer.settled(&run.id);
+            }
             queued += 1;
         }
         queued
-    }
-
-    /// Apply the job's misfire policy to a claimed schedule fire; true if it was expired.
-    /// `misfire_of` caches each job's policy for the claimed batch.
-    async fn misfire_drops(&self, run: &Run, misfire_of: &mut HashMap<String, Option<MisfireSpec>>) -> Result<bool> {
-        // Read the clock now, not before the claim: the claim may have waited for a connection.
-        let now = self.now_ms();
-        let late = now - run.scheduled_at_ms;
-        if late <= 0 {
-            return Ok(false); // claimed ahead of time: the normal case, no lookup
-        }
-        let misfire = match misfire_of.get(&run.job_id) {
-            Some(m) => m.clone(),
-            None => {
-                let m = self.store.job_get(&run.tenant_id, &run.job_id).await?.map(|j| j.misfire);
-                misfire_of.insert(run.job_id.clone(), m.clone());
-                m
-            }
-        };
-        let Some(misfire) = misfire else {
-            return Ok(false); // dispatch will find the job gone and cancel
-        };
-        let threshold = misfire.threshold_ms.unwrap_or(sundial_core::job::DEFAULT_MISFIRE_THRESHOLD_MS);
-        if late <= threshold {
-            return Ok(false);
-        }
-        let window = misfire.catchup_window_ms.unwrap_or(sundial_core::job::DEFAULT_CATCHUP_WINDOW_MS);
-        let message = match misfire.policy {
-            MisfirePolicy::Skip => Some(format!("missed by {late} ms; misfire policy skip")),
-            MisfirePolicy::FireOnce => self
-                .store
-                .run_has_later_overdue(&run.job_id, run.scheduled_at_ms, now - threshold)
-                .await?
-                .then(|| format!("missed by {late} ms; fire_once fires only the latest missed fire")),
-            MisfirePolicy::FireAll => {
-                (late > window).then(|| format!("missed by {late} ms, beyond the catch-up window of {window} ms"))
-            }
-        };
-        let Some(message) = message else {
-            return Ok(false);
-        };
-        let expired = self.store.run_expire(&run.id, &self.cfg.node_id, &message, now).await?;
-        if expired {
-            tracing::info!(run_id = %run.id, job_id = %run.job_id, late_ms = late, "misfire: expired");
-        }
-        Ok(expired)
     }
 
     /// Dispatch every run in the timer due at or before now (plus the dispatch lead, see
     /// [`Engine::dispatch_lead_ms`]); returns how many were started.
     /// Due runs go in batches of up to [`crate::DISPATCH_BATCH`], one dispatch transaction
     /// each, a few at once; while every slot is busy more runs fall due, so batches grow
-    /// with the load. With `wait`, deliveries finish before this returns (tests);
-    /// otherwise they run as tasks.
+    /// with the load. Fresh schedule fires popped more than [`LATE_POP_MS`] late are settled
+    /// by their misfire policy in bulk first ([`Engine::settle_late`]), so a node that fell
+    /// behind clears its backlog in a few statements instead of delivering it late. With
+    /// `wait`, deliveries finish before this returns (tests); otherwise they run as tasks.
     pub async fn fire_due(self: &Arc<Self>, wait: bool) -> usize {
         let mut n = 0;
         let mut handles = Vec::new();
         loop {
             let slot = self.batch_slots.clone().acquire_owned().await.expect("the semaphore is never closed");
-            // Waiting serial runs renew their claim when a third of its lease is left.
-            let batch = crate::DISPATCH_BATCH.min(self.cfg.max_inflight.max(1));
             let popped_at = self.now_ms();
-            let due = self.timer.pop_due_max(popped_at + self.dispatch_lead_ms(), self.cfg.lease_ms / 3, batch);
+            // Runs whose instant has come are committed only while a delivery slot is free, so
+            // none waits long for one after its commit (its deadline runs from then); runs due
+            // later (the dispatch lead) are committed ahead whatever the slots, since they wait
+            // for their instant anyway. Every popped run holds a staging permit until delivered.
+            let lead = if self.inflight_free() { self.dispatch_lead_ms() } else { 0 };
+            let horizon = if self.inflight_free() { popped_at + lead } else { popped_at - 1 };
+            // Waiting serial runs renew their claim when a third of its lease is left.
+            let batch = crate::DISPATCH_BATCH.min(self.cfg.capacity.max(1));
+            let due = self.timer.pop_due_max(horizon, self.cfg.lease_ms / 3, batch, popped_at - LATE_POP_MS);
             if due.is_empty() {
                 break;
             }
             n += due.len();
             Counters::add(&self.counters.dispatched, due.len() as u64);
-            // Capacity first: a run's deadline starts at its dispatch commit, so it must not
-            // wait for a delivery permit after that (while the permits are all taken, the
-            // timer waits here and runs stay claimed, not dispatched).
-            let permits = self.inflight_permits(due.len()).await;
+            let permits = self.staged_permits(due.len()).await;
             let e = self.clone();
             let h = self.deliveries.spawn(async move {
-                let first = due[0].0.clone();
-                let count = due.len();
-                let ids: Vec<String> = due.iter().map(|(id, _)| id.clone()).collect();
-                if let Err(err) = e.dispatch_batch(due, permits, wait, popped_at).await {
-                    tracing::warn!(run_id = %first, runs = count, error = %err, "dispatch failed; the runs' leases will bring them back");
-                    let now = e.now_ms();
-                    for id in &ids {
-                        e.timer.after_dispatch(id, now, now + e.cfg.lease_ms);
-                    }
-                }
+                e.dispatch_popped(due, permits, wait, popped_at).await;
                 drop(slot);
             });
             if wait {
@@ -514,6 +569,57 @@ impl Engine {
             let _ = h.await;
         }
         n
+    }
+
+    /// Settle the late fires of a popped batch, then dispatch the rest.
+    async fn dispatch_popped(
+        self: &Arc<Self>,
+        due: Vec<Popped>,
+        permits: tokio::sync::OwnedSemaphorePermit,
+        wait: bool,
+        popped_at: i64,
+    ) {
+        let (late, mut go): (Vec<Popped>, Vec<Popped>) = due.into_iter().partition(|p| p.late && p.job_id.is_some());
+        if !late.is_empty() {
+            let fires: Vec<LateFire> = late
+                .iter()
+                .map(|p| LateFire {
+                    id: p.id.clone(),
+                    job_id: p.job_id.clone().unwrap_or_default(),
+                    scheduled_at_ms: p.scheduled_at_ms,
+                })
+                .collect();
+            let kept: HashSet<String> = match self.settle_late(&fires).await {
+                Ok(k) => k.into_iter().collect(),
+                Err(err) => {
+                    // Dispatch them as they are: the dispatch transaction decides under the locks.
+                    tracing::warn!(runs = fires.len(), error = %err, "misfire check failed; dispatching the late runs");
+                    fires.iter().map(|f| f.id.clone()).collect()
+                }
+            };
+            let now = self.now_ms();
+            for p in late {
+                if kept.contains(&p.id) {
+                    go.push(p);
+                } else {
+                    self.timer.after_dispatch(&p.id, now, now + self.cfg.lease_ms);
+                }
+            }
+        }
+        if go.is_empty() {
+            return;
+        }
+        let ids: Vec<String> = go.iter().map(|p| p.id.clone()).collect();
+        let first = ids[0].clone();
+        let count = ids.len();
+        let due: Vec<(String, i64)> = go.into_iter().map(|p| (p.id, p.due_ms)).collect();
+        if let Err(err) = self.dispatch_batch(due, permits, wait, popped_at).await {
+            tracing::warn!(run_id = %first, runs = count, error = %err, "dispatch failed; the runs' leases will bring them back");
+            let now = self.now_ms();
+            for id in &ids {
+                self.timer.after_dispatch(id, now, now + self.cfg.lease_ms);
+            }
+        }
     }
 
     pub(crate) async fn timer_loop(self: Arc<Self>) {
@@ -534,6 +640,7 @@ impl Engine {
                 return;
             }
             self.fire_due(false).await;
+            self.load.maybe_report(self.now_ms(), || self.timer.due_by(self.now_ms()));
         }
     }
 

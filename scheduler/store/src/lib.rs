@@ -226,6 +226,9 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// must not make a cycle; both are checked inside the transaction.
     async fn job_insert(&self, job: &Job, children: &[String]) -> Result<()>;
     async fn job_get(&self, tenant_id: &str, id: &str) -> Result<Option<Job>>;
+    /// Jobs by id, whatever their tenant (the engine's misfire decisions for a batch of
+    /// late fires; never reachable from a caller's request). Missing ids are left out.
+    async fn job_get_many(&self, ids: &[String]) -> Result<Vec<Job>>;
     async fn job_list(&self, tenant_id: &str, filter: &JobFilter, page: &Page) -> Result<Vec<Job>>;
     /// Replace a job's definition if its version is still `expected_version`
     /// (`job.version` is the new one). `children: Some` replaces the edges.
@@ -277,6 +280,10 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// (a peeked fire) → `expired`.
     async fn run_expire(&self, run_id: &str, node_id: &str, message: &str, now_ms: i64) -> Result<bool>;
     /// Does the job have a later pending-or-queued schedule run also scheduled before `before_ms`? (misfire `fire_once`)
+    /// Several runs the misfire policy drops at once (one statement per chunk): each moves
+    /// to `expired` with `message` if still `pending`, or `queued` and claimed by `node_id`.
+    /// Returns how many were expired.
+    async fn run_expire_many(&self, run_ids: &[String], node_id: &str, message: &str, now_ms: i64) -> Result<u64>;
     async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool>;
     /// Hand claimed runs not yet dispatched back (`queued` → `pending`, retrying runs lose their owner).
     async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64>;
@@ -376,14 +383,7 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     // ---- cluster ----
 
     /// Record a node's heartbeat (inserting it on first call), stamped with database time.
-    async fn node_heartbeat(
-        &self,
-        id: &str,
-        address: &str,
-        version: &str,
-        claimed: i64,
-        started_at_ms: i64,
-    ) -> Result<()>;
+    async fn node_heartbeat(&self, beat: &NodeBeat) -> Result<()>;
     /// Mark a node as having left (graceful shutdown).
     async fn node_leave(&self, id: &str) -> Result<()>;
     async fn node_list(&self) -> Result<Vec<Node>>;

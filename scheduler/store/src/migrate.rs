@@ -61,6 +61,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0008_pending_by_trigger_kind.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0008_pending_by_trigger_kind.sql"),
     },
+    Migration {
+        version: 9,
+        name: "node_load",
+        mysql: include_str!("../../../migrations/mysql/0009_node_load.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0009_node_load.sql"),
+    },
 ];
 
 /// Split a migration file into statements (no statement of ours contains `;` inside).

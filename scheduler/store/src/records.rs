@@ -231,6 +231,26 @@ pub struct Node {
     pub claimed: i64,
     pub started_at_ms: i64,
     pub heartbeat_at_ms: i64,
+    /// How late its deliveries went out lately (the worst of its last heartbeat interval), ms.
+    pub lateness_ms: i64,
+    /// Runs in its timer already past their instant when it last heartbeat.
+    pub backlog: i64,
+    /// Fires it expired by misfire policy in its last heartbeat interval.
+    pub misfired: i64,
+}
+
+/// One node heartbeat: who it is and how loaded it is (see [`Node`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeBeat {
+    pub id: String,
+    pub address: String,
+    pub version: String,
+    /// Runs held in its timer.
+    pub claimed: i64,
+    pub started_at_ms: i64,
+    pub lateness_ms: i64,
+    pub backlog: i64,
+    pub misfired: i64,
 }
 
 /// One attempt of one shard of a run: where it went and how it ended.

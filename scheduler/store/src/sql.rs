@@ -19,7 +19,7 @@ mod batch;
 use crate::error::conflict_on;
 use crate::{
     ApiKey, App, Attempt, AttemptResult, ClaimParams, Dialect, DispatchDecision, Executor, FinishAttempt,
-    FinishOutcome, Job, JobFilter, Node, Page, PeekParams, Result, Run, RunFilter, RunLog, Script, Store, StoreError,
+    FinishOutcome, Job, JobFilter, Node, NodeBeat, Page, PeekParams, Result, Run, RunFilter, RunLog, Script, Store, StoreError,
     Tenant, ToDispatch, migrate,
 };
 use crate::{FinishShard, RunShard, ShardDelivery, ShardFinishOutcome, ShardFreeze, ShardRetryBegin};
@@ -779,6 +779,18 @@ impl Store for SqlStore {
             .transpose()
     }
 
+    async fn job_get_many(&self, ids: &[String]) -> Result<Vec<Job>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let sql = format!("SELECT {JOB_COLS} FROM jobs WHERE id IN ({})", batch::IDS);
+        let mut tx = self.begin().await?;
+        let rows = batch::fetch_in_with(&mut tx, &sql, &ids, &[]).await?;
+        tx.commit().await?;
+        rows.iter().map(job_row).collect()
+    }
+
     async fn job_list(&self, tenant_id: &str, f: &JobFilter, page: &Page) -> Result<Vec<Job>> {
         let state = f.state.map(|s| s.as_str());
         sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -1219,6 +1231,30 @@ impl Store for SqlStore {
         Ok(r.rows_affected() > 0)
     }
 
+    async fn run_expire_many(&self, run_ids: &[String], node_id: &str, message: &str, now_ms: i64) -> Result<u64> {
+        let to = transition(RunState::Queued, &RunEvent::Expire).map_err(refused)?.to;
+        debug_assert!(transition(RunState::Pending, &RunEvent::Expire).is_ok_and(|t| t.to == to));
+        let sql = format!(
+            "UPDATE runs{} SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, \
+             lease_until_ms = NULL WHERE id IN ({}) AND (state = 'pending' OR (state = 'queued' AND owner_node = ?))",
+            self.hint(Ix::Primary),
+            batch::IDS
+        );
+        let mut n = 0;
+        for chunk in run_ids.chunks(batch::IN_CHUNK) {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(batch::in_list(&sql, chunk.len())))
+                .bind(to.as_str())
+                .bind(message)
+                .bind(now_ms)
+                .bind(now_ms);
+            for i in 0..batch::in_width(chunk.len()) {
+                q = q.bind(&chunk[i.min(chunk.len() - 1)]);
+            }
+            n += q.bind(node_id).execute(&self.pool).await?.rows_affected();
+        }
+        Ok(n)
+    }
+
     async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool> {
         Ok(sqlx::query(
             "SELECT 1 FROM runs WHERE job_id = ? AND trigger_kind = 'schedule' AND scheduled_at_ms > ? \
@@ -1582,36 +1618,37 @@ impl Store for SqlStore {
         Ok(r.rows_affected())
     }
 
-    async fn node_heartbeat(
-        &self,
-        id: &str,
-        address: &str,
-        version: &str,
-        claimed: i64,
-        started_at_ms: i64,
-    ) -> Result<()> {
+    async fn node_heartbeat(&self, b: &NodeBeat) -> Result<()> {
         let now = self.now_expr();
         let updated = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE nodes SET address = ?, version = ?, state = 'alive', claimed = ?, heartbeat_at_ms = {now} WHERE id = ?"
+            "UPDATE nodes SET address = ?, version = ?, state = 'alive', claimed = ?, lateness_ms = ?, backlog = ?, \
+             misfired = ?, heartbeat_at_ms = {now} WHERE id = ?"
         )))
-        .bind(address)
-        .bind(version)
-        .bind(claimed)
-        .bind(id)
+        .bind(&b.address)
+        .bind(&b.version)
+        .bind(b.claimed)
+        .bind(b.lateness_ms)
+        .bind(b.backlog)
+        .bind(b.misfired)
+        .bind(&b.id)
         .execute(&self.pool)
         .await?;
         if updated.rows_affected() == 0 {
             sqlx::query(sqlx::AssertSqlSafe(format!(
-                "INSERT INTO nodes (id, address, version, state, claimed, started_at_ms, heartbeat_at_ms) VALUES (?, ?, ?, 'alive', ?, ?, {now})"
+                "INSERT INTO nodes (id, address, version, state, claimed, lateness_ms, backlog, misfired, started_at_ms, \
+                 heartbeat_at_ms) VALUES (?, ?, ?, 'alive', ?, ?, ?, ?, ?, {now})"
             )))
-            .bind(id)
-            .bind(address)
-            .bind(version)
-            .bind(claimed)
-            .bind(started_at_ms)
+            .bind(&b.id)
+            .bind(&b.address)
+            .bind(&b.version)
+            .bind(b.claimed)
+            .bind(b.lateness_ms)
+            .bind(b.backlog)
+            .bind(b.misfired)
+            .bind(b.started_at_ms)
             .execute(&self.pool)
             .await
-            .map_err(conflict_on("node_id", format!("node id `{id}` is in use")))?;
+            .map_err(conflict_on("node_id", format!("node id `{}` is in use", b.id)))?;
         }
         Ok(())
     }
@@ -1635,6 +1672,9 @@ impl Store for SqlStore {
                     claimed: col(r, "claimed")?,
                     started_at_ms: col(r, "started_at_ms")?,
                     heartbeat_at_ms: col(r, "heartbeat_at_ms")?,
+                    lateness_ms: col(r, "lateness_ms")?,
+                    backlog: col(r, "backlog")?,
+                    misfired: col(r, "misfired")?,
                 })
             })
             .collect()

@@ -44,6 +44,13 @@ pub struct NodeOut {
     /// nodes listed here (0 unless alive). It claims its buckets' fires ahead of time;
     /// other nodes take them only once they are overdue past a short grace.
     pub buckets: u32,
+    /// How late its deliveries went out lately: the worst lateness (ms past the fire's
+    /// instant) over its last heartbeat interval (about 3 s). 0 when on time or idle.
+    pub lateness_ms: i64,
+    /// Runs in its timer already past their instant at its last heartbeat: work it is behind on.
+    pub backlog: i64,
+    /// Fires it expired by their misfire policy over its last heartbeat interval.
+    pub misfired: i64,
     pub started_at: String,
     pub heartbeat_at: String,
 }
@@ -81,6 +88,9 @@ pub async fn nodes(State(st): State<AppState>, _op: OperatorCaller) -> ApiResult
             address: n.address,
             version: n.version,
             claimed: n.claimed,
+            lateness_ms: n.lateness_ms,
+            backlog: n.backlog,
+            misfired: n.misfired,
             started_at: sundial_core::time::rfc3339_utc(n.started_at_ms),
             heartbeat_at: sundial_core::time::rfc3339_utc(n.heartbeat_at_ms),
         })

@@ -424,8 +424,8 @@ pub async fn dead_nodes_hand_back_their_claims(s: S) {
     s.job_insert(&j, &[]).await.unwrap();
     s.run_insert(&run_of(&j, "s:1", NOW)).await.unwrap();
     s.run_insert(&run_of(&j, "s:2", NOW)).await.unwrap();
-    s.node_heartbeat("node_a", "http://a", "1", 2, NOW).await.unwrap();
-    s.node_heartbeat("node_b", "http://b", "1", 0, NOW).await.unwrap();
+    s.node_heartbeat(&beat("node_a", "http://a", 2, NOW)).await.unwrap();
+    s.node_heartbeat(&beat("node_b", "http://b", 0, NOW)).await.unwrap();
     let claimed = s.run_claim(&claim("node_a", NOW)).await.unwrap();
     assert_eq!(claimed.len(), 2);
     let dispatched = s.run_dispatch_begin(&claimed[0].id, "node_a", NOW, 30_000).await.unwrap();
@@ -434,7 +434,7 @@ pub async fn dead_nodes_hand_back_their_claims(s: S) {
     let db_now = s.db_now_ms().await.unwrap();
     let dead = s.node_reap_dead(db_now + 1, NOW + 1).await.unwrap();
     assert_eq!(dead.len(), 2, "both silent as far as this check goes");
-    s.node_heartbeat("node_b", "http://b", "1", 0, NOW).await.unwrap();
+    s.node_heartbeat(&beat("node_b", "http://b", 0, NOW)).await.unwrap();
     let nodes = s.node_list().await.unwrap();
     let state = |id: &str| nodes.iter().find(|n| n.id == id).unwrap().state.clone();
     assert_eq!((state("node_a"), state("node_b")), ("dead".to_string(), "alive".to_string()));
@@ -864,8 +864,8 @@ pub async fn claims_prefer_owned_buckets_and_take_others_after_the_grace(s: S) {
     assert!(z.iter().all(|r| r.state == RunState::Queued && r.owner_node.as_deref() == Some("node_z")));
 
     // The live node set behind the ring: alive and heartbeating since the given instant.
-    s.node_heartbeat("node_x", "http://x", "1", 0, NOW).await.unwrap();
-    s.node_heartbeat("node_y", "http://y", "1", 0, NOW).await.unwrap();
+    s.node_heartbeat(&beat("node_x", "http://x", 0, NOW)).await.unwrap();
+    s.node_heartbeat(&beat("node_y", "http://y", 0, NOW)).await.unwrap();
     let db_now = s.db_now_ms().await.unwrap();
     assert_eq!(s.node_live_ids(db_now - 10_000).await.unwrap(), ["node_x", "node_y"]);
     s.node_leave("node_y").await.unwrap();
@@ -978,4 +978,15 @@ pub async fn peeked_fires_are_read_without_a_claim_and_dispatched_from_pending(s
     assert_eq!(s.run_get(&t.id, &fires[1].id).await.unwrap().unwrap().owner_node.as_deref(), Some("node_b"));
     assert!(!s.run_expire(&fires[1].id, "node_a", "missed", NOW + 10_000).await.unwrap(), "not ours to expire");
     assert_eq!(s.run_peek(&peek(NOW - 2_000, "", ALL_BUCKETS, 10)).await.unwrap(), [], "nothing pending is left due");
+}
+
+fn beat(id: &str, address: &str, claimed: i64, started_at_ms: i64) -> NodeBeat {
+    NodeBeat {
+        id: id.into(),
+        address: address.into(),
+        version: "1".into(),
+        claimed,
+        started_at_ms,
+        ..NodeBeat::default()
+    }
 }

@@ -1,0 +1,305 @@
+//! Late fires in bulk, and how far behind the node is.
+//!
+//! A node that falls behind (a start-up burst, a database stall, a herd of cron jobs on one
+//! second, a paused process) holds fires that are already past their instant. Each of them
+//! is settled by its job's misfire policy, **set-based**: one job lookup per batch, one
+//! `UPDATE` per chunk of the fires it drops, never one round trip (or one log line) per
+//! fire, so the backlog goes at the speed of a few statements and fresh fires are on time
+//! again within seconds. What the policy drops is written `expired` (nothing is lost
+//! silently); what it keeps is delivered late.
+//!
+//! [`Load`] counts lateness and expiries: a rate-limited WARN says the node is behind (with
+//! counts, the worst lateness and the backlog), and the heartbeat publishes the figures in
+//! `GET /api/v1/nodes`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+
+use sundial_core::job::{DEFAULT_CATCHUP_WINDOW_MS, DEFAULT_MISFIRE_THRESHOLD_MS, MisfireSpec};
+use sundial_core::types::MisfirePolicy;
+
+use crate::{Engine, Result};
+
+/// A fire taken from the timer this late (ms past its instant) goes through its job's
+/// misfire policy before dispatch (the smallest threshold anyone is likely to set is
+/// checked exactly at the policy; a fire less late than this is dispatched as it is).
+pub(crate) const LATE_POP_MS: i64 = 1_000;
+/// Deliveries later than this count as "behind" for the WARN line.
+const LATE_WARN_MS: i64 = 1_000;
+/// At most one "behind" WARN line per this many ms.
+const REPORT_EVERY_MS: i64 = 10_000;
+
+/// A schedule fire past its instant, for [`Engine::settle_late`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LateFire {
+    pub id: String,
+    pub job_id: String,
+    pub scheduled_at_ms: i64,
+}
+
+/// What the misfire policies decided for a batch of late fires.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Settled {
+    /// Fires to deliver, late.
+    pub keep: Vec<String>,
+    /// Fires to write `expired`, by message (one statement per message and chunk).
+    pub expire: BTreeMap<String, Vec<String>>,
+}
+
+/// Decide a batch of late fires by their jobs' misfire specs (pure; `later_fire(job, at)`
+/// tells whether a later fire of the job has gone or is overdue too, for `fire_once`).
+/// A fire whose job is unknown is kept: its dispatch finds the job gone and cancels it.
+pub(crate) fn decide(
+    fires: &[LateFire],
+    specs: &HashMap<String, MisfireSpec>,
+    now_ms: i64,
+    mut later_fire: impl FnMut(&str, i64, i64) -> bool,
+) -> Settled {
+    let mut by_job: BTreeMap<&str, Vec<&LateFire>> = BTreeMap::new();
+    for f in fires {
+        by_job.entry(f.job_id.as_str()).or_default().push(f);
+    }
+    let mut out = Settled::default();
+    for (job_id, mut fs) in by_job {
+        fs.sort_by_key(|f| (f.scheduled_at_ms, f.id.clone()));
+        let Some(spec) = specs.get(job_id) else {
+            out.keep.extend(fs.iter().map(|f| f.id.clone()));
+            continue;
+        };
+        let threshold = spec.threshold_ms.unwrap_or(DEFAULT_MISFIRE_THRESHOLD_MS);
+        let window = spec.catchup_window_ms.unwrap_or(DEFAULT_CATCHUP_WINDOW_MS);
+        let (missed, fresh): (Vec<&LateFire>, Vec<&LateFire>) =
+            fs.iter().partition(|f| now_ms - f.scheduled_at_ms > threshold);
+        out.keep.extend(fresh.iter().map(|f| f.id.clone()));
+        let mut drop = |msg: String, f: &LateFire| out.expire.entry(msg).or_default().push(f.id.clone());
+        match spec.policy {
+            MisfirePolicy::Skip => {
+                for f in &missed {
+                    drop(format!("missed by more than the misfire threshold of {threshold} ms; misfire policy skip"), f);
+                }
+            }
+            MisfirePolicy::FireAll => {
+                for f in &missed {
+                    if now_ms - f.scheduled_at_ms > window {
+                        drop(format!("missed by more than the catch-up window of {window} ms; misfire policy fire_all"), f);
+                    } else {
+                        out.keep.push(f.id.clone());
+                    }
+                }
+            }
+            MisfirePolicy::FireOnce => {
+                let msg = format!(
+                    "missed by more than the misfire threshold of {threshold} ms; fire_once fires only the latest missed fire"
+                );
+                if let Some((last, earlier)) = missed.split_last() {
+                    for f in earlier {
+                        drop(msg.clone(), f);
+                    }
+                    if !fresh.is_empty() || later_fire(job_id, last.scheduled_at_ms, now_ms - threshold) {
+                        drop(msg, last);
+                    } else {
+                        out.keep.push(last.id.clone());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Lateness and expiries of this node: for the heartbeat (per beat) and the WARN line
+/// (per report interval).
+#[derive(Debug, Default)]
+pub(crate) struct Load {
+    beat_lateness_ms: AtomicI64,
+    beat_misfired: AtomicU64,
+    report_lateness_ms: AtomicI64,
+    report_misfired: AtomicU64,
+    report_late: AtomicU64,
+    report_sent: AtomicU64,
+    last_report_ms: AtomicI64,
+    behind: AtomicBool,
+}
+
+impl Load {
+    /// A delivery went out `late_ms` after its instant.
+    pub fn note_sent(&self, late_ms: i64) {
+        let late = late_ms.max(0);
+        self.beat_lateness_ms.fetch_max(late, Relaxed);
+        self.report_lateness_ms.fetch_max(late, Relaxed);
+        self.report_sent.fetch_add(1, Relaxed);
+        if late > LATE_WARN_MS {
+            self.report_late.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// `n` fires were expired by their misfire policy.
+    pub fn note_misfired(&self, n: u64) {
+        self.beat_misfired.fetch_add(n, Relaxed);
+        self.report_misfired.fetch_add(n, Relaxed);
+    }
+
+    /// The figures since the last beat (worst lateness, expiries), reset.
+    pub fn take_beat(&self) -> (i64, u64) {
+        (self.beat_lateness_ms.swap(0, Relaxed), self.beat_misfired.swap(0, Relaxed))
+    }
+
+    /// Say at WARN, at most once per interval, that the node is behind: how many fires it
+    /// expired, how many deliveries went out late and how late, the backlog. Then once at
+    /// INFO when a whole interval was on time again. `backlog` is asked for only when a
+    /// line is written.
+    pub fn maybe_report(&self, now_ms: i64, backlog: impl FnOnce() -> usize) {
+        let last = self.last_report_ms.load(Relaxed);
+        if last == 0 {
+            self.last_report_ms.store(now_ms, Relaxed);
+            return;
+        }
+        if now_ms - last < REPORT_EVERY_MS
+            || self.last_report_ms.compare_exchange(last, now_ms, Relaxed, Relaxed).is_err()
+        {
+            return;
+        }
+        let misfired = self.report_misfired.swap(0, Relaxed);
+        let late = self.report_late.swap(0, Relaxed);
+        let sent = self.report_sent.swap(0, Relaxed);
+        let worst = self.report_lateness_ms.swap(0, Relaxed);
+        let secs = (now_ms - last) as f64 / 1000.0;
+        if misfired > 0 || late > 0 {
+            self.behind.store(true, Relaxed);
+            let backlog = backlog();
+            tracing::warn!(
+                interval_s = secs,
+                expired_by_misfire = misfired,
+                sent_late = late,
+                sent = sent,
+                worst_lateness_ms = worst,
+                backlog,
+                "node is behind: fires going out late or expired by their misfire policy"
+            );
+        } else if self.behind.swap(false, Relaxed) {
+            tracing::info!(interval_s = secs, sent = sent, worst_lateness_ms = worst, "node is on time again");
+        }
+    }
+}
+
+impl Engine {
+    /// Settle late schedule fires by their jobs' misfire policies in bulk: one job lookup
+    /// for the batch, one `UPDATE` per chunk of the fires dropped (written `expired`).
+    /// Returns the ids to deliver (late, as the policy allows).
+    pub(crate) async fn settle_late(&self, fires: &[LateFire]) -> Result<Vec<String>> {
+        if fires.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ids: Vec<String> = fires.iter().map(|f| f.job_id.clone()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let specs: HashMap<String, MisfireSpec> =
+            self.store.job_get_many(&ids).await?.into_iter().map(|j| (j.id, j.misfire)).collect();
+        let now = self.now_ms();
+        // `fire_once`: a later fire of the job held here and due (or being dispatched) settles
+        // it in memory; only otherwise does the store say whether one has gone already.
+        let mut ask_store: Vec<(String, i64, i64)> = Vec::new();
+        let probe = decide(fires, &specs, now, |job, at, before| {
+            if self.timer.holds_later_fire(job, at, now) {
+                return true;
+            }
+            ask_store.push((job.to_string(), at, before));
+            false
+        });
+        let mut settled = probe;
+        if !ask_store.is_empty() {
+            let mut later = std::collections::HashSet::new();
+            for (job, at, before) in &ask_store {
+                if self.store.run_has_later_overdue(job, *at, *before).await? {
+                    later.insert((job.clone(), *at));
+                }
+            }
+            if !later.is_empty() {
+                settled = decide(fires, &specs, now, |job, at, _| {
+                    self.timer.holds_later_fire(job, at, now) || later.contains(&(job.to_string(), at))
+                });
+            }
+        }
+        let mut expired = 0;
+        for (message, ids) in &settled.expire {
+            expired += crate::retry_deadlock(|| self.store.run_expire_many(ids, &self.cfg.node_id, message, now)).await?;
+        }
+        if expired > 0 {
+            self.load.note_misfired(expired);
+            tracing::debug!(expired, kept = settled.keep.len(), "late fires settled by their misfire policy");
+        }
+        Ok(settled.keep)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fire(job: &str, at: i64) -> LateFire {
+        LateFire { id: format!("{job}@{at}"), job_id: job.into(), scheduled_at_ms: at }
+    }
+
+    fn spec(policy: MisfirePolicy) -> MisfireSpec {
+        MisfireSpec { policy, threshold_ms: Some(5_000), catchup_window_ms: Some(60_000), max_catchup: None }
+    }
+
+    #[test]
+    fn each_policy_decides_a_backlog_in_one_pass() {
+        let now = 100_000;
+        let fires: Vec<LateFire> = [("s", 80_000), ("s", 90_000), ("s", 97_000), ("o", 80_000), ("o", 90_000), ("a", 30_000), ("a", 90_000)]
+            .iter()
+            .map(|(j, t)| fire(j, *t))
+            .collect();
+        let specs = HashMap::from([
+            ("s".to_string(), spec(MisfirePolicy::Skip)),
+            ("o".to_string(), spec(MisfirePolicy::FireOnce)),
+            ("a".to_string(), spec(MisfirePolicy::FireAll)),
+        ]);
+        let d = decide(&fires, &specs, now, |_, _, _| false);
+        let mut keep = d.keep.clone();
+        keep.sort();
+        // skip: the two missed fires expire, the one within the threshold goes; fire_once: only
+        // the latest missed fire goes; fire_all: the fire beyond the window expires.
+        assert_eq!(keep, ["a@90000", "o@90000", "s@97000"]);
+        let expired: Vec<String> = d.expire.values().flatten().cloned().collect();
+        assert_eq!(expired.len(), 4);
+        assert_eq!(d.expire.len(), 3, "one message (one statement) per policy and threshold");
+    }
+
+    #[test]
+    fn fire_once_drops_the_latest_too_when_a_later_fire_exists() {
+        let specs = HashMap::from([("o".to_string(), spec(MisfirePolicy::FireOnce))]);
+        let d = decide(&[fire("o", 10_000)], &specs, 100_000, |job, at, before| {
+            assert_eq!((job, at, before), ("o", 10_000, 95_000));
+            true
+        });
+        assert!(d.keep.is_empty());
+        // A fresh fire of the job in the same batch settles it without asking.
+        let d = decide(&[fire("o", 10_000), fire("o", 99_000)], &specs, 100_000, |_, _, _| panic!("not asked"));
+        assert_eq!(d.keep, ["o@99000"]);
+    }
+
+    #[test]
+    fn fires_of_unknown_jobs_are_kept_for_dispatch_to_cancel() {
+        let d = decide(&[fire("gone", 0)], &HashMap::new(), 100_000, |_, _, _| false);
+        assert_eq!(d.keep, ["gone@0"]);
+    }
+
+    #[test]
+    fn the_behind_report_is_rate_limited() {
+        let l = Load::default();
+        l.maybe_report(1_000, || 0); // arms the interval
+        l.note_sent(5_000);
+        l.note_misfired(300);
+        l.maybe_report(2_000, || panic!("too soon"));
+        let mut asked = false;
+        l.maybe_report(11_000, || {
+            asked = true;
+            7
+        });
+        assert!(asked, "a WARN line after the interval");
+        assert_eq!(l.take_beat(), (5_000, 300));
+        assert_eq!(l.take_beat(), (0, 0));
+    }
+}
