@@ -296,7 +296,7 @@ impl Engine {
                 if early > 0 {
                     tokio::time::sleep(Duration::from_millis(early.min(e.cfg.max_dispatch_lead_ms.max(0)) as u64)).await;
                 }
-                let _slot = match e.delivery_slot(&mut run, due_ms).await {
+                let slot = match e.delivery_slot(&mut run, due_ms).await {
                     Ok(p) => p,
                     Err(err) => {
                         tracing::warn!(run_id = %run_id, error = %err, "could not extend a waiting delivery; its lease will bring it back");
@@ -306,7 +306,7 @@ impl Engine {
                     }
                 };
                 e.load.note_sent(e.now_ms() - due_ms.max(i64::MIN / 2));
-                if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref()).await {
+                if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref(), slot).await {
                     tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
                 }
                 let now = e.now_ms();
@@ -360,12 +360,14 @@ impl Engine {
         webhook_id: String,
         covered: Vec<Run>,
         routing: Option<&AppRouting>,
+        slot: tokio::sync::OwnedSemaphorePermit,
     ) -> Result<()> {
         let now = self.now_ms();
         for c in &covered {
             cancel_remote(self.store.as_ref(), &self.client, c).await;
         }
         if job.route == Route::Sharding || run.shard_total.is_some() {
+            drop(slot); // each shard's POST takes a slot of its own
             return self.dispatch_sharded(run, job).await;
         }
         let (app, executors) = routing.map(|r| (Some(&r.app), r.executors.as_slice())).unwrap_or((None, &[]));
@@ -449,6 +451,9 @@ impl Engine {
             }
             break;
         }
+        // The HTTP exchange is over: the slot goes to the next delivery while the outcome is
+        // recorded (the run keeps its staging permit until then).
+        drop(slot);
         let target = AttemptTarget {
             executor_id: chosen.as_ref().map(|c| c.id.clone()),
             address: chosen.as_ref().map(|c| c.address.clone()),

@@ -108,7 +108,7 @@ pub(crate) struct FinishBatcher {
 }
 
 /// Results per transaction at most.
-const FINISH_BATCH: usize = 256;
+const FINISH_BATCH: usize = 1024;
 
 impl FinishBatcher {
     pub(crate) async fn finish(&self, store: &dyn Store, p: FinishAttempt) -> sundial_store::Result<FinishOutcome> {

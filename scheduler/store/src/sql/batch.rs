@@ -4,7 +4,7 @@
 //!
 //! Statement texts stay few whatever the batch size (sqlx's prepared-statement cache must
 //! not churn, see `connect`): id lists go in chunks of at most [`IN_CHUNK`], each list a
-//! power of two long (1, 2, 4 … 32 placeholders, padded with the chunk's last id), and
+//! power of two long (1, 2, 4 … 128 placeholders, padded with the chunk's last id), and
 //! multi-row inserts in power-of-two sizes up to [`INSERT_CHUNK`]. Sized lists rather than
 //! lists always padded to 32: MariaDB builds a range for every list item before merging
 //! the repeats, and small batches paid for 32.
@@ -17,9 +17,9 @@ use std::sync::Arc;
 use crate::{AppRouting, GenerateJob};
 
 /// Ids per `IN (…)` list.
-pub(super) const IN_CHUNK: usize = 32;
+pub(super) const IN_CHUNK: usize = 128;
 /// Rows per multi-row `INSERT` at most (chunks are powers of two: a handful of texts).
-const INSERT_CHUNK: usize = 32;
+const INSERT_CHUNK: usize = 128;
 
 fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")
@@ -75,6 +75,13 @@ pub(super) async fn fetch_in_with(
 /// [`fetch_in_with`] with nothing after the id list.
 async fn fetch_in(tx: &mut Transaction<'static, Any>, sql: &str, ids: &[&str]) -> Result<Vec<AnyRow>> {
     fetch_in_with(tx, sql, ids, &[]).await
+}
+
+/// The ids in ascending order: the order every batch takes its row locks in.
+fn sorted<'a>(ids: &[&'a str]) -> Vec<&'a str> {
+    let mut v = ids.to_vec();
+    v.sort_unstable();
+    v
 }
 
 /// Distinct values in first-seen order.
@@ -160,7 +167,9 @@ impl SqlStore {
         let ids = distinct(to_dispatch.iter().map(|t| t.run_id.as_str()));
         let redeliver: HashSet<&str> = to_dispatch.iter().filter(|t| t.redeliver).map(|t| t.run_id.as_str()).collect();
         let mut tx = self.begin().await?;
-        let mut runs = self.lock_runs(&mut tx, &ids).await?;
+        // Locks are taken in id order everywhere (runs, then jobs): two transactions over
+        // overlapping rows then wait for each other instead of deadlocking.
+        let mut runs = self.lock_runs(&mut tx, &sorted(&ids)).await?;
         let mut decisions: Vec<(String, Option<DispatchDecision>)> = Vec::with_capacity(ids.len());
         let mut todo: Vec<String> = Vec::new();
         for id in &ids {
@@ -190,7 +199,7 @@ impl SqlStore {
             decisions.push((id.to_string(), decision));
         }
         // The job rows' locks serialise dispatch decisions of one job across nodes.
-        let job_ids = distinct(todo.iter().map(|id| runs[id].job_id.as_str()));
+        let job_ids = sorted(&distinct(todo.iter().map(|id| runs[id].job_id.as_str())));
         let job_sql = format!("SELECT {JOB_COLS} FROM jobs WHERE id IN ({}){}", IDS, self.lock_clause());
         let mut jobs: HashMap<String, Job> = HashMap::new();
         for row in fetch_in(&mut tx, &job_sql, &job_ids).await? {
@@ -514,7 +523,7 @@ impl SqlStore {
         // arrival time then share one `UPDATE` per table, where each was one statement.
         let at = ps.iter().map(|p| p.now_ms).max().unwrap_or_default();
         let mut tx = self.begin().await?;
-        let mut runs = self.lock_runs(&mut tx, &ids).await?;
+        let mut runs = self.lock_runs(&mut tx, &sorted(&ids)).await?;
         // Results applied earlier in this batch, for the duplicate check: (run, attempt) → (status, output).
         let mut applied: HashMap<(String, i64), (&'static str, Option<Value>)> = HashMap::new();
         let mut outcomes = Vec::with_capacity(ps.len());
@@ -680,7 +689,9 @@ impl SqlStore {
             placeholders(IN_CHUNK)
         );
         let mut seen = std::collections::HashSet::new();
-        let jobs: Vec<&GenerateJob> = fresh.iter().copied().filter(|g| seen.insert(g.job_id.as_str())).collect();
+        let mut jobs: Vec<&GenerateJob> = fresh.iter().copied().filter(|g| seen.insert(g.job_id.as_str())).collect();
+        // In id order, like every other lock on job rows (see `dispatch_many`).
+        jobs.sort_unstable_by(|a, b| a.job_id.cmp(&b.job_id));
         for chunk in jobs.chunks(IN_CHUNK) {
             let pad = |i: usize| chunk[i.min(chunk.len() - 1)];
             let mut q = sqlx::query(sqlx::AssertSqlSafe(update.clone()));
@@ -865,12 +876,12 @@ mod tests {
 
     #[test]
     fn id_lists_are_sized_to_a_power_of_two_up_to_the_chunk() {
-        let widths: Vec<usize> = [1, 2, 3, 4, 5, 9, 17, 31, 32].iter().map(|&n| in_width(n)).collect();
-        assert_eq!(widths, vec![1, 2, 4, 4, 8, 16, 32, 32, 32]);
+        let widths: Vec<usize> = [1, 2, 3, 4, 5, 9, 17, 31, 32, 100, 128].iter().map(|&n| in_width(n)).collect();
+        assert_eq!(widths, vec![1, 2, 4, 4, 8, 16, 32, 32, 32, 128, 128]);
         assert_eq!(in_list("SELECT 1 WHERE id IN (:ids) AND x = ?", 3), "SELECT 1 WHERE id IN (?, ?, ?, ?) AND x = ?");
-        // Six texts per statement at most, whatever the batch.
-        let texts: std::collections::HashSet<String> = (1..=32).map(|n| in_list("IN (:ids)", n)).collect();
-        assert_eq!(texts.len(), 6);
+        // Eight texts per statement at most, whatever the batch.
+        let texts: std::collections::HashSet<String> = (1..=128).map(|n| in_list("IN (:ids)", n)).collect();
+        assert_eq!(texts.len(), 8);
     }
 
     #[test]
@@ -879,7 +890,8 @@ mod tests {
         assert_eq!(pow2_chunks(1), vec![1]);
         assert_eq!(pow2_chunks(7), vec![4, 2, 1]);
         assert_eq!(pow2_chunks(32), vec![32]);
-        assert_eq!(pow2_chunks(77), vec![32, 32, 8, 4, 1]);
+        assert_eq!(pow2_chunks(77), vec![64, 8, 4, 1]);
+        assert_eq!(pow2_chunks(300), vec![128, 128, 32, 8, 4]);
         for n in 0..200 {
             let c = pow2_chunks(n);
             assert_eq!(c.iter().sum::<usize>(), n);
