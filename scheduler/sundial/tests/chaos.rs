@@ -145,23 +145,26 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
     let total = plan.fire_all_jobs + plan.skip_jobs;
     let fire_all_jobs = plan.fire_all_jobs;
     let block = plan.block.clone();
-    let created = futures_join_all((0..total).map(|i| {
-        let (api, key, block) = (api.clone(), key.clone(), block.clone());
-        async move {
-            let (policy, name) =
-                if i < fire_all_jobs { ("fire_all", format!("fa-{i}")) } else { ("skip", format!("sk-{i}")) };
-            let body = json!({
-                "name": name, "app": "sink", "handler": "chaos.tick",
-                "schedule": {"kind": "fixed_rate", "every_ms": EVERY_MS},
-                "misfire": {"policy": policy},
-                "block": block,
-                "timeout_ms": 5000,
-            });
-            let (s, job) = call(&api, Method::POST, "/api/v1/jobs", &key, Some(body)).await;
-            assert_eq!(s, 201, "{job}");
-            job
-        }
-    }))
+    let created = join_limited(
+        16,
+        (0..total).map(|i| {
+            let (api, key, block) = (api.clone(), key.clone(), block.clone());
+            async move {
+                let (policy, name) =
+                    if i < fire_all_jobs { ("fire_all", format!("fa-{i}")) } else { ("skip", format!("sk-{i}")) };
+                let body = json!({
+                    "name": name, "app": "sink", "handler": "chaos.tick",
+                    "schedule": {"kind": "fixed_rate", "every_ms": EVERY_MS},
+                    "misfire": {"policy": policy},
+                    "block": block,
+                    "timeout_ms": 5000,
+                });
+                let (s, job) = call(&api, Method::POST, "/api/v1/jobs", &key, Some(body)).await;
+                assert_eq!(s, 201, "{job}");
+                job
+            }
+        }),
+    )
     .await;
     for job in created {
         let policy = if job["misfire"]["policy"] == "skip" { Policy::Skip } else { Policy::FireAll };
@@ -491,25 +494,4 @@ async fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) {
     while !cond() && Instant::now() < end {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-/// Run futures concurrently, at most 16 at a time, keeping their order.
-async fn futures_join_all<F: std::future::Future<Output = T> + Send + 'static, T: Send + 'static>(
-    futs: impl Iterator<Item = F>,
-) -> Vec<T> {
-    let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(16));
-    let handles: Vec<_> = futs
-        .map(|f| {
-            let sem = sem.clone();
-            tokio::spawn(async move {
-                let _p = sem.acquire().await.unwrap();
-                f.await
-            })
-        })
-        .collect();
-    let mut out = Vec::with_capacity(handles.len());
-    for h in handles {
-        out.push(h.await.expect("task"));
-    }
-    out
 }

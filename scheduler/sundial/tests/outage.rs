@@ -12,7 +12,6 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -23,30 +22,6 @@ use tokio::time::Instant;
 const OPERATOR_KEY: &str = "sk_outage_operator_key_for_the_database_test_0123456789";
 const OUTAGE: Duration = Duration::from_secs(30);
 const THRESHOLD_MS: i64 = 5_000; // the default misfire threshold
-
-/// (since stop in ms, HTTP status or 0 for no answer, latency ms)
-type Probes = Arc<Mutex<Vec<(i64, u16, i64)>>>;
-
-fn probe(
-    base: &str,
-    path: &'static str,
-    every: Duration,
-    timeout: Duration,
-    since: i64,
-) -> (Probes, tokio::task::JoinHandle<()>) {
-    let out: Probes = Arc::default();
-    let (o, url) = (out.clone(), format!("{base}{path}"));
-    let h = tokio::spawn(async move {
-        let client = reqwest::Client::builder().timeout(timeout).build().unwrap();
-        loop {
-            let t0 = now_ms();
-            let status = client.get(&url).send().await.map(|r| r.status().as_u16()).unwrap_or(0);
-            o.lock().unwrap().push((t0 - since, status, now_ms() - t0));
-            tokio::time::sleep(every).await;
-        }
-    });
-    (out, h)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_node_rides_out_a_database_outage_and_applies_fire_once_to_the_missed_fires() {

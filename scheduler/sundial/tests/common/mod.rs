@@ -1,7 +1,8 @@
-//! Shared by the binary's cluster tests (`chaos.rs`, `outage.rs`): spawning real
+//! Shared by the binary's cluster tests (`chaos.rs`, `outage.rs`, `stall.rs`): spawning real
 //! `sundial serve` processes (copied from `cli.rs`, plus node ids, SIGKILL and
 //! per-node log files), a signature-verifying sink executor recording every delivery,
-//! API calls, and read-only SQL on the test database.
+//! API calls, health probes, a private `mariadbd` to stop or freeze, and read-only SQL on
+//! the test database.
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::io::{BufRead, BufReader};
@@ -305,6 +306,21 @@ pub async fn runs(pool: &sqlx::AnyPool) -> Vec<RunRow> {
     sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(pool).await.expect("read runs").iter().map(run_row).collect()
 }
 
+/// Schedule runs due before `before_ms`, whatever their state.
+pub async fn schedule_runs_before(pool: &sqlx::AnyPool, before_ms: i64) -> Vec<RunRow> {
+    let sql = format!(
+        "SELECT {RUN_COLS} FROM runs WHERE trigger_kind = 'schedule' AND scheduled_at_ms < ? ORDER BY scheduled_at_ms"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(before_ms)
+        .fetch_all(pool)
+        .await
+        .expect("read schedule runs")
+        .iter()
+        .map(run_row)
+        .collect()
+}
+
 /// Schedule runs due before `before_ms` that are not terminal yet.
 pub async fn open_schedule_runs(pool: &sqlx::AnyPool, before_ms: i64) -> Vec<RunRow> {
     let sql = format!(
@@ -464,6 +480,17 @@ impl PrivateMariaDb {
         }
     }
 
+    /// SIGSTOP `mariadbd`: the process freezes with every connection open, so queries in
+    /// flight neither fail nor answer (a stalled disk or a frozen VM, not a crash).
+    pub fn pause(&self) {
+        signal(self.pid().expect("mariadbd is running"), "STOP");
+    }
+
+    /// SIGCONT after [`PrivateMariaDb::pause`]: the queries in flight go on where they were.
+    pub fn resume(&self) {
+        signal(self.pid().expect("mariadbd is running"), "CONT");
+    }
+
     /// Run one statement as root (set-up only: creating the database).
     pub async fn execute(&self, sql: &str) {
         use sqlx::Connection;
@@ -564,4 +591,51 @@ impl Findings {
             })
             .collect()
     }
+}
+
+/// (ms since `since` when the probe was sent, HTTP status or 0 for no answer, latency ms)
+pub type Probes = Arc<Mutex<Vec<(i64, u16, i64)>>>;
+
+/// GET `base` + `path` every `every` (each with `timeout`) until the task is aborted.
+pub fn probe(
+    base: &str,
+    path: &'static str,
+    every: Duration,
+    timeout: Duration,
+    since: i64,
+) -> (Probes, tokio::task::JoinHandle<()>) {
+    let out: Probes = Arc::default();
+    let (o, url) = (out.clone(), format!("{base}{path}"));
+    let h = tokio::spawn(async move {
+        let client = reqwest::Client::builder().timeout(timeout).build().unwrap();
+        loop {
+            let t0 = now_ms();
+            let status = client.get(&url).send().await.map(|r| r.status().as_u16()).unwrap_or(0);
+            o.lock().unwrap().push((t0 - since, status, now_ms() - t0));
+            tokio::time::sleep(every).await;
+        }
+    });
+    (out, h)
+}
+
+/// Run futures concurrently, at most `limit` at a time, keeping their order.
+pub async fn join_limited<F: std::future::Future<Output = T> + Send + 'static, T: Send + 'static>(
+    limit: usize,
+    futs: impl Iterator<Item = F>,
+) -> Vec<T> {
+    let sem = Arc::new(tokio::sync::Semaphore::new(limit));
+    let handles: Vec<_> = futs
+        .map(|f| {
+            let sem = sem.clone();
+            tokio::spawn(async move {
+                let _p = sem.acquire().await.unwrap();
+                f.await
+            })
+        })
+        .collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        out.push(h.await.expect("task"));
+    }
+    out
 }
