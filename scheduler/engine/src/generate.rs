@@ -28,7 +28,14 @@ const DENSE_FIRES: usize = 16;
 /// together) is written up to a point between `near_ms` and twice that ahead, on a grid
 /// of period `near_ms` offset by the job's bucket: jobs created in the same second then
 /// refill at different moments, a slice of them each second, instead of all at once.
-pub(crate) fn generation_until(job_id: &str, schedule: &Schedule, from: i64, now: i64, horizon_ms: i64, near_ms: i64) -> i64 {
+pub(crate) fn generation_until(
+    job_id: &str,
+    schedule: &Schedule,
+    from: i64,
+    now: i64,
+    horizon_ms: i64,
+    near_ms: i64,
+) -> i64 {
     let full = now + horizon_ms;
     let upcoming = schedule.fires_between(from.max(now), full, DENSE_FIRES + 1);
     if upcoming.len() <= DENSE_FIRES {

@@ -499,9 +499,9 @@ impl Engine {
             return;
         }
         let sample = took_ms * 1000 / runs as i64;
-        let _ = self.dispatch_per_run_us.fetch_update(Relaxed, Relaxed, |old| {
-            Some(if old == 0 { sample } else { old + (sample - old) / 8 })
-        });
+        let _ = self
+            .dispatch_per_run_us
+            .fetch_update(Relaxed, Relaxed, |old| Some(if old == 0 { sample } else { old + (sample - old) / 8 }));
     }
 
     /// Record how long a dispatch took from leaving the timer to its commit (the engine

@@ -75,13 +75,19 @@ pub(crate) fn decide(
         match spec.policy {
             MisfirePolicy::Skip => {
                 for f in &missed {
-                    drop(format!("missed by more than the misfire threshold of {threshold} ms; misfire policy skip"), f);
+                    drop(
+                        format!("missed by more than the misfire threshold of {threshold} ms; misfire policy skip"),
+                        f,
+                    );
                 }
             }
             MisfirePolicy::FireAll => {
                 for f in &missed {
                     if now_ms - f.scheduled_at_ms > window {
-                        drop(format!("missed by more than the catch-up window of {window} ms; misfire policy fire_all"), f);
+                        drop(
+                            format!("missed by more than the catch-up window of {window} ms; misfire policy fire_all"),
+                            f,
+                        );
                     } else {
                         out.keep.push(f.id.clone());
                     }
@@ -222,7 +228,8 @@ impl Engine {
         }
         let mut expired = 0;
         for (message, ids) in &settled.expire {
-            expired += crate::retry_deadlock(|| self.store.run_expire_many(ids, &self.cfg.node_id, message, now)).await?;
+            expired +=
+                crate::retry_deadlock(|| self.store.run_expire_many(ids, &self.cfg.node_id, message, now)).await?;
         }
         if expired > 0 {
             self.load.note_misfired(expired);
@@ -247,10 +254,11 @@ mod tests {
     #[test]
     fn each_policy_decides_a_backlog_in_one_pass() {
         let now = 100_000;
-        let fires: Vec<LateFire> = [("s", 80_000), ("s", 90_000), ("s", 97_000), ("o", 80_000), ("o", 90_000), ("a", 30_000), ("a", 90_000)]
-            .iter()
-            .map(|(j, t)| fire(j, *t))
-            .collect();
+        let fires: Vec<LateFire> =
+            [("s", 80_000), ("s", 90_000), ("s", 97_000), ("o", 80_000), ("o", 90_000), ("a", 30_000), ("a", 90_000)]
+                .iter()
+                .map(|(j, t)| fire(j, *t))
+                .collect();
         let specs = HashMap::from([
             ("s".to_string(), spec(MisfirePolicy::Skip)),
             ("o".to_string(), spec(MisfirePolicy::FireOnce)),

@@ -19,8 +19,8 @@ mod batch;
 use crate::error::conflict_on;
 use crate::{
     ApiKey, App, Attempt, AttemptResult, ClaimParams, Dialect, DispatchDecision, Executor, FinishAttempt,
-    FinishOutcome, Job, JobFilter, Node, NodeBeat, Page, PeekParams, Result, Run, RunFilter, RunLog, Script, Store, StoreError,
-    Tenant, ToDispatch, migrate,
+    FinishOutcome, Job, JobFilter, Node, NodeBeat, Page, PeekParams, Result, Run, RunFilter, RunLog, Script, Store,
+    StoreError, Tenant, ToDispatch, migrate,
 };
 use crate::{FinishShard, RunShard, ShardDelivery, ShardFinishOutcome, ShardFreeze, ShardRetryBegin};
 

@@ -31,6 +31,7 @@ crate::on_both_databases!(
     a_run_taken_ahead_by_the_dispatch_lead_goes_out_at_its_instant,
     a_fire_written_behind_the_peek_cursor_still_fires_on_time,
     a_full_claim_says_so_and_the_next_takes_the_rest,
+    a_node_far_behind_settles_its_backlog_by_policy_and_is_on_time_again,
 );
 
 struct Setup {
@@ -1057,4 +1058,98 @@ async fn a_full_claim_says_so_and_the_next_takes_the_rest(app: &TestApp) {
     assert_eq!(engine.claim_round().await.unwrap(), (8, false), "the rest, and then the claimer may rest");
     assert_eq!(engine.claim_round().await.unwrap(), (0, false));
     assert_eq!(engine.timer_len(), 40);
+}
+
+/// Issue 14's "never wedged", on the manual clock: 40 per-second jobs have their next
+/// fires in the node's timer when the node stops turning for 30 s (a paused process, a
+/// stalled store). Its next turn settles the whole backlog by the misfire policies (the
+/// fires in its timer, the ones its peek finds late, the ones generation writes for the
+/// gap) and delivers the fires still within the threshold; the turn after that is on time.
+/// Every fire of the gap is recorded (delivered, or `expired` with a reason), none twice,
+/// and the node's load figures in `GET /api/v1/nodes` say what happened.
+async fn a_node_far_behind_settles_its_backlog_by_policy_and_is_on_time_again(app: &TestApp) {
+    let s = setup(app).await;
+    let mut jobs: Vec<(String, &str)> = Vec::new();
+    for (policy, n) in [("skip", 20), ("fire_once", 20)] {
+        for i in 0..n {
+            let j = app
+                .job(
+                    &s.key,
+                    json!({"name": format!("{policy}-{i}"), "app": "billing", "handler": "h", "block": "discard_later",
+                    "schedule": {"kind": "fixed_rate", "every_ms": 1000}, "misfire": {"policy": policy}}),
+                )
+                .await;
+            jobs.push((j["id"].as_str().unwrap().to_string(), policy));
+        }
+    }
+    let start = app.clock.now_ms();
+    app.engine.tick().await.unwrap();
+    app.clock.advance(1_000);
+    app.engine.tick().await.unwrap();
+    assert!(app.engine.timer_len() >= 40 * 5, "the next fires wait in the timer: {}", app.engine.timer_len());
+    // Stopped for 30 s.
+    app.clock.advance(30_000);
+    let behind_at = app.clock.now_ms();
+    app.engine.tick().await.unwrap();
+    // On time again: the next turn delivers each job's fire at its instant.
+    app.clock.advance(1_000);
+    let next = app.clock.now_ms();
+    let before = s.exec.deliveries().len();
+    app.engine.tick().await.unwrap();
+    let fresh: Vec<_> = s.exec.deliveries()[before..].to_vec();
+    assert_eq!(fresh.len(), 40, "one fire per job at {next}, nothing from the backlog");
+    let delivered: std::collections::HashMap<String, usize> =
+        s.exec.deliveries().iter().fold(Default::default(), |mut m, d| {
+            *m.entry(d.body["run_id"].as_str().unwrap().to_string()).or_default() += 1;
+            m
+        });
+    let mut expired = 0;
+    for (job_id, policy) in &jobs {
+        let rs = runs(app, &s.key, job_id).await;
+        let mut late_delivered = 0;
+        let mut covered = std::collections::BTreeSet::new();
+        for r in &rs {
+            let at = r["fire_key"].as_str().unwrap().trim_start_matches("s:").parse::<i64>().unwrap();
+            let n = delivered.get(r["id"].as_str().unwrap()).copied().unwrap_or(0);
+            assert!(n <= 1, "delivered once at most: {r}");
+            match r["state"].as_str().unwrap() {
+                "expired" => {
+                    expired += 1;
+                    assert_eq!(n, 0, "{r}");
+                    assert!(r["message"].as_str().unwrap().contains("misfire"), "{r}");
+                }
+                "succeeded" => {
+                    assert_eq!(n, 1, "{r}");
+                    // Missed: due while the node stood still, more than the threshold before it woke.
+                    if at > start + 1_000 && at < behind_at - 5_000 {
+                        late_delivered += 1;
+                    }
+                }
+                // Fires within the threshold that went in one batch: one goes, the job's block
+                // strategy (discard_later) skips the rest.
+                "skipped" => assert!(at >= behind_at - 5_000 && at <= behind_at, "{r}"),
+                "pending" | "queued" => assert!(at > next, "only future fires are still open: {r}"),
+                other => panic!("unexpected state {other}: {r}"),
+            }
+            covered.insert(at);
+        }
+        // Every fire from the first to `next` has its run: none lost in the backlog.
+        let first = *covered.iter().next().unwrap();
+        assert!(first <= start + 1_000, "{first} {start}");
+        for at in (first..=next).step_by(1_000) {
+            assert!(covered.contains(&at), "job {job_id}: the fire at {at} has no run");
+        }
+        match *policy {
+            "skip" => assert_eq!(late_delivered, 0, "skip delivers no missed fire"),
+            _ => assert!(late_delivered <= 1, "fire_once delivers at most one missed fire: {late_delivered}"),
+        }
+    }
+    assert!(expired >= 40 * 20, "the gap's missed fires are recorded expired: {expired}");
+    // The node says it: its heartbeat publishes what it expired.
+    app.engine.heartbeat_once().await.unwrap();
+    let (st, nodes) = app.get("/api/v1/nodes", &app.operator_key).await;
+    assert_eq!(st, StatusCode::OK, "{nodes}");
+    let node = &nodes["items"][0];
+    assert!(node["misfired"].as_i64().unwrap() >= expired as i64, "{node}");
+    assert!(node["backlog"].is_i64() && node["lateness_ms"].is_i64(), "{node}");
 }
