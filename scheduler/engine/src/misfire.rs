@@ -46,8 +46,9 @@ pub(crate) struct Settled {
     pub expire: BTreeMap<String, Vec<String>>,
 }
 
-/// Decide a batch of late fires by their jobs' misfire specs (pure; `later_fire(job, at)`
-/// tells whether a later fire of the job has gone or is overdue too, for `fire_once`).
+/// Decide a batch of late fires by their jobs' misfire specs (pure; `later_fire(job, at,
+/// before)` tells whether a later fire of the job has gone already or is missed too, i.e.
+/// scheduled before `before`, for `fire_once`).
 /// A fire whose job is unknown is kept: its dispatch finds the job gone and cancels it.
 pub(crate) fn decide(
     fires: &[LateFire],
@@ -101,7 +102,9 @@ pub(crate) fn decide(
                     for f in earlier {
                         drop(msg.clone(), f);
                     }
-                    if !fresh.is_empty() || later_fire(job_id, last.scheduled_at_ms, now_ms - threshold) {
+                    // Collapsed into the latest *missed* fire: fresher fires (within the
+                    // threshold) go as well, they are not misfires.
+                    if later_fire(job_id, last.scheduled_at_ms, now_ms - threshold) {
                         drop(msg, last);
                     } else {
                         out.keep.push(last.id.clone());
@@ -199,14 +202,20 @@ impl Engine {
         let mut ids: Vec<String> = fires.iter().map(|f| f.job_id.clone()).collect();
         ids.sort_unstable();
         ids.dedup();
-        let specs: HashMap<String, MisfireSpec> =
-            self.store.job_get_many(&ids).await?.into_iter().map(|j| (j.id, j.misfire)).collect();
+        let jobs = self.store.job_get_many(&ids).await?;
+        // How far each job's runs are written: a `fire_once` fire is the one to deliver only
+        // once every missed fire of its job is written (else a later one, still to be
+        // generated, is the latest missed fire).
+        let written: HashMap<String, i64> =
+            jobs.iter().map(|j| (j.id.clone(), j.generated_until_ms.unwrap_or(i64::MIN))).collect();
+        let specs: HashMap<String, MisfireSpec> = jobs.into_iter().map(|j| (j.id, j.misfire)).collect();
         let now = self.now_ms();
         // `fire_once`: a later fire of the job held here and due (or being dispatched) settles
         // it in memory; only otherwise does the store say whether one has gone already.
         let mut ask_store: Vec<(String, i64, i64)> = Vec::new();
+        let unwritten = |job: &str, before: i64| written.get(job).is_some_and(|w| *w < before);
         let probe = decide(fires, &specs, now, |job, at, before| {
-            if self.timer.holds_later_fire(job, at, now) {
+            if unwritten(job, before) || self.timer.holds_later_fire(job, at, before) {
                 return true;
             }
             ask_store.push((job.to_string(), at, before));
@@ -221,8 +230,10 @@ impl Engine {
                 }
             }
             if !later.is_empty() {
-                settled = decide(fires, &specs, now, |job, at, _| {
-                    self.timer.holds_later_fire(job, at, now) || later.contains(&(job.to_string(), at))
+                settled = decide(fires, &specs, now, |job, at, before| {
+                    unwritten(job, before)
+                        || self.timer.holds_later_fire(job, at, before)
+                        || later.contains(&(job.to_string(), at))
                 });
             }
         }
@@ -283,9 +294,12 @@ mod tests {
             true
         });
         assert!(d.keep.is_empty());
-        // A fresh fire of the job in the same batch settles it without asking.
-        let d = decide(&[fire("o", 10_000), fire("o", 99_000)], &specs, 100_000, |_, _, _| panic!("not asked"));
-        assert_eq!(d.keep, ["o@99000"]);
+        // A fresh fire of the job (within the threshold) is no misfire: the latest missed
+        // fire still goes, and so does the fresh one.
+        let d = decide(&[fire("o", 10_000), fire("o", 99_000)], &specs, 100_000, |_, _, _| false);
+        let mut keep = d.keep.clone();
+        keep.sort();
+        assert_eq!(keep, ["o@10000", "o@99000"]);
     }
 
     #[test]

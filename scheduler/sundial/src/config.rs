@@ -125,7 +125,8 @@ impl Settings {
             horizon_ms >= claim_window_ms && horizon_ms <= 86_400_000,
             "horizon_ms: must be at least claim_window_ms ({claim_window_ms}) and at most one day"
         );
-        let timer_capacity = self.timer_capacity.or(file.timer_capacity).unwrap_or(10_000);
+        let engine_defaults = sundial_engine::EngineConfig::new("");
+        let timer_capacity = self.timer_capacity.or(file.timer_capacity).unwrap_or(engine_defaults.capacity);
         anyhow::ensure!(timer_capacity >= 1, "timer_capacity: must be at least 1");
         let retention_days = self.retention_days.or(file.retention_days).unwrap_or(5);
         anyhow::ensure!(retention_days >= 1, "retention_days: must be at least 1");
@@ -134,10 +135,11 @@ impl Settings {
             (0..=60_000).contains(&affinity_grace_ms),
             "affinity_grace_ms: must be 0-60000 (fires of other nodes' jobs wait this long; the misfire threshold is 5000 by default)"
         );
-        let max_dispatch_lead_ms = self.max_dispatch_lead_ms.or(file.max_dispatch_lead_ms).unwrap_or(200);
+        let max_dispatch_lead_ms =
+            self.max_dispatch_lead_ms.or(file.max_dispatch_lead_ms).unwrap_or(engine_defaults.max_dispatch_lead_ms);
         anyhow::ensure!(
-            (0..=1_000).contains(&max_dispatch_lead_ms),
-            "max_dispatch_lead_ms: must be 0-1000 (0 turns the lead off)"
+            (0..=10_000).contains(&max_dispatch_lead_ms),
+            "max_dispatch_lead_ms: must be 0-10000 (0 turns the lead off)"
         );
         let max_inflight = self.max_inflight.or(file.max_inflight).unwrap_or(512);
         anyhow::ensure!(max_inflight >= 1, "max_inflight: must be at least 1");
@@ -202,6 +204,7 @@ mod tests {
         assert!(err.to_string().contains("max_dispatch_lead_ms"), "{err}");
         let r = Settings { max_dispatch_lead_ms: Some(0), ..Default::default() }.resolve().unwrap();
         assert_eq!(r.max_dispatch_lead_ms, 0, "0 turns the lead off");
-        assert_eq!(Settings::default().resolve().unwrap().max_dispatch_lead_ms, 200);
+        assert_eq!(Settings::default().resolve().unwrap().max_dispatch_lead_ms, 2_000);
+        assert_eq!(Settings::default().resolve().unwrap().timer_capacity, 50_000);
     }
 }

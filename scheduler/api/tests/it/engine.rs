@@ -1125,9 +1125,14 @@ async fn a_node_far_behind_settles_its_backlog_by_policy_and_is_on_time_again(ap
                         late_delivered += 1;
                     }
                 }
-                // Fires within the threshold that went in one batch: one goes, the job's block
-                // strategy (discard_later) skips the rest.
-                "skipped" => assert!(at >= behind_at - 5_000 && at <= behind_at, "{r}"),
+                // Fires the policy let through that went in one batch: one goes, the job's
+                // block strategy (discard_later) skips the rest.
+                "skipped" => {
+                    assert!(at >= behind_at - 6_000 && at <= behind_at, "{r}");
+                    if at < behind_at - 5_000 {
+                        late_delivered += 1; // a missed fire the policy let through
+                    }
+                }
                 "pending" | "queued" => assert!(at > next, "only future fires are still open: {r}"),
                 other => panic!("unexpected state {other}: {r}"),
             }
