@@ -52,13 +52,15 @@ pub fn sample(procs: &[(&str, Option<u32>)]) -> Sample {
 pub struct Usage {
     pub processes: Vec<(String, Option<f64>)>,
     pub machine_busy_pct_of_all_cores: Option<f64>,
+    /// Busy time of the machine outside the tracked processes (another load distorts the run).
+    pub everything_else_pct_of_one_core: Option<f64>,
     pub cores: usize,
 }
 
 pub fn usage(a: &Sample, b: &Sample) -> Usage {
     let secs = b.at.duration_since(a.at).as_secs_f64().max(1e-9);
     let tck = clk_tck();
-    let processes = a
+    let processes: Vec<(String, Option<f64>)> = a
         .procs
         .iter()
         .zip(&b.procs)
@@ -74,11 +76,13 @@ pub fn usage(a: &Sample, b: &Sample) -> Usage {
         (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => Some((b1 - b0) as f64 / (t1 - t0) as f64 * 100.0),
         _ => None,
     };
-    Usage {
-        processes,
-        machine_busy_pct_of_all_cores: machine,
-        cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-    }
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    // The machine's busy time not spent by the tracked processes, in % of one core.
+    let everything_else_pct_of_one_core = machine.map(|m| {
+        let tracked: f64 = processes.iter().filter_map(|(_, p)| *p).sum();
+        (m * cores as f64 - tracked).max(0.0)
+    });
+    Usage { processes, machine_busy_pct_of_all_cores: machine, everything_else_pct_of_one_core, cores }
 }
 
 #[cfg(test)]

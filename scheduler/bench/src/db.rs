@@ -289,6 +289,8 @@ pub struct Accounting {
     pub unaccounted: u64,
     /// A few of them, as `job_id@RFC 3339`.
     pub unaccounted_examples: Vec<String>,
+    /// Their current state (`no row`, or a state not final yet, e.g. still `queued`).
+    pub unaccounted_by_state: Vec<(String, u64)>,
     /// Undelivered fires recorded in a final state, by that state.
     pub undelivered_recorded: Vec<(String, u64)>,
 }
@@ -301,7 +303,7 @@ pub async fn account(target: &Target, w: Window, missing: &[(String, i64)]) -> a
     let pool = pool(&target.sql_url(None)).await?;
     let mut acc = Accounting::default();
     let rows = sqlx::query(
-        "SELECT state, COUNT(*) AS n, SUM(expired_count) AS e FROM runs \
+        "SELECT state, COUNT(*) AS n, CAST(COALESCE(SUM(expired_count), 0) AS SIGNED) AS e FROM runs \
          WHERE trigger_kind = 'schedule' AND scheduled_at_ms >= ? AND scheduled_at_ms < ? GROUP BY state ORDER BY state",
     )
     .bind(w.start_ms)
@@ -311,10 +313,10 @@ pub async fn account(target: &Target, w: Window, missing: &[(String, i64)]) -> a
     for r in &rows {
         let state: String = r.try_get("state")?;
         let n: i64 = r.try_get("n")?;
-        // SUM is DECIMAL on MySQL: read it as text, whatever the driver makes of it.
-        let e = r.try_get::<i64, _>("e").ok().or_else(|| r.try_get::<String, _>("e").ok()?.parse().ok());
+        let e: i64 = r.try_get("e")?;
         if state == "expired" {
-            acc.expired_fires += e.unwrap_or(0).max(n) as u64;
+            // A run expired on its own has count 0; a summarising row counts several fires.
+            acc.expired_fires += e.max(n) as u64;
         }
         acc.runs_by_state.push((state, n as u64));
     }
@@ -341,6 +343,7 @@ pub async fn account(target: &Target, w: Window, missing: &[(String, i64)]) -> a
             state_of.insert((job, at), state);
         }
         let mut by_state: HashMap<String, u64> = HashMap::new();
+        let mut open: HashMap<String, u64> = HashMap::new();
         for (job, at) in missing {
             let recorded = match state_of.get(&(job.clone(), *at)) {
                 Some(s) if FINAL.contains(&s.as_str()) => Some(s.clone()),
@@ -353,8 +356,9 @@ pub async fn account(target: &Target, w: Window, missing: &[(String, i64)]) -> a
                 Some(s) => *by_state.entry(s).or_default() += 1,
                 None => {
                     acc.unaccounted += 1;
-                    if acc.unaccounted_examples.len() < 5 {
-                        let state = state_of.get(&(job.clone(), *at)).map_or("no row", String::as_str);
+                    let state = state_of.get(&(job.clone(), *at)).map_or("no row", String::as_str);
+                    *open.entry(state.to_string()).or_default() += 1;
+                    if acc.unaccounted_examples.len() < 3 {
                         acc.unaccounted_examples.push(format!("{job}@{} ({state})", crate::sink::rfc3339_ms(*at)));
                     }
                 }
@@ -362,6 +366,8 @@ pub async fn account(target: &Target, w: Window, missing: &[(String, i64)]) -> a
         }
         acc.undelivered_recorded = by_state.into_iter().collect();
         acc.undelivered_recorded.sort();
+        acc.unaccounted_by_state = open.into_iter().collect();
+        acc.unaccounted_by_state.sort();
     }
     pool.close().await;
     Ok(acc)

@@ -183,15 +183,28 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let logdir = tempfile::Builder::new().prefix("sundial-bench-log-").tempdir()?;
     let log = logdir.path().join("sundial.log");
     say(format!("starting {} serve (log: {})", bin.display(), log.display()));
-    let mut sundial = Sundial::start(&bin, target.sundial_env(), &args.envs, &log).await?;
-    let outcome = measure(&args, &mut target, &sink, &mut sundial, &bin, &database_server, floor, raw).await;
-    say("stopping sundial (SIGTERM)");
-    let exit = sundial.stop().await;
+    let outcome = match Sundial::start(&bin, target.sundial_env(), &args.envs, &log).await {
+        Ok(mut sundial) => {
+            let outcome = measure(&args, &mut target, &sink, &mut sundial, &bin, &database_server, floor, raw).await;
+            say("stopping sundial (SIGTERM)");
+            let exit = sundial.stop().await;
+            outcome.map(|mut r| {
+                r.sundial_exit = exit;
+                r
+            })
+        }
+        Err(e) => Err(e),
+    };
     target.cleanup().await;
-    let mut report = outcome?;
-    report.sundial_exit = exit;
-    let keep = args.keep_logs || !report.verdict.pass;
-    if keep {
+    let mut report = match outcome {
+        Ok(r) => r,
+        Err(e) => {
+            let dir = logdir.keep();
+            say(format!("failed; sundial's log is kept: {}", dir.join("sundial.log").display()));
+            return Err(e);
+        }
+    };
+    if args.keep_logs || !report.verdict.pass {
         let dir = logdir.keep();
         report.sundial_log = Some(dir.join("sundial.log").display().to_string());
     }

@@ -183,8 +183,9 @@ impl Report {
             .collect();
         let _ = writeln!(
             s,
-            "cpu:       {} of one core; machine {} of {} cores busy",
+            "cpu:       {}, everything else {} (% of one core); machine {} of {} cores busy",
             cpu.join(", "),
+            self.cpu.everything_else_pct_of_one_core.map_or("?".into(), |p| format!("{p:.0} %")),
             self.cpu.machine_busy_pct_of_all_cores.map_or("?".into(), |p| format!("{p:.0} %")),
             self.cpu.cores
         );
@@ -207,10 +208,12 @@ impl Report {
             if a.unaccounted == 0 {
                 let _ = writeln!(s, "           none lost: every expected fire was delivered or recorded");
             } else {
+                let states: Vec<String> = a.unaccounted_by_state.iter().map(|(s, n)| format!("{s} {n}")).collect();
                 let _ = writeln!(
                     s,
-                    "           LOST: {} fires neither delivered nor recorded, e.g. {}",
+                    "           UNACCOUNTED: {} fires neither delivered nor in a final state ({}), e.g. {}",
                     a.unaccounted,
+                    states.join(", "),
                     a.unaccounted_examples.join(", ")
                 );
             }
