@@ -225,10 +225,10 @@ impl Target {
         match self {
             Target::Private { server, .. } => server.stop().await,
             Target::External { server_url, name } => {
-                if let Some(n) = name.take() {
-                    if let Err(e) = drop_database(server_url, &n).await {
-                        eprintln!("could not drop database {n}: {e}");
-                    }
+                if let Some(n) = name.take()
+                    && let Err(e) = drop_database(server_url, &n).await
+                {
+                    eprintln!("could not drop database {n}: {e}");
                 }
             }
             Target::Sqlite { .. } => {}
