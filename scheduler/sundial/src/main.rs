@@ -1,9 +1,7 @@
 //! `sundial`: the one binary. `serve` runs a node (API and scheduling engine),
-//! `migrate` applies database migrations, `openapi` prints the OpenAPI document,
-//! `bench` measures fires per second against raw baselines. `anyhow` lives here and
-//! nowhere else.
+//! `migrate` applies database migrations, `openapi` prints the OpenAPI document.
+//! (Benchmarks drive this binary from outside: the `sundial-bench` crate.)
 
-mod bench;
 mod config;
 
 use std::sync::Arc;
@@ -42,8 +40,6 @@ enum Command {
     Migrate(Settings),
     /// Print the OpenAPI document.
     Openapi,
-    /// Measure fires/s and lateness against raw baselines
-    Bench(bench::BenchArgs),
 }
 
 fn init_tracing(cfg: &Resolved) {
@@ -153,6 +149,5 @@ async fn main() -> anyhow::Result<()> {
             print!("{}", sundial_api::openapi::document());
             Ok(())
         }
-        Command::Bench(args) => bench::run(args).await,
     }
 }

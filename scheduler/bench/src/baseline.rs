@@ -1,0 +1,223 @@
+//! The baselines, measured in the same run before Sundial starts, with the sink otherwise idle.
+//!
+//! - **floor**: no store and no bookkeeping. At each of 5 consecutive whole seconds, J POSTs
+//!   signed like Sundial's deliveries (same headers, a body of the same shape) go to the same
+//!   sink over one keep-alive client pool, at most 512 in flight (Sundial's default
+//!   `max_inflight`). Lateness = receive − the whole second.
+//! - **raw inserts**: J rows in multi-row `INSERT`s (500 rows a statement, one commit each)
+//!   into a scratch table shaped like Sundial's `runs`, in the same database.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::json;
+use tokio::sync::Semaphore;
+
+use sqlx::Connection as _;
+
+use crate::db::Target;
+use crate::measure::{Pct, pct};
+use crate::sign::Key;
+use crate::sink::{Sink, now_us, rfc3339_ms};
+
+pub const FLOOR_SECONDS: i64 = 5;
+pub const MAX_INFLIGHT: usize = 512;
+pub const ROWS_PER_INSERT: usize = 500;
+
+#[derive(Debug, Serialize)]
+pub struct Floor {
+    pub sent: u64,
+    pub received: u64,
+    pub errors: u64,
+    pub bad_signatures: u64,
+    /// Receive − whole second, every POST of the 5 seconds.
+    pub lateness_ms: Pct,
+}
+
+/// Sundial's delivery client settings (scheduler/engine/src/delivery.rs).
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(5))
+        .pool_idle_timeout(Duration::from_secs(60))
+        .tcp_nodelay(true)
+        .user_agent("sundial/0.1.0")
+        .build()
+        .expect("HTTP client builds")
+}
+
+/// One POST signed as Sundial signs a delivery of a run's first attempt.
+async fn post(http: &reqwest::Client, url: &str, key: &Key, second_ms: i64, i: usize) -> bool {
+    let run_id = format!("run_floor{:010}{:08}", second_ms / 1000 % 10_000_000_000, i);
+    let job_id = format!("job_floor{i:08}");
+    let scheduled_at = rfc3339_ms(second_ms);
+    let body = serde_json::to_vec(&json!({
+        "run_id": run_id, "job_id": job_id, "job": format!("bench-{i}"), "handler": "bench.tick",
+        "params": {}, "attempt": 1, "scheduled_at": scheduled_at, "trigger": "schedule",
+        "shard": {"index": 0, "total": 1},
+    }))
+    .expect("JSON");
+    let msg_id = format!("msg_{run_id}_0_1");
+    let ts = (now_us() / 1_000_000).to_string();
+    let r = http
+        .post(url)
+        .timeout(Duration::from_secs(30))
+        .header("content-type", "application/json")
+        .header("webhook-id", &msg_id)
+        .header("webhook-timestamp", &ts)
+        .header("webhook-signature", key.sign(&msg_id, &ts, &body))
+        .header("sundial-app-id", "app_floor00000000000000000000000")
+        .header("sundial-node", "floor")
+        .header("sundial-run-id", &run_id)
+        .header("sundial-attempt", "1")
+        .header("sundial-scheduled-at", &scheduled_at)
+        .header("sundial-shard", "0/1")
+        .body(body)
+        .send()
+        .await;
+    match r {
+        Ok(r) if r.status().is_success() => r.bytes().await.is_ok(),
+        _ => false,
+    }
+}
+
+/// Sleep until epoch ms `t` (tokio's timer, as Sundial's).
+pub async fn sleep_until_ms(t: i64) {
+    let now = now_us() / 1000;
+    if t > now {
+        tokio::time::sleep(Duration::from_millis((t - now) as u64)).await;
+    }
+}
+
+pub async fn floor(sink: &Sink, jobs: usize) -> anyhow::Result<Floor> {
+    let (key, _) = Key::generate();
+    sink.set_key(key.clone());
+    sink.take();
+    sink.reset_counters();
+    let http = client();
+    let url = sink.url();
+    // Warm the pool the way a running Sundial's is warm: a few keep-alive connections open.
+    for _ in 0..4 {
+        let _ = http.get(&url).send().await;
+    }
+    sink.reset_counters();
+    let permits = Arc::new(Semaphore::new(MAX_INFLIGHT));
+    let first = (now_us() / 1000).div_euclid(1000) * 1000 + 2000;
+    let mut seconds = tokio::task::JoinSet::new();
+    for k in 0..FLOOR_SECONDS {
+        let (http, url, key, permits) = (http.clone(), url.clone(), key.clone(), permits.clone());
+        let second = first + k * 1000;
+        seconds.spawn(async move {
+            sleep_until_ms(second).await;
+            let mut posts = tokio::task::JoinSet::new();
+            for i in 0..jobs {
+                let (http, url, key, permits) = (http.clone(), url.clone(), key.clone(), permits.clone());
+                posts.spawn(async move {
+                    let _permit = permits.acquire_owned().await.expect("semaphore open");
+                    post(&http, &url, &key, second, i).await
+                });
+            }
+            let mut errors = 0u64;
+            while let Some(ok) = posts.join_next().await {
+                if !ok.unwrap_or(false) {
+                    errors += 1;
+                }
+            }
+            errors
+        });
+    }
+    let mut errors = 0;
+    while let Some(e) = seconds.join_next().await {
+        errors += e?;
+    }
+    let recs = sink.take();
+    let lateness: Vec<f64> = recs.iter().map(|r| (r.received_us - r.scheduled_ms * 1000) as f64 / 1000.0).collect();
+    Ok(Floor {
+        sent: FLOOR_SECONDS as u64 * jobs as u64,
+        received: recs.len() as u64,
+        errors,
+        bad_signatures: sink.bad_signatures(),
+        lateness_ms: pct(lateness),
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct RawInserts {
+    pub rows: u64,
+    pub rows_per_statement: usize,
+    pub secs: f64,
+    pub rows_per_sec: f64,
+}
+
+const SCRATCH: &str = "bench_runs_scratch";
+const COLS: &str = "id, tenant_id, job_id, fire_key, trigger_kind, scheduled_at_ms, state, attempt, job_version, \
+    bucket, expired_count, created_at_ms, updated_at_ms";
+const NCOLS: usize = 13;
+
+fn create_sql(sqlite: bool) -> Vec<String> {
+    let (text, big, tail) = if sqlite {
+        ("TEXT", "INTEGER", "")
+    } else {
+        ("VARCHAR(40)", "BIGINT", " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
+    };
+    let key = if sqlite { "TEXT" } else { "VARCHAR(255)" };
+    vec![
+        format!("DROP TABLE IF EXISTS {SCRATCH}"),
+        format!(
+            "CREATE TABLE {SCRATCH} (id {text} NOT NULL PRIMARY KEY, tenant_id {text} NOT NULL, job_id {text} NOT NULL, \
+             fire_key {key} NOT NULL, trigger_kind {text} NOT NULL, scheduled_at_ms {big} NOT NULL, state {text} NOT NULL, \
+             attempt {big} NOT NULL DEFAULT 0, job_version {big} NOT NULL, bucket {big} NOT NULL, \
+             owner_node {text} NULL, lease_until_ms {big} NULL, expired_count {big} NOT NULL DEFAULT 0, \
+             created_at_ms {big} NOT NULL, updated_at_ms {big} NOT NULL){tail}"
+        ),
+        format!("CREATE UNIQUE INDEX uq_scratch_fire ON {SCRATCH} (job_id, fire_key)"),
+        format!("CREATE INDEX ix_scratch_tenant ON {SCRATCH} (tenant_id, scheduled_at_ms, id)"),
+        format!("CREATE INDEX ix_scratch_lease ON {SCRATCH} (lease_until_ms)"),
+    ]
+}
+
+/// J rows, [`ROWS_PER_INSERT`] per statement, each statement its own (auto)commit, one
+/// connection. SQLite: a scratch file beside Sundial's, with Sundial's settings.
+pub async fn raw_inserts(target: &Target, jobs: usize) -> anyhow::Result<RawInserts> {
+    let sqlite = target.is_sqlite();
+    let mut conn = sqlx::AnyConnection::connect(&target.sql_url(sqlite.then_some("scratch.db"))).await?;
+    if sqlite {
+        sqlx::query("PRAGMA journal_mode = WAL").execute(&mut conn).await?;
+        sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut conn).await?;
+    }
+    for s in create_sql(sqlite) {
+        sqlx::query(sqlx::AssertSqlSafe(s)).execute(&mut conn).await?;
+    }
+    let now = now_us() / 1000;
+    let start = Instant::now();
+    let mut written = 0usize;
+    while written < jobs {
+        let n = ROWS_PER_INSERT.min(jobs - written);
+        let row = format!("({})", vec!["?"; NCOLS].join(", "));
+        let sql = format!("INSERT INTO {SCRATCH} ({COLS}) VALUES {}", vec![row.as_str(); n].join(", "));
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for i in written..written + n {
+            let at = now + (i as i64 % 1000) * 1000;
+            q = q
+                .bind(format!("run_{i:036}"))
+                .bind("ten_00000000000000000000000000000000")
+                .bind(format!("job_{:036}", i))
+                .bind(format!("s:{at}"))
+                .bind("schedule")
+                .bind(at)
+                .bind("pending")
+                .bind(0i64)
+                .bind(1i64)
+                .bind((i % 64) as i64)
+                .bind(0i64)
+                .bind(now)
+                .bind(now);
+        }
+        q.execute(&mut conn).await?;
+        written += n;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE {SCRATCH}"))).execute(&mut conn).await?;
+    let _ = conn.close().await;
+    Ok(RawInserts { rows: jobs as u64, rows_per_statement: ROWS_PER_INSERT, secs, rows_per_sec: jobs as f64 / secs })
+}

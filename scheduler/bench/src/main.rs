@@ -1,0 +1,369 @@
+//! `sundial-bench`: what a user gets from one real `sundial serve`, measured from outside.
+//!
+//! **What it measures** (issue 14): the binary started with its default configuration on a
+//! private MariaDB at default durability (or SQLite), J jobs created through the public API
+//! over 8 keep-alive connections just before measuring, each firing once a second — every job
+//! on the same second (`--phase aligned`: cron `* * * * * *`) or spread over the second
+//! (`--phase spread`: fixed rate, job i anchored i·1000/J ms into the second) — delivered to a
+//! signature-checking Rust sink that answers `200 {"status": "succeeded"}` at once. For the
+//! fires scheduled in a window (from `--measure-after` s after creation ended, for `--window`
+//! s), it reports misses (not received within 5 s of the window's end), exactly-once breaches,
+//! redeliveries, lateness (receive − scheduled) p50/p90/p99/max, fires/s, a per-second
+//! series, the CPU split, and the database's accounting of the window's runs. In the same run,
+//! before Sundial starts, it measures the baselines — the *floor* (J signed POSTs at each of 5
+//! whole seconds, no store, no bookkeeping, to the same sink) and J raw multi-row inserts — and
+//! prints each figure as a ratio to them, with the verdict `missed == 0 and p99 ≤ 2 × floor p99`.
+//! `--stall-db-at`/`--stall-db-secs` SIGSTOP the private `mariadbd` mid-window and report when
+//! fires are on time again and whether any fire was lost.
+//!
+//! **What it does not measure**: clusters (one node only), executors that take time or fail,
+//! retries, callbacks, API latency under load, anything past the window, or another machine's
+//! figures (compare the ratios, not the absolute numbers, across machines). One case per
+//! invocation; it is a measurement, not a test of correctness beyond the counts it prints.
+
+mod baseline;
+mod cpu;
+mod db;
+mod measure;
+mod report;
+mod server;
+mod sign;
+mod sink;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use clap::{Parser, ValueEnum};
+
+use crate::baseline::sleep_until_ms;
+use crate::db::Target;
+use crate::measure::{PERIOD_MS, Window, analyse, on_time_from, spread_offset_ms};
+use crate::report::{Case, Creation, Report, SinkCounts, Stall};
+use crate::server::{Api, Sundial};
+use crate::sink::{Sink, now_us};
+
+/// Fires not received this long after the window's end are misses.
+const GRACE_S: u64 = 5;
+/// Concurrent keep-alive connections creating the jobs.
+const CREATE_CONNECTIONS: usize = 8;
+/// A second is "on time" when its p99 lateness is within this.
+const ON_TIME_MS: f64 = 1000.0;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Phase {
+    /// Every job on the same whole second (cron `* * * * * *`).
+    Aligned,
+    /// Job i at i·1000/J ms into each second (fixed rate 1000 ms with an anchor).
+    Spread,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
+enum Database {
+    Mysql,
+    Sqlite,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sundial-bench",
+    version,
+    about = "Measure one real `sundial serve` from outside against baselines measured in the same run"
+)]
+struct Args {
+    /// J: how many jobs, each firing once a second.
+    #[arg(long)]
+    jobs: usize,
+    #[arg(long, value_enum, default_value = "aligned")]
+    phase: Phase,
+    #[arg(long, value_enum, default_value = "mysql")]
+    database: Database,
+    /// Use this MySQL/MariaDB server (a fresh database is created and dropped) instead of a
+    /// private throwaway MariaDB.
+    #[arg(long)]
+    mysql_url: Option<String>,
+    /// The `sundial` binary to run.
+    #[arg(long, env = "SUNDIAL_BIN", default_value = "target/release/sundial")]
+    sundial: PathBuf,
+    /// Seconds from the end of job creation to the window's start (0: from the first fire).
+    #[arg(long, default_value_t = 5)]
+    measure_after: u64,
+    /// Seconds of scheduled fires measured.
+    #[arg(long, default_value_t = 30)]
+    window: u64,
+    /// SIGSTOP the private mariadbd this many seconds into the window …
+    #[arg(long, requires = "stall_db_secs")]
+    stall_db_at: Option<f64>,
+    /// … and SIGCONT it after this many seconds.
+    #[arg(long, requires = "stall_db_at")]
+    stall_db_secs: Option<f64>,
+    /// One JSON object on stdout (the text goes to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Keep Sundial's log even when the run passes.
+    #[arg(long)]
+    keep_logs: bool,
+    /// Extra environment for `sundial serve` (KEY=VALUE, repeatable): non-default settings,
+    /// listed in the report.
+    #[arg(long = "env", value_parser = parse_env)]
+    envs: Vec<(String, String)>,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("`{s}`: expected KEY=VALUE"))?;
+    Ok((k.to_string(), v.to_string()))
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    anyhow::ensure!(args.jobs > 0, "--jobs must be at least 1");
+    anyhow::ensure!(args.window > 0, "--window must be at least 1");
+    if args.stall_db_at.is_some() {
+        anyhow::ensure!(
+            args.database == Database::Mysql && args.mysql_url.is_none(),
+            "--stall-db-at stops the database: only with the private MariaDB (no --sqlite, no --mysql-url)"
+        );
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async {
+        tokio::select! {
+            r = run(args) => r,
+            _ = tokio::signal::ctrl_c() => {
+                // Dropping `run` stops sundial and the private MariaDB and drops the database.
+                eprintln!("interrupted: cleaning up");
+                Err(anyhow::anyhow!("interrupted"))
+            }
+        }
+    })
+}
+
+fn sh(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(cmd).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|x| x.1.trim().to_string())
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+/// Print progress to stderr.
+fn say(msg: impl std::fmt::Display) {
+    eprintln!("[sundial-bench] {msg}");
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    sqlx::any::install_default_drivers();
+    let bin = std::fs::canonicalize(&args.sundial)
+        .with_context(|| format!("the sundial binary {} (build it, or pass --sundial)", args.sundial.display()))?;
+    let j = args.jobs;
+
+    say(format!("database: {:?}", args.database));
+    let mut target = match (args.database, &args.mysql_url) {
+        (Database::Sqlite, _) => Target::sqlite()?,
+        (Database::Mysql, Some(url)) => Target::external(url).await?,
+        (Database::Mysql, None) => Target::private().await?,
+    };
+    let database_server = target.describe().await;
+    let sink = Sink::start().await?;
+
+    say(format!("floor baseline: {j} signed POSTs at each of 5 whole seconds"));
+    let floor = baseline::floor(&sink, j).await?;
+    say(format!("raw insert baseline: {j} rows"));
+    let raw = baseline::raw_inserts(&target, j).await?;
+
+    let logdir = tempfile::Builder::new().prefix("sundial-bench-log-").tempdir()?;
+    let log = logdir.path().join("sundial.log");
+    say(format!("starting {} serve (log: {})", bin.display(), log.display()));
+    let outcome = match Sundial::start(&bin, target.sundial_env(), &args.envs, &log).await {
+        Ok(mut sundial) => {
+            let outcome = measure(&args, &mut target, &sink, &mut sundial, &bin, &database_server, floor, raw).await;
+            say("stopping sundial (SIGTERM)");
+            let exit = sundial.stop().await;
+            outcome.map(|mut r| {
+                r.sundial_exit = exit;
+                r
+            })
+        }
+        Err(e) => Err(e),
+    };
+    target.cleanup().await;
+    let mut report = match outcome {
+        Ok(r) => r,
+        Err(e) => {
+            let dir = logdir.keep();
+            say(format!("failed; sundial's log is kept: {}", dir.join("sundial.log").display()));
+            return Err(e);
+        }
+    };
+    if args.keep_logs || !report.verdict.pass {
+        let dir = logdir.keep();
+        report.sundial_log = Some(dir.join("sundial.log").display().to_string());
+    }
+    let text = report.human();
+    if args.json {
+        eprint!("{text}");
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{text}");
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn measure(
+    args: &Args,
+    target: &mut Target,
+    sink: &Sink,
+    sundial: &mut Sundial,
+    bin: &std::path::Path,
+    database_server: &str,
+    floor: baseline::Floor,
+    raw: baseline::RawInserts,
+) -> anyhow::Result<Report> {
+    let j = args.jobs;
+    let op = Api::new(&sundial.base, &sundial.admin_key);
+    let tenant = op.create("/api/v1/tenants", &serde_json::json!({"name": "bench"})).await?;
+    let api = op.with_key(tenant["admin_key"].as_str().context("tenant without admin_key")?);
+    let app = api.create("/api/v1/apps", &serde_json::json!({"name": "bench", "endpoints": [sink.url()]})).await?;
+    sink.set_key(sign::Key::parse(app["secret"].as_str().context("app without secret")?)?);
+    sink.take();
+    sink.reset_counters();
+
+    let offsets: Vec<i64> = match args.phase {
+        Phase::Aligned => vec![0; j],
+        Phase::Spread => (0..j).map(|i| spread_offset_ms(i, j)).collect(),
+    };
+    let anchor_second = (now_us() / 1000).div_euclid(PERIOD_MS) * PERIOD_MS;
+    let schedules = offsets
+        .iter()
+        .map(|o| server::schedule(matches!(args.phase, Phase::Spread).then_some(*o), anchor_second))
+        .collect();
+    say(format!("creating {j} jobs ({:?}) over {CREATE_CONNECTIONS} connections", args.phase));
+    let started = Instant::now();
+    let job_ids = server::create_jobs(&api, schedules, CREATE_CONNECTIONS).await?;
+    let create_secs = started.elapsed().as_secs_f64();
+    let t0_ms = now_us() / 1000;
+    say(format!("created in {create_secs:.2} s"));
+
+    let start_ms = (t0_ms + args.measure_after as i64 * 1000 + PERIOD_MS - 1).div_euclid(PERIOD_MS) * PERIOD_MS;
+    let w = Window { start_ms, end_ms: start_ms + args.window as i64 * 1000 };
+    let procs = |s: &Sundial, t: &Target| {
+        vec![("sundial", s.pid()), ("mariadbd", t.server_pid()), ("sundial-bench", Some(std::process::id()))]
+    };
+    sleep_until_ms(w.start_ms).await;
+    say(format!("measuring fires scheduled in the next {} s", args.window));
+    let cpu0 = cpu::sample(&procs(sundial, target));
+
+    let stall = match (args.stall_db_at, args.stall_db_secs) {
+        (Some(at), Some(secs)) => {
+            let pid = target.server_pid().context("no private mariadbd to stop")?;
+            let stop_ms = w.start_ms + (at * 1000.0) as i64;
+            let resume_ms = stop_ms + (secs * 1000.0) as i64;
+            Some((
+                tokio::spawn(async move {
+                    sleep_until_ms(stop_ms).await;
+                    db::signal(pid, "STOP");
+                    say(format!("mariadbd (pid {pid}) stopped"));
+                    sleep_until_ms(resume_ms).await;
+                    db::signal(pid, "CONT");
+                    say("mariadbd resumed");
+                }),
+                stop_ms,
+                resume_ms,
+            ))
+        }
+        _ => None,
+    };
+
+    sleep_until_ms(w.end_ms).await;
+    let cpu1 = cpu::sample(&procs(sundial, target));
+    let deadline_us = (w.end_ms + GRACE_S as i64 * 1000) * 1000;
+    sleep_until_ms(deadline_us / 1000).await;
+    if let Some((task, _, _)) = &stall {
+        while !task.is_finished() {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+    if let Some(s) = sundial.exited() {
+        say(format!("sundial serve exited during the run: {s}"));
+    }
+
+    // Map the sink's interned job ids onto the creation order.
+    let names = sink.job_names();
+    let index: HashMap<&str, u32> = job_ids.iter().enumerate().map(|(i, id)| (id.as_str(), i as u32)).collect();
+    let mut recs = sink.take();
+    for r in &mut recs {
+        r.job = names.get(r.job as usize).and_then(|n| index.get(n.as_str())).copied().unwrap_or(u32::MAX);
+    }
+    let outcome = analyse(&recs, &offsets, w, deadline_us);
+    drop(recs);
+    say(format!("delivered {}/{}; reading the database's account of the window", outcome.delivered, outcome.expected));
+    let missing: Vec<(String, i64)> = outcome.missing.iter().map(|(j, t)| (job_ids[*j].clone(), *t)).collect();
+    let (accounting, accounting_error) = match db::account(target, w, &missing).await {
+        Ok(a) => (Some(a), None),
+        Err(e) => (None, Some(format!("{e:#}"))),
+    };
+
+    let stall = stall.map(|(_, stop_ms, resume_ms)| {
+        let from_sec = (resume_ms - w.start_ms).div_euclid(1000);
+        Stall {
+            stopped_at_s: (stop_ms - w.start_ms) as f64 / 1000.0,
+            resumed_at_s: (resume_ms - w.start_ms) as f64 / 1000.0,
+            on_time_again_after_s: on_time_from(&outcome.series, from_sec, ON_TIME_MS)
+                .map(|s| ((s * 1000 + w.start_ms - resume_ms) as f64 / 1000.0).max(0.0)),
+        }
+    });
+    let (ratios, verdict) = Report::ratios_and_verdict(&outcome, &floor, &raw, j);
+    let mut env_overrides: Vec<String> = args.envs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    env_overrides.sort();
+    Ok(Report {
+        case: Case {
+            jobs: j,
+            phase: format!("{:?}", args.phase).to_lowercase(),
+            database: target.label().to_string(),
+            database_server: database_server.to_string(),
+            env_overrides,
+            sundial_bin: bin.display().to_string(),
+            sundial_version: sh(&bin.display().to_string(), &["--version"]).unwrap_or_else(|| "?".into()),
+            git_commit: sh("git", &["rev-parse", "--short", "HEAD"]),
+            nproc: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            cpu_model: cpu_model(),
+            measure_after_s: args.measure_after,
+            window_start_after_creation_s: (w.start_ms - t0_ms) as f64 / 1000.0,
+            window_s: args.window,
+            grace_s: GRACE_S,
+            window: w,
+        },
+        creation: Creation {
+            jobs: j,
+            secs: create_secs,
+            jobs_per_sec: j as f64 / create_secs,
+            connections: CREATE_CONNECTIONS,
+        },
+        floor,
+        raw_inserts: raw,
+        sink: SinkCounts {
+            bad_signatures: sink.bad_signatures(),
+            unreadable: sink.unreadable(),
+            cancels: sink.cancels(),
+        },
+        cpu: cpu::usage(&cpu0, &cpu1),
+        outcome,
+        accounting,
+        accounting_error,
+        stall,
+        ratios,
+        verdict,
+        sundial_exit: String::new(),
+        sundial_log: None,
+    })
+}

@@ -1,0 +1,268 @@
+//! What a run prints: everything in one serialisable [`Report`], shown as text or JSON.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::baseline::{Floor, RawInserts};
+use crate::cpu::Usage;
+use crate::db::Accounting;
+use crate::measure::{Outcome, Window};
+
+#[derive(Debug, Serialize)]
+pub struct Case {
+    pub jobs: usize,
+    pub phase: String,
+    pub database: String,
+    pub database_server: String,
+    /// `--env` settings: NOT Sundial's defaults.
+    pub env_overrides: Vec<String>,
+    pub sundial_bin: String,
+    pub sundial_version: String,
+    pub git_commit: Option<String>,
+    pub nproc: usize,
+    pub cpu_model: String,
+    pub measure_after_s: u64,
+    /// From the end of creation to the window's start: `measure_after_s`, rounded up so the
+    /// window starts on a whole second.
+    pub window_start_after_creation_s: f64,
+    pub window_s: u64,
+    pub grace_s: u64,
+    /// Scheduled times measured, epoch ms `[start, end)`.
+    pub window: Window,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Creation {
+    pub jobs: usize,
+    pub secs: f64,
+    pub jobs_per_sec: f64,
+    pub connections: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Stall {
+    /// Seconds from the window's start.
+    pub stopped_at_s: f64,
+    pub resumed_at_s: f64,
+    /// Seconds after the resume from which every later second of the window had all its fires
+    /// delivered with p99 ≤ 1,000 ms (`None`: not within the window).
+    pub on_time_again_after_s: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Ratios {
+    pub p99_over_floor_p99: f64,
+    pub p50_over_floor_p50: f64,
+    pub fires_per_sec_over_jobs: f64,
+    pub fires_per_sec_over_raw_insert_rows_per_sec: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Verdict {
+    pub missed_zero: bool,
+    pub p99_within_2x_floor: bool,
+    pub pass: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SinkCounts {
+    pub bad_signatures: u64,
+    pub unreadable: u64,
+    pub cancels: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub case: Case,
+    pub creation: Creation,
+    pub floor: Floor,
+    pub raw_inserts: RawInserts,
+    pub outcome: Outcome,
+    pub sink: SinkCounts,
+    pub cpu: Usage,
+    pub accounting: Option<Accounting>,
+    pub accounting_error: Option<String>,
+    pub stall: Option<Stall>,
+    pub ratios: Ratios,
+    pub verdict: Verdict,
+    pub sundial_exit: String,
+    pub sundial_log: Option<String>,
+}
+
+pub fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { f64::NAN }
+}
+
+impl Report {
+    pub fn ratios_and_verdict(outcome: &Outcome, floor: &Floor, raw: &RawInserts, jobs: usize) -> (Ratios, Verdict) {
+        let l = &outcome.lateness_ms;
+        let ratios = Ratios {
+            p99_over_floor_p99: ratio(l.p99, floor.lateness_ms.p99),
+            p50_over_floor_p50: ratio(l.p50, floor.lateness_ms.p50),
+            fires_per_sec_over_jobs: ratio(outcome.fires_per_sec, jobs as f64),
+            fires_per_sec_over_raw_insert_rows_per_sec: ratio(outcome.fires_per_sec, raw.rows_per_sec),
+        };
+        let missed_zero = outcome.missed == 0;
+        let p99_within_2x_floor = l.n > 0 && l.p99 <= 2.0 * floor.lateness_ms.p99;
+        (ratios, Verdict { missed_zero, p99_within_2x_floor, pass: missed_zero && p99_within_2x_floor })
+    }
+
+    pub fn human(&self) -> String {
+        let mut s = String::new();
+        let c = &self.case;
+        let o = &self.outcome;
+        let l = &o.lateness_ms;
+        let f = &self.floor;
+        let _ = writeln!(s, "== sundial-bench: J = {} jobs, phase {}, {} ==", c.jobs, c.phase, c.database);
+        let _ = writeln!(
+            s,
+            "sundial:   {} ({}), commit {}",
+            c.sundial_bin,
+            c.sundial_version,
+            c.git_commit.as_deref().unwrap_or("?")
+        );
+        let _ = writeln!(s, "database:  {}", c.database_server);
+        let _ = writeln!(s, "machine:   {} cores, {}", c.nproc, c.cpu_model);
+        if c.env_overrides.is_empty() {
+            let _ = writeln!(s, "config:    Sundial defaults (no --env overrides)");
+        } else {
+            let _ = writeln!(s, "config:    NON-DEFAULT settings: {}", c.env_overrides.join(" "));
+        }
+        let _ = writeln!(
+            s,
+            "jobs:      {} created in {:.2} s ({:.0}/s, {} connections)",
+            self.creation.jobs, self.creation.secs, self.creation.jobs_per_sec, self.creation.connections
+        );
+        let _ = writeln!(
+            s,
+            "window:    fires scheduled {:.1} s to {:.1} s after creation ended ({} s), grace {} s",
+            c.window_start_after_creation_s,
+            c.window_start_after_creation_s + c.window_s as f64,
+            c.window_s,
+            c.grace_s
+        );
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "floor:     {} POSTs in 5 whole seconds, {} received, {} errors; lateness p50 {:.1} / p90 {:.1} / p99 {:.1} / max {:.1} ms",
+            f.sent, f.received, f.errors, f.lateness_ms.p50, f.lateness_ms.p90, f.lateness_ms.p99, f.lateness_ms.max
+        );
+        let r = &self.raw_inserts;
+        let _ = writeln!(
+            s,
+            "raw insert: {} rows ({} a statement, one commit each) in {:.3} s = {:.0} rows/s",
+            r.rows, r.rows_per_statement, r.secs, r.rows_per_sec
+        );
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "sundial:   expected {}, delivered {} within the grace, MISSED {} ({} after the grace)",
+            o.expected, o.delivered, o.missed, o.after_grace
+        );
+        let _ = writeln!(
+            s,
+            "           lateness p50 {:.1} / p90 {:.1} / p99 {:.1} / max {:.1} ms; {:.1} fires/s",
+            l.p50, l.p90, l.p99, l.max, o.fires_per_sec
+        );
+        let _ = writeln!(
+            s,
+            "           duplicate runs (exactly-once breach) {}, redeliveries (same webhook-id) {}, unexpected {}, bad signatures {}, unreadable {}, cancels {}",
+            o.duplicate_runs,
+            o.redeliveries,
+            o.unexpected,
+            self.sink.bad_signatures,
+            self.sink.unreadable,
+            self.sink.cancels
+        );
+        let cpu: Vec<String> = self
+            .cpu
+            .processes
+            .iter()
+            .map(|(n, p)| format!("{n} {}", p.map_or("?".into(), |p| format!("{p:.0} %"))))
+            .collect();
+        let _ = writeln!(
+            s,
+            "cpu:       {}, everything else {} (% of one core); machine {} of {} cores busy",
+            cpu.join(", "),
+            self.cpu.everything_else_pct_of_one_core.map_or("?".into(), |p| format!("{p:.0} %")),
+            self.cpu.machine_busy_pct_of_all_cores.map_or("?".into(), |p| format!("{p:.0} %")),
+            self.cpu.cores
+        );
+        if let Some(a) = &self.accounting {
+            let states: Vec<String> = a.runs_by_state.iter().map(|(s, n)| format!("{s} {n}")).collect();
+            let _ = writeln!(
+                s,
+                "database:  runs in the window by state: {}; fires counted expired: {}",
+                states.join(", "),
+                a.expired_fires
+            );
+            if o.missed > 0 {
+                let rec: Vec<String> = a.undelivered_recorded.iter().map(|(s, n)| format!("{s} {n}")).collect();
+                let _ = writeln!(
+                    s,
+                    "           undelivered but recorded: {}",
+                    if rec.is_empty() { "none".into() } else { rec.join(", ") }
+                );
+            }
+            if a.unaccounted == 0 {
+                let _ = writeln!(s, "           none lost: every expected fire was delivered or recorded");
+            } else {
+                let states: Vec<String> = a.unaccounted_by_state.iter().map(|(s, n)| format!("{s} {n}")).collect();
+                let _ = writeln!(
+                    s,
+                    "           UNACCOUNTED: {} fires neither delivered nor in a final state ({}), e.g. {}",
+                    a.unaccounted,
+                    states.join(", "),
+                    a.unaccounted_examples.join(", ")
+                );
+            }
+        }
+        if let Some(e) = &self.accounting_error {
+            let _ = writeln!(s, "database:  accounting failed: {e}");
+        }
+        if let Some(st) = &self.stall {
+            let _ = writeln!(
+                s,
+                "stall:     mariadbd stopped at +{:.1} s, resumed at +{:.1} s; on time again {}",
+                st.stopped_at_s,
+                st.resumed_at_s,
+                st.on_time_again_after_s.map_or("NOT within the window".into(), |n| format!("after {n:.0} s"))
+            );
+        }
+        let _ = writeln!(s);
+        let _ = writeln!(s, "per scheduled second (from the window's start): delivered/expected p50 p99 ms");
+        for sec in &o.series {
+            let _ = writeln!(
+                s,
+                "  {:>4} s  {:>7}/{:<7} {:>9.1} {:>9.1}",
+                sec.at, sec.delivered, sec.expected, sec.p50_ms, sec.p99_ms
+            );
+        }
+        let _ = writeln!(s);
+        let rt = &self.ratios;
+        let _ = writeln!(
+            s,
+            "ratios:    p99 / floor p99 = {:.2}; p50 / floor p50 = {:.2}; fires/s / J = {:.3}; fires/s / raw insert rows/s = {:.3}",
+            rt.p99_over_floor_p99,
+            rt.p50_over_floor_p50,
+            rt.fires_per_sec_over_jobs,
+            rt.fires_per_sec_over_raw_insert_rows_per_sec
+        );
+        let v = &self.verdict;
+        let _ = writeln!(
+            s,
+            "verdict:   {} (missed = 0: {}; p99 {:.1} ms ≤ 2 × floor p99 {:.1} ms: {})",
+            if v.pass { "PASS" } else { "FAIL" },
+            if v.missed_zero { "yes" } else { "no" },
+            l.p99,
+            2.0 * f.lateness_ms.p99,
+            if v.p99_within_2x_floor { "yes" } else { "no" }
+        );
+        let _ = writeln!(s, "sundial:   {}", self.sundial_exit);
+        if let Some(log) = &self.sundial_log {
+            let _ = writeln!(s, "log kept:  {log}");
+        }
+        s
+    }
+}
