@@ -223,11 +223,17 @@ impl Engine {
         });
         let mut settled = probe;
         if !ask_store.is_empty() {
-            let mut later = std::collections::HashSet::new();
+            // One `before` for the batch (every fire was judged at the same `now`), but
+            // thresholds differ per job: ask per distinct `before`, each one set-based.
+            let mut by_before: BTreeMap<i64, Vec<(String, i64)>> = BTreeMap::new();
             for (job, at, before) in &ask_store {
-                if self.store.run_has_later_overdue(job, *at, *before).await? {
-                    later.insert((job.clone(), *at));
-                }
+                by_before.entry(*before).or_default().push((job.clone(), *at));
+            }
+            let mut later = std::collections::HashSet::new();
+            for (before, fires) in &by_before {
+                let jobs: std::collections::HashSet<String> =
+                    self.store.run_later_fires(fires, *before).await?.into_iter().collect();
+                later.extend(fires.iter().filter(|(j, _)| jobs.contains(j)).cloned());
             }
             if !later.is_empty() {
                 settled = decide(fires, &specs, now, |job, at, before| {

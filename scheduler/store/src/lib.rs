@@ -285,6 +285,12 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Returns how many were expired.
     async fn run_expire_many(&self, run_ids: &[String], node_id: &str, message: &str, now_ms: i64) -> Result<u64>;
     async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool>;
+    /// [`Store::run_has_later_overdue`] for many (job, scheduled at) at once: the jobs that
+    /// have a schedule fire after theirs that has gone already (dispatched or finished) or
+    /// is still `pending`/`queued` but scheduled before `before_ms` (missed too). A few
+    /// statements for the whole batch, each reading only the jobs' fires from the earliest
+    /// instant asked about on.
+    async fn run_later_fires(&self, fires: &[(String, i64)], before_ms: i64) -> Result<Vec<String>>;
     /// Hand claimed runs not yet dispatched back (`queued` → `pending`, retrying runs lose their owner).
     async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64>;
     /// The dispatch transaction: move a run to `dispatching` as its next attempt, reading

@@ -1132,9 +1132,17 @@ impl Store for SqlStore {
         }
         let room = p.limit - claimed.len() as i64;
         if room > 0 && p.include_schedule {
-            // Left to the peek, our own fires are scanned only up to the backstop's instant.
+            // Left to the peek, our own fires are scanned only up to the backstop's instant. A
+            // node that owns every bucket scans no further: past that instant every row would be
+            // read and filtered out, and while a node is behind (own backstop a lease back) that
+            // was every fire of the last half minute, on each claim round.
+            let scan_to = if p.owned_buckets == sundial_core::affinity::ALL_BUCKETS {
+                own_due
+            } else {
+                own_due.max(p.foreign_due_before_ms)
+            };
             let ids: Vec<String> = sqlx::query(schedule_sql)
-                .bind(own_due.max(p.foreign_due_before_ms))
+                .bind(scan_to)
                 .bind(mask)
                 .bind(own_due)
                 .bind(p.foreign_due_before_ms)
@@ -1256,17 +1264,50 @@ impl Store for SqlStore {
     }
 
     async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool> {
-        Ok(sqlx::query(
-            "SELECT 1 FROM runs WHERE job_id = ? AND trigger_kind = 'schedule' AND scheduled_at_ms > ? \
+        let later = self.run_later_fires(&[(job_id.to_string(), scheduled_at_ms)], before_ms).await?;
+        Ok(!later.is_empty())
+    }
+
+    async fn run_later_fires(&self, fires: &[(String, i64)], before_ms: i64) -> Result<Vec<String>> {
+        // The job's schedule fires after the earliest asked-about instant, found through
+        // `uq_runs_fire` (job, fire key): `s:<ms>` keys of 13 digits (2001-09-09 to 2286)
+        // sort as their instants do, so the scan reads only fires from that instant on, not
+        // the job's whole history (which a range on `ix_runs_job (job_id, state)` walked).
+        // The instant is checked again as a number, so the key order is only the access path.
+        let Some(from) = fires.iter().map(|(_, at)| *at).min() else { return Ok(Vec::new()) };
+        let mut jobs: Vec<&str> = fires.iter().map(|(j, _)| j.as_str()).collect();
+        jobs.sort_unstable();
+        jobs.dedup();
+        let sql = format!(
+            "SELECT job_id, scheduled_at_ms FROM runs WHERE job_id IN ({}) AND fire_key > ? AND fire_key < 's;' \
+             AND trigger_kind = 'schedule' AND scheduled_at_ms > ? \
              AND (state IN ('dispatching', 'running', 'retrying', 'succeeded', 'failed') \
-                  OR (state IN ('pending', 'queued') AND scheduled_at_ms < ?)) LIMIT 1",
-        )
-        .bind(job_id)
-        .bind(scheduled_at_ms)
-        .bind(before_ms)
-        .fetch_optional(&self.pool)
-        .await?
-        .is_some())
+                  OR (state IN ('pending', 'queued') AND scheduled_at_ms < ?))",
+            batch::IDS
+        );
+        let mut latest: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+        let mut tx = self.begin().await?;
+        for chunk in jobs.chunks(batch::IN_CHUNK) {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(batch::in_list(&sql, chunk.len())));
+            for i in 0..batch::in_width(chunk.len()) {
+                q = q.bind(chunk[i.min(chunk.len() - 1)]);
+            }
+            let rows = q.bind(format!("s:{from}")).bind(from).bind(before_ms).fetch_all(&mut *tx).await?;
+            for r in &rows {
+                let at: i64 = col(r, "scheduled_at_ms")?;
+                let e = latest.entry(col(r, "job_id")?).or_insert(at);
+                *e = (*e).max(at);
+            }
+        }
+        tx.commit().await?;
+        let mut out: Vec<String> = fires
+            .iter()
+            .filter(|(job, at)| latest.get(job).is_some_and(|l| l > at))
+            .map(|(job, _)| job.clone())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
     }
 
     async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64> {

@@ -990,3 +990,65 @@ fn beat(id: &str, address: &str, claimed: i64, started_at_ms: i64) -> NodeBeat {
         ..NodeBeat::default()
     }
 }
+
+/// What the engine's bulk misfire settling relies on (issue 14): a batch of jobs read at
+/// once, "a later fire has gone or is missed too" for many jobs in one call, and a batch of
+/// fires expired by one statement, conditional like the single-run expiry.
+pub async fn late_fires_are_settled_in_bulk(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let j = job_with(&s, &a, "j", BlockStrategy::Serial).await;
+    let k = job_with(&s, &a, "k", BlockStrategy::Serial).await;
+    let jobs = s.job_get_many(&[j.id.clone(), k.id.clone(), "job_missing".into()]).await.unwrap();
+    let mut got: Vec<&str> = jobs.iter().map(|x| x.id.as_str()).collect();
+    got.sort_unstable();
+    let mut want = vec![j.id.as_str(), k.id.as_str()];
+    want.sort_unstable();
+    assert_eq!(got, want, "missing ids are left out");
+
+    let at = |i: i64| NOW + i * 1_000;
+    let fire = |job: &Job, i: i64, state: RunState| {
+        let mut r = run_of(job, &format!("s:{}", at(i)), at(i));
+        r.state = state;
+        r
+    };
+    // j: a finished fire long ago, then 10 (missed), 11 succeeded, 12 expired, 13 pending.
+    // k: 10 (missed), 11 expired, 12 pending but not missed.
+    let mut j10 = None;
+    let mut k10 = None;
+    for (job, i, state) in [
+        (&j, -100, RunState::Succeeded),
+        (&j, 10, RunState::Pending),
+        (&j, 11, RunState::Succeeded),
+        (&j, 12, RunState::Expired),
+        (&j, 13, RunState::Pending),
+        (&k, 10, RunState::Pending),
+        (&k, 11, RunState::Expired),
+        (&k, 12, RunState::Pending),
+    ] {
+        let r = fire(job, i, state);
+        assert!(s.run_insert(&r).await.unwrap());
+        if i == 10 {
+            if job.id == j.id { j10 = Some(r) } else { k10 = Some(r) }
+        }
+    }
+    let (j10, k10) = (j10.unwrap(), k10.unwrap());
+    let before = at(12); // fires before +12 s are missed
+    let later = s.run_later_fires(&[(j.id.clone(), at(10)), (k.id.clone(), at(10))], before).await.unwrap();
+    assert_eq!(later, vec![j.id.clone()], "j's fire at +11 s has gone; k's later fires are expired or not missed");
+    assert!(s.run_has_later_overdue(&j.id, at(10), before).await.unwrap());
+    assert!(!s.run_has_later_overdue(&j.id, at(11), before).await.unwrap(), "nothing gone or missed after +11 s");
+    assert!(!s.run_has_later_overdue(&k.id, at(10), before).await.unwrap());
+    assert!(s.run_has_later_overdue(&k.id, at(10), at(13)).await.unwrap(), "k's +12 s is missed before +13 s");
+    assert!(s.run_later_fires(&[], before).await.unwrap().is_empty());
+
+    // Expired in bulk, only from `pending` (or this node's `queued`).
+    let ids = vec![j10.id.clone(), k10.id.clone(), j10.id.clone()];
+    assert_eq!(s.run_expire_many(&ids, "node_a", "missed; misfire policy skip", NOW).await.unwrap(), 2);
+    for r in [&j10, &k10] {
+        let got = s.run_get(&t.id, &r.id).await.unwrap().unwrap();
+        assert_eq!(got.state, RunState::Expired);
+        assert_eq!(got.message.as_deref(), Some("missed; misfire policy skip"));
+    }
+    assert_eq!(s.run_expire_many(&ids, "node_a", "again", NOW).await.unwrap(), 0, "already final: nothing changes");
+}

@@ -55,6 +55,7 @@ for_each_database!(
     generate_moves_each_jobs_own_cursor_in_a_mixed_batch,
     claims_prefer_owned_buckets_and_take_others_after_the_grace,
     peeked_fires_are_read_without_a_claim_and_dispatched_from_pending,
+    late_fires_are_settled_in_bulk,
 );
 
 /// Sharded runs (`shards.rs`): `shard::sqlite::NAME` and `shard::mysql::NAME`.
