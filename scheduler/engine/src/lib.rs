@@ -138,12 +138,12 @@ fn lead_for(took: i64, max: i64) -> i64 {
 static DEADLOCK_RETRIES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// How many times, in this process, a transaction was run again after the database rolled
-/// it back to break a deadlock (all engines together; `sundial bench` reports it).
+/// it back to break a deadlock (all engines together).
 pub fn deadlock_retries() -> u64 {
     DEADLOCK_RETRIES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// What one engine has done since it was created (`sundial bench` reports these per node).
+/// What one engine has done since it was created (tests read these; the node list shows load through the heartbeat).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EngineStats {
     /// `run_claim` calls.
