@@ -539,6 +539,11 @@ impl Engine {
         let mut n = 0;
         let mut handles = Vec::new();
         loop {
+            // Shutdown must not wait for the timer to run dry: under load (or with every
+            // `serial` job polling behind a predecessor that is retrying) it never does.
+            if self.cancel_token().is_cancelled() {
+                break;
+            }
             let slot = self.batch_slots.clone().acquire_owned().await.expect("the semaphore is never closed");
             let popped_at = self.now_ms();
             // Runs whose instant has come are committed only while a delivery slot is free, so
