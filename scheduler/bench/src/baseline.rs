@@ -1,6 +1,7 @@
 //! The baselines, measured in the same run before Sundial starts, with the sink otherwise idle.
 //!
-//! - **floor**: no store and no bookkeeping. At each of 5 consecutive whole seconds, J POSTs
+//! - **floor**: no store and no bookkeeping. After one unmeasured whole second that warms the
+//!   connection pool, at each of 5 consecutive whole seconds, J POSTs
 //!   signed like Sundial's deliveries (same headers, a body of the same shape) go to the same
 //!   sink over one keep-alive client pool, at most 512 in flight (Sundial's default
 //!   `max_inflight`). Lateness = receive − the whole second.
@@ -96,15 +97,14 @@ pub async fn floor(sink: &Sink, jobs: usize) -> anyhow::Result<Floor> {
     sink.reset_counters();
     let http = client();
     let url = sink.url();
-    // Warm the pool the way a running Sundial's is warm: a few keep-alive connections open.
-    for _ in 0..4 {
-        let _ = http.get(&url).send().await;
-    }
-    sink.reset_counters();
+    // Warm the pool the way a running Sundial's is warm when the window opens (it has sent
+    // herds before): one whole second of J POSTs, sent but not measured, so the measured
+    // seconds do not pay for opening up to 512 connections that Sundial has open already.
     let permits = Arc::new(Semaphore::new(MAX_INFLIGHT));
-    let first = (now_us() / 1000).div_euclid(1000) * 1000 + 2000;
+    let warm = (now_us() / 1000).div_euclid(1000) * 1000 + 2000;
+    let first = warm + 1000;
     let mut seconds = tokio::task::JoinSet::new();
-    for k in 0..FLOOR_SECONDS {
+    for k in -1..FLOOR_SECONDS {
         let (http, url, key, permits) = (http.clone(), url.clone(), key.clone(), permits.clone());
         let second = first + k * 1000;
         seconds.spawn(async move {
@@ -130,7 +130,7 @@ pub async fn floor(sink: &Sink, jobs: usize) -> anyhow::Result<Floor> {
     while let Some(e) = seconds.join_next().await {
         errors += e?;
     }
-    let recs = sink.take();
+    let recs: Vec<_> = sink.take().into_iter().filter(|r| r.scheduled_ms >= first).collect();
     let lateness: Vec<f64> = recs.iter().map(|r| (r.received_us - r.scheduled_ms * 1000) as f64 / 1000.0).collect();
     Ok(Floor {
         sent: FLOOR_SECONDS as u64 * jobs as u64,

@@ -284,7 +284,8 @@ impl Engine {
                 }
             };
             let staged = permits.split(1);
-            let due_ms = instant.get(&run_id).copied().unwrap_or(i64::MIN);
+            // Every decided run was in the batch: its instant is known.
+            let due_ms = instant.get(&run_id).copied().unwrap_or(now);
             let e = self.clone();
             let h = self.deliveries.spawn(async move {
                 let _staged = staged;
@@ -296,7 +297,7 @@ impl Engine {
                 if early > 0 {
                     tokio::time::sleep(Duration::from_millis(early.min(e.cfg.max_dispatch_lead_ms.max(0)) as u64)).await;
                 }
-                let slot = match e.delivery_slot(&mut run, due_ms).await {
+                let slot = match e.delivery_slot(&mut run, due_ms, job.timeout_ms).await {
                     Ok(p) => p,
                     Err(err) => {
                         tracing::warn!(run_id = %run_id, error = %err, "could not extend a waiting delivery; its lease will bring it back");
@@ -305,7 +306,7 @@ impl Engine {
                         return;
                     }
                 };
-                e.load.note_sent(e.now_ms() - due_ms.max(i64::MIN / 2));
+                e.load.note_sent(e.now_ms() - due_ms);
                 if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref(), slot).await {
                     tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
                 }
@@ -323,23 +324,35 @@ impl Engine {
     }
 
     /// A delivery slot for a committed run. Waiting for it is normally short (only runs
-    /// committed ahead of their instant can find every slot taken); a wait past
-    /// [`DISPATCH_SLOW_MS`] moves the run's deadline and lease by its length, and a very
-    /// long one (a slow executor holding every slot) renews them every half lease, so the
-    /// run is never taken for lost while it waits here.
-    async fn delivery_slot(&self, run: &mut Run, due_ms: i64) -> Result<tokio::sync::OwnedSemaphorePermit> {
+    /// committed ahead of their instant can find every slot taken). A wait longer than a
+    /// tenth of the job's timeout (at least [`DISPATCH_SLOW_MS`]) moves the run's deadline
+    /// and lease by its length, one statement for that run: a herd's runs waiting a few
+    /// hundred ms for a slot write nothing. A very long wait (a slow executor holding every
+    /// slot) renews them every half lease, so the run is never taken for lost while it
+    /// waits here.
+    async fn delivery_slot(
+        &self,
+        run: &mut Run,
+        due_ms: i64,
+        timeout_ms: i64,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit> {
         let from = self.now_ms().max(due_ms);
         let step = Duration::from_millis((self.cfg.lease_ms / 2).max(1) as u64);
+        let worth_moving = (timeout_ms / 10).max(DISPATCH_SLOW_MS);
+        let mut moved = 0;
         loop {
             match tokio::time::timeout(step, self.inflight_permit()).await {
                 Ok(p) => {
                     let waited = self.now_ms() - from;
-                    if waited > DISPATCH_SLOW_MS {
-                        self.extend_waiting(run, waited).await?;
+                    if waited > worth_moving && waited > moved {
+                        self.extend_waiting(run, waited - moved).await?;
                     }
                     return Ok(p);
                 }
-                Err(_) => self.extend_waiting(run, self.cfg.lease_ms / 2).await?,
+                Err(_) => {
+                    self.extend_waiting(run, self.cfg.lease_ms / 2).await?;
+                    moved += self.cfg.lease_ms / 2;
+                }
             }
         }
     }

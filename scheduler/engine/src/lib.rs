@@ -37,6 +37,8 @@ pub use shard::{cancel_shards_remote, finish_shard};
 
 /// Dispatch transactions in flight at once per node.
 const DISPATCH_SLOTS: usize = 2;
+/// How often the herd part of the dispatch lead is recounted, at most.
+const HERD_RECOUNT_MS: i64 = 20;
 /// Runs per dispatch transaction at most.
 pub(crate) const DISPATCH_BATCH: usize = 256;
 
@@ -258,6 +260,9 @@ pub struct Engine {
     /// A dispatch transaction's cost per run, in µs (a moving average): with the runs due
     /// soon, it sizes the dispatch lead for a herd.
     dispatch_per_run_us: std::sync::atomic::AtomicI64,
+    /// The herd part of the dispatch lead (ms) and when it was last counted.
+    herd_ms: std::sync::atomic::AtomicI64,
+    herd_counted_at: std::sync::atomic::AtomicI64,
     skewed: std::sync::atomic::AtomicBool,
     /// Job affinity: the buckets this node owns in the ring of live nodes (all of them
     /// until the live set has been read).
@@ -293,6 +298,8 @@ impl Engine {
             staged: Arc::new(Semaphore::new(cfg.capacity.max(cfg.max_inflight).max(1))),
             load: misfire::Load::default(),
             dispatch_per_run_us: std::sync::atomic::AtomicI64::new(0),
+            herd_ms: std::sync::atomic::AtomicI64::new(0),
+            herd_counted_at: std::sync::atomic::AtomicI64::new(i64::MIN / 2),
             cfg,
             timer: timer::Timer::default(),
             routes: Mutex::new(RouteState::new()),
@@ -487,8 +494,18 @@ impl Engine {
         if max <= 0 || per_run_us <= 0 {
             return base;
         }
-        let herd = self.timer.due_by(self.now_ms() + max) as i64;
-        let herd_ms = herd * per_run_us / 1000 / DISPATCH_SLOTS as i64;
+        // Counting the runs due soon walks the timer's per-instant counts under its lock:
+        // at most once per HERD_RECOUNT_MS, not for every batch popped.
+        let now = self.now_ms();
+        let herd_ms = if now - self.herd_counted_at.load(Relaxed) < HERD_RECOUNT_MS {
+            self.herd_ms.load(Relaxed)
+        } else {
+            let herd = self.timer.due_by(now + max) as i64;
+            let ms = herd * per_run_us / 1000 / DISPATCH_SLOTS as i64;
+            self.herd_ms.store(ms, Relaxed);
+            self.herd_counted_at.store(now, Relaxed);
+            ms
+        };
         (base + herd_ms + herd_ms / 4).clamp(0, max)
     }
 

@@ -372,7 +372,6 @@ impl Timer {
     pub fn drain(&self) -> Vec<String> {
         let mut g = self.inner.lock().expect("timer lock");
         let mut out: Vec<String> = g.due.drain().map(|(id, _)| id).collect();
-        g.due_counts.clear();
         out.extend(g.waiting.drain().flat_map(|(_, w)| w.into_iter().map(|(_, id)| id)));
         *g = Inner::default();
         out
@@ -550,8 +549,7 @@ impl Engine {
             // none waits long for one after its commit (its deadline runs from then); runs due
             // later (the dispatch lead) are committed ahead whatever the slots, since they wait
             // for their instant anyway. Every popped run holds a staging permit until delivered.
-            let lead = if self.inflight_free() { self.dispatch_lead_ms() } else { 0 };
-            let horizon = if self.inflight_free() { popped_at + lead } else { popped_at - 1 };
+            let horizon = if self.inflight_free() { popped_at + self.dispatch_lead_ms() } else { popped_at - 1 };
             // Waiting serial runs renew their claim when a third of its lease is left.
             let batch = crate::DISPATCH_BATCH.min(self.cfg.capacity.max(1));
             let due = self.timer.pop_due_max(horizon, self.cfg.lease_ms / 3, batch, popped_at - LATE_POP_MS);

@@ -276,20 +276,15 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// `due_before_ms`, oldest first: a plain read, no lock and no write. The node keeps
     /// them in its timer, and [`Store::run_dispatch_many`] takes them from `pending`.
     async fn run_peek(&self, p: &PeekParams) -> Result<Vec<Run>>;
-    /// A run the misfire policy drops: `queued` → `expired` if still ours, or `pending`
-    /// (a peeked fire) → `expired`.
-    async fn run_expire(&self, run_id: &str, node_id: &str, message: &str, now_ms: i64) -> Result<bool>;
-    /// Does the job have a later pending-or-queued schedule run also scheduled before `before_ms`? (misfire `fire_once`)
-    /// Several runs the misfire policy drops at once (one statement per chunk): each moves
-    /// to `expired` with `message` if still `pending`, or `queued` and claimed by `node_id`.
+    /// Runs the misfire policy drops (one statement per chunk): each moves to `expired` with
+    /// `message` if still `pending` (a peeked fire), or `queued` and claimed by `node_id`.
     /// Returns how many were expired.
     async fn run_expire_many(&self, run_ids: &[String], node_id: &str, message: &str, now_ms: i64) -> Result<u64>;
-    async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool>;
-    /// [`Store::run_has_later_overdue`] for many (job, scheduled at) at once: the jobs that
-    /// have a schedule fire after theirs that has gone already (dispatched or finished) or
-    /// is still `pending`/`queued` but scheduled before `before_ms` (missed too). A few
-    /// statements for the whole batch, each reading only the jobs' fires from the earliest
-    /// instant asked about on.
+    /// Misfire `fire_once`, for many (job, scheduled at) at once: the jobs that have a
+    /// schedule fire after theirs that has gone already (dispatched or finished) or is still
+    /// `pending`/`queued` but scheduled before `before_ms` (missed too). A few statements for
+    /// the whole batch, each reading only the jobs' fires from the earliest instant asked
+    /// about on.
     async fn run_later_fires(&self, fires: &[(String, i64)], before_ms: i64) -> Result<Vec<String>>;
     /// Hand claimed runs not yet dispatched back (`queued` → `pending`, retrying runs lose their owner).
     async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64>;

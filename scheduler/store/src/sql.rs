@@ -1221,24 +1221,6 @@ impl Store for SqlStore {
         .collect()
     }
 
-    async fn run_expire(&self, run_id: &str, node_id: &str, message: &str, now_ms: i64) -> Result<bool> {
-        let to = transition(RunState::Queued, &RunEvent::Expire).map_err(refused)?.to;
-        debug_assert!(transition(RunState::Pending, &RunEvent::Expire).is_ok_and(|t| t.to == to));
-        let r = sqlx::query(
-            "UPDATE runs SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, lease_until_ms = NULL \
-             WHERE id = ? AND (state = 'pending' OR (state = 'queued' AND owner_node = ?))",
-        )
-        .bind(to.as_str())
-        .bind(message)
-        .bind(now_ms)
-        .bind(now_ms)
-        .bind(run_id)
-        .bind(node_id)
-        .execute(&self.pool)
-        .await?;
-        Ok(r.rows_affected() > 0)
-    }
-
     async fn run_expire_many(&self, run_ids: &[String], node_id: &str, message: &str, now_ms: i64) -> Result<u64> {
         let to = transition(RunState::Queued, &RunEvent::Expire).map_err(refused)?.to;
         debug_assert!(transition(RunState::Pending, &RunEvent::Expire).is_ok_and(|t| t.to == to));
@@ -1261,11 +1243,6 @@ impl Store for SqlStore {
             n += q.bind(node_id).execute(&self.pool).await?.rows_affected();
         }
         Ok(n)
-    }
-
-    async fn run_has_later_overdue(&self, job_id: &str, scheduled_at_ms: i64, before_ms: i64) -> Result<bool> {
-        let later = self.run_later_fires(&[(job_id.to_string(), scheduled_at_ms)], before_ms).await?;
-        Ok(!later.is_empty())
     }
 
     async fn run_later_fires(&self, fires: &[(String, i64)], before_ms: i64) -> Result<Vec<String>> {

@@ -966,7 +966,7 @@ pub async fn peeked_fires_are_read_without_a_claim_and_dispatched_from_pending(s
         (RunState::Queued, Some("node_a"), Some(NOW + 30_000))
     );
     // The misfire policy may expire a peeked fire straight from `pending`.
-    assert!(s.run_expire(&fires[3].id, "node_a", "missed", NOW + 10_000).await.unwrap());
+    assert_eq!(s.run_expire_many(&[fires[3].id.clone()], "node_a", "missed", NOW + 10_000).await.unwrap(), 1);
     assert_eq!(s.run_get(&t.id, &fires[3].id).await.unwrap().unwrap().state, RunState::Expired);
     // A peeked fire another node claimed meanwhile is theirs.
     let mut cb = claim("node_b", NOW);
@@ -976,7 +976,11 @@ pub async fn peeked_fires_are_read_without_a_claim_and_dispatched_from_pending(s
         s.run_dispatch_many(&[ToDispatch::new(fires[1].id.clone(), false)], "node_a", NOW, 30_000).await.unwrap();
     assert_eq!(theirs[0].1, DispatchDecision::Gone);
     assert_eq!(s.run_get(&t.id, &fires[1].id).await.unwrap().unwrap().owner_node.as_deref(), Some("node_b"));
-    assert!(!s.run_expire(&fires[1].id, "node_a", "missed", NOW + 10_000).await.unwrap(), "not ours to expire");
+    assert_eq!(
+        s.run_expire_many(&[fires[1].id.clone()], "node_a", "missed", NOW + 10_000).await.unwrap(),
+        0,
+        "not ours to expire"
+    );
     assert_eq!(s.run_peek(&peek(NOW - 2_000, "", ALL_BUCKETS, 10)).await.unwrap(), [], "nothing pending is left due");
 }
 
@@ -1036,10 +1040,18 @@ pub async fn late_fires_are_settled_in_bulk(s: S) {
     let before = at(12); // fires before +12 s are missed
     let later = s.run_later_fires(&[(j.id.clone(), at(10)), (k.id.clone(), at(10))], before).await.unwrap();
     assert_eq!(later, vec![j.id.clone()], "j's fire at +11 s has gone; k's later fires are expired or not missed");
-    assert!(s.run_has_later_overdue(&j.id, at(10), before).await.unwrap());
-    assert!(!s.run_has_later_overdue(&j.id, at(11), before).await.unwrap(), "nothing gone or missed after +11 s");
-    assert!(!s.run_has_later_overdue(&k.id, at(10), before).await.unwrap());
-    assert!(s.run_has_later_overdue(&k.id, at(10), at(13)).await.unwrap(), "k's +12 s is missed before +13 s");
+    let later = |job: &Job, from: i64| vec![(job.id.clone(), from)];
+    assert_eq!(s.run_later_fires(&later(&j, at(10)), before).await.unwrap(), vec![j.id.clone()]);
+    assert!(
+        s.run_later_fires(&later(&j, at(11)), before).await.unwrap().is_empty(),
+        "nothing gone or missed after +11 s"
+    );
+    assert!(s.run_later_fires(&later(&k, at(10)), before).await.unwrap().is_empty());
+    assert_eq!(
+        s.run_later_fires(&later(&k, at(10)), at(13)).await.unwrap(),
+        vec![k.id.clone()],
+        "k's +12 s is missed before +13 s"
+    );
     assert!(s.run_later_fires(&[], before).await.unwrap().is_empty());
 
     // Expired in bulk, only from `pending` (or this node's `queued`).
