@@ -26,19 +26,23 @@ pub struct AppState {
     pub config: Arc<ApiConfig>,
     /// Wakes this node's engine when runs become due (triggers, results).
     pub wake: Arc<tokio::sync::Notify>,
-    /// Signed calls to executors (cancels).
-    pub delivery: sundial_engine::DeliveryClient,
+    /// Best-effort cancels to executors, sent in the background (never awaited by a request).
+    pub cancels: sundial_engine::Canceller,
 }
 
 impl AppState {
+    /// Needs a Tokio runtime (it starts a cancel sender of its own; a node shares its
+    /// engine's instead, see [`AppState::with_cancels`]).
     pub fn new(store: Arc<dyn Store>, clock: SharedClock, config: ApiConfig, wake: Arc<tokio::sync::Notify>) -> Self {
-        let delivery = sundial_engine::DeliveryClient::new(clock.clone());
-        Self { store, clock, config: Arc::new(config), wake, delivery }
+        let cancels =
+            sundial_engine::Canceller::start(store.clone(), sundial_engine::DeliveryClient::new(clock.clone()));
+        Self { store, clock, config: Arc::new(config), wake, cancels }
     }
 
-    /// Name this node in the calls it makes to executors (`sundial-node`).
-    pub fn for_node(mut self, node_id: &str) -> Self {
-        self.delivery = self.delivery.for_node(node_id);
+    /// Send cancels through this sender (the node's engine's, which names the node in
+    /// `sundial-node` and bounds the cancels of the whole node together).
+    pub fn with_cancels(mut self, cancels: sundial_engine::Canceller) -> Self {
+        self.cancels = cancels;
         self
     }
 }

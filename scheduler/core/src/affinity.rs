@@ -26,6 +26,11 @@ pub const BUCKETS: usize = 64;
 /// the live node set).
 pub const ALL_BUCKETS: u64 = u64::MAX;
 
+/// A node without a heartbeat for this long (by database time) is dead: the others take
+/// its buckets and recover its claims (the engine's `node_dead_ms` default; the node list
+/// of the API shows it `dead`).
+pub const NODE_DEAD_MS: i64 = 10_000;
+
 /// The first 8 bytes of SHA-256, big-endian: the same on every node, release and restart.
 fn stable_hash(bytes: &[u8]) -> u64 {
     let d = Sha256::digest(bytes);

@@ -12,6 +12,10 @@ pub const DEFAULT_CATCHUP_WINDOW_MS: i64 = 3_600_000;
 pub const DEFAULT_MAX_CATCHUP: i64 = 100;
 pub const DEFAULT_MAX_RETRIES: i64 = 5;
 pub const DEFAULT_TIMEOUT_MS: i64 = 300_000;
+/// Retry backoff when the job says nothing: the first delay …
+pub const DEFAULT_BACKOFF_BASE_MS: i64 = 1_000;
+/// … and the longest (exponential backoff doubles up to it).
+pub const DEFAULT_BACKOFF_MAX_MS: i64 = 300_000;
 pub const MAX_PARAMS_BYTES: usize = 64 * 1024;
 pub const MAX_CHILDREN: usize = 50;
 
@@ -206,8 +210,8 @@ impl FailureSpec {
             max_ms: None,
             jitter: None,
         });
-        let base = in_range("backoff.base_ms", b.base_ms.unwrap_or(1_000), 0, 86_400_000)?;
-        let max = in_range("backoff.max_ms", b.max_ms.unwrap_or(300_000.max(base)), 0, 86_400_000)?;
+        let base = in_range("backoff.base_ms", b.base_ms.unwrap_or(DEFAULT_BACKOFF_BASE_MS), 0, 86_400_000)?;
+        let max = in_range("backoff.max_ms", b.max_ms.unwrap_or(DEFAULT_BACKOFF_MAX_MS.max(base)), 0, 86_400_000)?;
         if max < base {
             return Err(FieldError::invalid("backoff.max_ms", "must not be less than backoff.base_ms"));
         }

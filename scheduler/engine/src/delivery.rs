@@ -4,203 +4,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use sundial_core::clock::SharedClock;
 use sundial_core::route::{Candidate, TrailEntry};
 use sundial_core::run_state::FailReason;
-use sundial_core::signing::{self, SigningKey};
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::{ExecutorState, JobState, Route};
-use sundial_store::{App, AppRouting, AttemptTarget, DispatchDecision, FinishOutcome, Job, Run, Store, ToDispatch};
+use sundial_store::{AppRouting, AttemptTarget, DispatchDecision, FinishOutcome, Job, Run, ToDispatch};
 
-use crate::outcome::{ExecutorResult, finish_params};
+use crate::outcome::finish_params;
+use crate::transport::{Answer, ExecutorResult, candidates, delivery_body, read_answer};
 use crate::{Engine, Result};
-
-/// The HTTP client for deliveries and cancels, with the clock that stamps signatures.
-#[derive(Debug, Clone)]
-pub struct DeliveryClient {
-    http: reqwest::Client,
-    clock: SharedClock,
-    /// Sent as `sundial-node` (which node dispatched: for executors' logs and for telling
-    /// a redelivery by another node from a repeat).
-    node_id: Option<String>,
-}
-
-impl DeliveryClient {
-    pub fn new(clock: SharedClock) -> Self {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .pool_idle_timeout(Duration::from_secs(60))
-            .tcp_nodelay(true)
-            .user_agent(concat!("sundial/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .expect("HTTP client builds");
-        Self { http, clock, node_id: None }
-    }
-
-    /// Name the sending node in every call (`sundial-node` header).
-    pub fn for_node(mut self, node_id: &str) -> Self {
-        self.node_id = Some(node_id.to_string());
-        self
-    }
-
-    /// POST a JSON body signed with the app's valid secrets.
-    pub async fn post_signed(
-        &self,
-        app: &App,
-        url: &str,
-        msg_id: &str,
-        body: &[u8],
-        extra: &[(&str, String)],
-        timeout: Duration,
-    ) -> reqwest::Result<reqwest::Response> {
-        let now = self.clock.now_ms();
-        let ts = now.div_euclid(1000);
-        let keys: Vec<SigningKey> =
-            app.valid_secrets(now).into_iter().filter_map(|s| SigningKey::parse(s).ok()).collect();
-        let mut req = self
-            .http
-            .post(url)
-            .timeout(timeout)
-            .header("content-type", "application/json")
-            .header(signing::HEADER_ID, msg_id)
-            .header(signing::HEADER_TIMESTAMP, ts.to_string())
-            .header(signing::HEADER_SIGNATURE, signing::signature_header(&keys, msg_id, ts, body))
-            .header("sundial-app-id", &app.id);
-        if let Some(node) = &self.node_id {
-            req = req.header("sundial-node", node);
-        }
-        for (k, v) in extra {
-            req = req.header(*k, v);
-        }
-        req.body(body.to_vec()).send().await
-    }
-}
 
 /// A dispatch transaction slower than this moves its runs' deadlines by its duration.
 const DISPATCH_SLOW_MS: i64 = 250;
-
-/// What an executor's answer to a delivery means.
-#[derive(Debug)]
-pub(crate) enum Answer {
-    /// `200` with a result.
-    Done(ExecutorResult),
-    /// `202`: the result comes by callback.
-    Accepted,
-    /// `503 {"code": "executor_offline"}`: mark it offline, try another.
-    Offline,
-    /// `410 {"code": "handler_retired"}`.
-    Retired,
-    /// Anything else: the attempt failed on this executor.
-    Failed(FailReason, String),
-}
-
-pub(crate) async fn read_answer(resp: reqwest::Result<reqwest::Response>) -> Answer {
-    let resp = match resp {
-        Ok(r) => r,
-        Err(e) if e.is_timeout() => {
-            return Answer::Failed(FailReason::Timeout, "no answer within the job's timeout".into());
-        }
-        Err(e) => return Answer::Failed(FailReason::Error, format!("delivery failed: {e}")),
-    };
-    let status = resp.status().as_u16();
-    let body: Value = resp.json().await.unwrap_or(Value::Null);
-    let code = body.get("code").and_then(Value::as_str);
-    match (status, code) {
-        (200, _) => {
-            let succeeded = body.get("status").and_then(Value::as_str) != Some("failed");
-            Answer::Done(ExecutorResult {
-                succeeded,
-                reason: FailReason::Error,
-                output: body.get("output").cloned(),
-                message: body.get("message").and_then(Value::as_str).map(String::from),
-            })
-        }
-        (202, _) => Answer::Accepted,
-        (503, Some("executor_offline")) => Answer::Offline,
-        (410, Some("handler_retired")) => Answer::Retired,
-        (s, _) => Answer::Failed(FailReason::Error, format!("executor answered HTTP {s}")),
-    }
-}
-
-pub(crate) fn candidates(
-    app: &App,
-    executors: &[sundial_store::Executor],
-    now: i64,
-    offline_ms: i64,
-) -> Vec<Candidate> {
-    let statics = app.endpoints.iter().map(|url| Candidate {
-        id: format!("static:{url}"),
-        address: url.clone(),
-        online: true,
-        handlers: None,
-        running: 0,
-        registered_at_ms: app.created_at_ms,
-    });
-    let registered = executors.iter().map(|e| Candidate {
-        id: e.id.clone(),
-        address: e.address.clone(),
-        online: e.state == ExecutorState::Online && e.last_heartbeat_ms >= now - offline_ms,
-        handlers: Some(e.handlers.clone()),
-        running: e.running,
-        registered_at_ms: e.registered_at_ms,
-    });
-    statics.chain(registered).collect()
-}
-
-/// The JSON body of a delivery.
-pub fn delivery_body(run: &Run, job: &Job) -> Value {
-    shard_delivery_body(run, job, run.attempt, 0, 1)
-}
-
-/// The JSON body of a delivery of one shard attempt (`attempt` is the shard's).
-pub(crate) fn shard_delivery_body(run: &Run, job: &Job, attempt: i64, index: i64, total: i64) -> Value {
-    let mut body = json!({
-        "run_id": run.id,
-        "job_id": job.id,
-        "job": job.name,
-        "handler": job.handler,
-        "params": run.params.clone().unwrap_or_else(|| job.params.clone()),
-        "attempt": attempt,
-        "scheduled_at": rfc3339_utc(run.scheduled_at_ms),
-        "trigger": run.trigger,
-        "shard": {"index": index, "total": total},
-    });
-    if let Some(parent) = &run.parent_run_id {
-        body["parent"] = json!({"run_id": parent, "output": run.parent_output});
-    }
-    body
-}
-
-/// Best-effort signed `POST {address}/cancel` for a run's current attempt (for a sharded
-/// run: for each shard attempt its end cancelled).
-pub async fn cancel_remote(store: &dyn Store, client: &DeliveryClient, run: &Run) {
-    if run.shard_total.is_some() {
-        return crate::shard::cancel_shards_remote(store, client, run).await;
-    }
-    let attempt = match store.run_attempts(&run.id).await {
-        Ok(a) => a.into_iter().rev().find(|a| a.attempt == run.attempt),
-        Err(_) => None,
-    };
-    let Some(address) = attempt.and_then(|a| a.address) else {
-        return;
-    };
-    let Ok(Some(job)) = store.job_get(&run.tenant_id, &run.job_id).await else {
-        return;
-    };
-    let Ok(Some(app)) = store.app_by_id(&job.app_id).await else {
-        return;
-    };
-    let url = format!("{}/cancel", address.trim_end_matches('/'));
-    let body = json!({"run_id": run.id, "attempt": run.attempt}).to_string();
-    let msg_id = format!("msg_cancel_{}_{}", run.id, run.attempt);
-    match client.post_signed(&app, &url, &msg_id, body.as_bytes(), &[], Duration::from_secs(5)).await {
-        Ok(r) => tracing::info!(run_id = %run.id, status = r.status().as_u16(), "cancel sent"),
-        Err(e) => {
-            tracing::info!(run_id = %run.id, error = %e, "cancel not delivered (best effort)")
-        }
-    }
-}
 
 impl Engine {
     /// Dispatch claimed runs: one transaction commits every one that may go as
@@ -376,8 +191,10 @@ impl Engine {
         slot: tokio::sync::OwnedSemaphorePermit,
     ) -> Result<()> {
         let now = self.now_ms();
+        // The runs this one covered were cancelled by its dispatch transaction: their
+        // executors get a cancel in the background, this delivery does not wait for it.
         for c in &covered {
-            cancel_remote(self.store.as_ref(), &self.client, c).await;
+            self.cancels.cancel_run(c);
         }
         if job.route == Route::Sharding || run.shard_total.is_some() {
             drop(slot); // each shard's POST takes a slot of its own
@@ -494,14 +311,17 @@ impl Engine {
                     tracing::warn!(job_id = %job.id, "every executor retired the handler; job stopped");
                 }
                 let (reason, message) = last_failure;
-                if reason == FailReason::Timeout && chosen.is_some() {
-                    cancel_remote(self.store.as_ref(), &self.client, &run).await;
-                }
                 ExecutorResult { succeeded: false, reason, output: None, message: Some(message) }
             }
         };
+        // An exchange that timed out may still be running at the executor: once the failure
+        // is recorded (by this node: the write was won), it gets a cancel in the background.
+        let timed_out = !result.succeeded && result.reason == FailReason::Timeout && chosen.is_some();
         let params = finish_params(&job, &run.id, run.attempt, result, Some(target), self.now_ms());
         let outcome = self.results.finish(self.store.as_ref(), params).await?;
+        if timed_out && matches!(outcome, FinishOutcome::Applied { .. }) {
+            self.cancels.cancel_run(&run);
+        }
         if matches!(&outcome, FinishOutcome::Applied { children, .. } if !children.is_empty()) {
             self.wake.notify_one(); // child runs are due now
         }

@@ -21,6 +21,7 @@ mod misfire;
 pub mod outcome;
 mod shard;
 mod timer;
+pub mod transport;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,9 +32,9 @@ use sundial_store::Store;
 use tokio::sync::{Mutex, Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-pub use delivery::{DeliveryClient, cancel_remote};
-pub use outcome::{ExecutorResult, finish_attempt, finish_params};
-pub use shard::{cancel_shards_remote, finish_shard};
+pub use outcome::{finish_attempt, finish_params};
+pub use shard::finish_shard;
+pub use transport::{CancelTarget, Canceller, DeliveryClient, ExecutorResult};
 
 /// Dispatch transactions in flight at once per node.
 const DISPATCH_SLOTS: usize = 2;
@@ -105,7 +106,7 @@ impl EngineConfig {
             executor_offline_ms: sundial_core::route::EXECUTOR_OFFLINE_MS,
             executor_lost_ms: 30_000,
             address: String::new(),
-            node_dead_ms: 10_000,
+            node_dead_ms: sundial_core::affinity::NODE_DEAD_MS,
             max_clock_skew_ms: 2_000,
             retention_ms: 5 * 24 * 3_600_000,
             heartbeat_ms: 3_000,
@@ -243,6 +244,8 @@ pub struct Engine {
     pub(crate) timer: timer::Timer,
     pub(crate) routes: Mutex<RouteState>,
     pub(crate) client: DeliveryClient,
+    /// Best-effort cancels, sent in the background (shared with the API of this node).
+    pub(crate) cancels: Canceller,
     /// Group commit of the results of this node's deliveries.
     pub(crate) results: outcome::FinishBatcher,
     /// Dispatch transactions in flight at once (each commits a batch of runs).
@@ -292,7 +295,7 @@ impl Engine {
             counters: Counters::default(),
             dispatch_took_ms: std::sync::atomic::AtomicI64::new(0),
             started_at_ms,
-            store,
+            store: store.clone(),
             clock,
             inflight: Arc::new(Semaphore::new(cfg.max_inflight)),
             staged: Arc::new(Semaphore::new(cfg.capacity.max(cfg.max_inflight).max(1))),
@@ -303,6 +306,7 @@ impl Engine {
             cfg,
             timer: timer::Timer::default(),
             routes: Mutex::new(RouteState::new()),
+            cancels: Canceller::start(store.clone(), client.clone()),
             client,
             results: outcome::FinishBatcher::default(),
             batch_slots: Arc::new(Semaphore::new(DISPATCH_SLOTS)),
@@ -319,6 +323,11 @@ impl Engine {
 
     pub fn config(&self) -> &EngineConfig {
         &self.cfg
+    }
+
+    /// This node's best-effort cancel sender (the API queues its cancels here too).
+    pub fn cancels(&self) -> &Canceller {
+        &self.cancels
     }
 
     /// Start the loops. Stop with [`Engine::shutdown`].
@@ -427,13 +436,21 @@ impl Engine {
     /// Graceful stop: no more generating or claiming, hand back claimed runs not yet
     /// dispatched, and wait up to `grace` for deliveries in flight.
     pub async fn shutdown(self: &Arc<Self>, grace: Duration) {
+        self.stop().await;
+        self.drain(grace).await;
+    }
+
+    /// The first half of [`Engine::shutdown`], done before anything else on SIGTERM: stop
+    /// the loops (no more claiming, generating or popping the timer), mark the node `left`
+    /// (the others take its job buckets at their next heartbeat, and no heartbeat check
+    /// declares it dead, handing back the dispatches still in flight for redelivery, while it
+    /// finishes them), and hand back the timer's claimed runs that were not dispatched.
+    /// Deliveries already committed go on; [`Engine::drain`] waits for them.
+    pub async fn stop(self: &Arc<Self>) {
         self.cancel.cancel();
         for t in self.tasks.lock().await.drain(..) {
             let _ = t.await;
         }
-        // Leave first: the others take this node's job buckets at their next heartbeat, and
-        // no heartbeat check declares it dead (handing back the dispatches still in flight
-        // for redelivery) while it finishes them.
         if let Err(e) = self.store.node_leave(&self.cfg.node_id).await {
             tracing::warn!(error = %e, "could not mark this node as leaving");
         }
@@ -446,8 +463,13 @@ impl Engine {
                 }
             }
         }
-        // Dispatch transactions under way and the deliveries of what they committed
-        // (including those still waiting for a delivery permit) are tracked tasks.
+    }
+
+    /// The second half of [`Engine::shutdown`]: wait up to `grace` for the dispatch
+    /// transactions under way and the deliveries of what they committed (including those
+    /// still waiting for a delivery permit), then mark the node `left` again (a heartbeat
+    /// that was under way during [`Engine::stop`] may have written `alive` after it).
+    pub async fn drain(self: &Arc<Self>, grace: Duration) {
         self.deliveries.close();
         if tokio::time::timeout(grace, self.deliveries.wait()).await.is_err() {
             tracing::warn!("deliveries still in flight after the grace period");

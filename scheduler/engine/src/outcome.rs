@@ -7,16 +7,8 @@ use sundial_core::types::{BackoffKind, FailurePolicyKind};
 use sundial_store::{AttemptResult, AttemptTarget, FinishAttempt, FinishOutcome, Job, Store};
 use tokio::sync::oneshot;
 
+pub use crate::transport::ExecutorResult;
 use crate::{Engine, Result};
-
-/// What an executor (or the engine on its behalf) says about an attempt.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExecutorResult {
-    pub succeeded: bool,
-    pub reason: FailReason,
-    pub output: Option<serde_json::Value>,
-    pub message: Option<String>,
-}
 
 /// Delay before attempt `attempt + 1` after attempt `attempt` failed, or `None` if
 /// the failure policy allows no more attempts. `unit` in [0, 1) drives the jitter.
@@ -30,8 +22,8 @@ pub fn retry_delay_ms(job: &Job, attempt: i64, unit: f64) -> Option<i64> {
         return None;
     }
     let b = f.backoff.as_ref();
-    let base = b.and_then(|b| b.base_ms).unwrap_or(1_000);
-    let max = b.and_then(|b| b.max_ms).unwrap_or(300_000).max(base);
+    let base = b.and_then(|b| b.base_ms).unwrap_or(sundial_core::job::DEFAULT_BACKOFF_BASE_MS);
+    let max = b.and_then(|b| b.max_ms).unwrap_or(sundial_core::job::DEFAULT_BACKOFF_MAX_MS).max(base);
     let delay = match b.map(|b| b.kind).unwrap_or(BackoffKind::Exponential) {
         BackoffKind::Fixed => base,
         BackoffKind::Exponential => base.saturating_mul(1_i64 << (attempt - 1).clamp(0, 30)).min(max),
@@ -155,18 +147,20 @@ impl FinishBatcher {
 }
 
 impl Engine {
-    /// Fail `running` runs whose deadline (plus grace) passed, with reason `timeout`,
-    /// after a best-effort signed cancel to their executor, and runs whose executor
-    /// went silent, with reason `lost`. Returns how many.
+    /// Fail `running` runs whose deadline (plus grace) passed, with reason `timeout`, then
+    /// queue a best-effort signed cancel to their executor (only for the attempts this node
+    /// failed: the loser of a race has nothing to cancel, and no one waits for the cancel),
+    /// and runs whose executor went silent, with reason `lost`. Only the runs of this
+    /// node's job buckets: each overdue run is reaped by one node, which takes over a dead
+    /// node's buckets with the rest of its share. Returns how many.
     pub async fn reap_once(&self) -> Result<usize> {
         let now = self.now_ms();
         let overdue = self.store.run_overdue(now - self.cfg.reaper_grace_ms, 500).await?;
         let mut n = 0;
-        for run in overdue {
+        for run in overdue.into_iter().filter(|r| self.owns_job(&r.job_id)) {
             let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
                 continue;
             };
-            crate::delivery::cancel_remote(self.store.as_ref(), &self.client, &run).await;
             let result = ExecutorResult {
                 succeeded: false,
                 reason: FailReason::Timeout,
@@ -177,12 +171,13 @@ impl Engine {
                 finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, now).await?,
                 FinishOutcome::Applied { .. }
             ) {
+                self.cancels.cancel_run(&run);
                 n += 1;
             }
         }
         // Executors silent past the grace period lose their runs (a missed heartbeat or two is not enough).
         let lost = self.store.run_on_silent_executors(now - self.cfg.executor_lost_ms, 500).await?;
-        for run in lost {
+        for run in lost.into_iter().filter(|r| self.owns_job(&r.job_id)) {
             let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else { continue };
             let result = ExecutorResult {
                 succeeded: false,

@@ -22,7 +22,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
-use serde_json::json;
 use sundial_core::route::{Candidate, TrailEntry, outcome};
 use sundial_core::run_state::FailReason;
 use sundial_core::time::rfc3339_utc;
@@ -33,8 +32,8 @@ use sundial_store::{
 };
 use tokio::task::JoinSet;
 
-use crate::delivery::{Answer, DeliveryClient, candidates, read_answer, shard_delivery_body};
-use crate::outcome::{ExecutorResult, finish_attempt, retry_delay_ms};
+use crate::outcome::{finish_attempt, retry_delay_ms};
+use crate::transport::{Answer, CancelTarget, ExecutorResult, candidates, read_answer, shard_delivery_body};
 use crate::{Engine, Result};
 
 const NO_EXECUTOR: &str = "no online executor serves this handler";
@@ -73,47 +72,6 @@ pub async fn finish_shard(
             run_state = %run.state, children = children.len(), "shard attempt finished");
     }
     Ok(outcome)
-}
-
-/// Best-effort signed `POST {address}/cancel {"run_id", "attempt", "shard"}` for one shard attempt.
-pub(crate) async fn cancel_shard_attempt(
-    client: &DeliveryClient,
-    app: &App,
-    run_id: &str,
-    shard_index: i64,
-    attempt: i64,
-    address: &str,
-) {
-    let url = format!("{}/cancel", address.trim_end_matches('/'));
-    let body = json!({"run_id": run_id, "attempt": attempt, "shard": shard_index}).to_string();
-    let msg_id = format!("msg_cancel_{run_id}_{shard_index}_{attempt}");
-    match client.post_signed(app, &url, &msg_id, body.as_bytes(), &[], Duration::from_secs(5)).await {
-        Ok(r) => tracing::info!(run_id, shard = shard_index, status = r.status().as_u16(), "shard cancel sent"),
-        Err(e) => tracing::info!(run_id, shard = shard_index, error = %e, "shard cancel not delivered (best effort)"),
-    }
-}
-
-/// Best-effort cancels for the shard attempts a run's end cancelled (a cancel through the
-/// API, cover_early, a shard failed for good): each shard whose current attempt is
-/// `cancelled` and went somewhere. Shards waiting to retry had nothing in flight.
-pub async fn cancel_shards_remote(store: &dyn Store, client: &DeliveryClient, run: &Run) {
-    let (Ok(shards), Ok(attempts)) = (store.shard_list(&run.id).await, store.run_attempts(&run.id).await) else {
-        return;
-    };
-    let Ok(Some(job)) = store.job_get(&run.tenant_id, &run.job_id).await else {
-        return;
-    };
-    let Ok(Some(app)) = store.app_by_id(&job.app_id).await else {
-        return;
-    };
-    for shard in shards {
-        let cancelled = attempts.iter().find(|a| {
-            a.shard_index == shard.shard_index && a.attempt == shard.attempt && a.state == RunState::Cancelled.as_str()
-        });
-        if let Some(address) = cancelled.and_then(|a| a.address.as_deref()) {
-            cancel_shard_attempt(client, &app, &run.id, shard.shard_index, shard.attempt, address).await;
-        }
-    }
 }
 
 fn target_of(c: &Candidate) -> ShardTarget {
@@ -287,14 +245,21 @@ impl Engine {
             }
             Answer::Failed(reason, message) => {
                 trail.push(entry(&format!("failed: {message}")));
-                if reason == FailReason::Timeout {
-                    cancel_shard_attempt(&self.client, app, &run.id, shard.shard_index, shard.attempt, address).await;
-                }
                 (failed(reason, message), false)
             }
         };
+        let timed_out = !result.succeeded && result.reason == FailReason::Timeout;
         self.set_shard_trail(run, d, exec_id, address, &trail).await?;
-        self.after_finish(job, run, shard.shard_index, shard.attempt, result).await?;
+        if self.after_finish(job, run, shard.shard_index, shard.attempt, result).await? && timed_out {
+            // The shard attempt may still be running there: a cancel, in the background.
+            self.cancels.cancel(CancelTarget::Shard {
+                app: app.clone(),
+                run_id: run.id.clone(),
+                shard_index: shard.shard_index,
+                attempt: shard.attempt,
+                address: address.to_string(),
+            });
+        }
         Ok(Sent { retired })
     }
 
@@ -334,7 +299,7 @@ impl Engine {
             return Ok(false);
         };
         if run.state == RunState::Failed {
-            cancel_shards_remote(self.store.as_ref(), &self.client, &run).await;
+            self.cancels.cancel_run(&run);
         }
         if !children.is_empty() {
             self.wake.notify_one(); // child runs are due now
@@ -400,14 +365,12 @@ impl Engine {
     /// follows its own retry policy. Returns how many shard attempts were failed.
     pub(crate) async fn reap_shards(&self, now: i64) -> Result<usize> {
         let mut n = 0;
-        for (run, shard) in self.store.shard_overdue(now - self.cfg.reaper_grace_ms, 500).await? {
+        let overdue = self.store.shard_overdue(now - self.cfg.reaper_grace_ms, 500).await?;
+        for (run, shard) in overdue.into_iter().filter(|(r, _)| self.owns_job(&r.job_id)) {
             let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
                 self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
                 continue;
             };
-            if let (Some(address), Ok(Some(app))) = (&shard.address, self.store.app_by_id(&job.app_id).await) {
-                cancel_shard_attempt(&self.client, &app, &run.id, shard.shard_index, shard.attempt, address).await;
-            }
             let result = ExecutorResult {
                 succeeded: false,
                 reason: FailReason::Timeout,
@@ -415,11 +378,21 @@ impl Engine {
                 message: Some(format!("no result within timeout_ms = {}", job.timeout_ms)),
             };
             if self.after_finish(&job, &run, shard.shard_index, shard.attempt, result).await? {
+                // Failed by this node: its executor gets a cancel in the background.
+                if let (Some(address), Ok(Some(app))) = (&shard.address, self.store.app_by_id(&job.app_id).await) {
+                    self.cancels.cancel(CancelTarget::Shard {
+                        app,
+                        run_id: run.id.clone(),
+                        shard_index: shard.shard_index,
+                        attempt: shard.attempt,
+                        address: address.clone(),
+                    });
+                }
                 n += 1;
             }
         }
         let lost = self.store.shard_on_silent_executors(now - self.cfg.executor_lost_ms, 500).await?;
-        for (run, shard) in lost {
+        for (run, shard) in lost.into_iter().filter(|(r, _)| self.owns_job(&r.job_id)) {
             let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
                 self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
                 continue;

@@ -118,19 +118,22 @@ impl Settings {
         };
         let secret_grace_secs = self.secret_grace_secs.or(file.secret_grace_secs).unwrap_or(86_400);
         anyhow::ensure!(secret_grace_secs >= 0, "secret_grace_secs: must not be negative");
-        let claim_window_ms = self.claim_window_ms.or(file.claim_window_ms).unwrap_or(5_000);
+        // The engine's defaults are the one source of the engine settings' defaults.
+        let engine_defaults = sundial_engine::EngineConfig::new("");
+        let claim_window_ms = self.claim_window_ms.or(file.claim_window_ms).unwrap_or(engine_defaults.claim_window_ms);
         anyhow::ensure!((100..=60_000).contains(&claim_window_ms), "claim_window_ms: must be 100-60000");
-        let horizon_ms = self.horizon_ms.or(file.horizon_ms).unwrap_or(180_000);
+        let horizon_ms = self.horizon_ms.or(file.horizon_ms).unwrap_or(engine_defaults.horizon_ms);
         anyhow::ensure!(
             horizon_ms >= claim_window_ms && horizon_ms <= 86_400_000,
             "horizon_ms: must be at least claim_window_ms ({claim_window_ms}) and at most one day"
         );
-        let engine_defaults = sundial_engine::EngineConfig::new("");
         let timer_capacity = self.timer_capacity.or(file.timer_capacity).unwrap_or(engine_defaults.capacity);
         anyhow::ensure!(timer_capacity >= 1, "timer_capacity: must be at least 1");
-        let retention_days = self.retention_days.or(file.retention_days).unwrap_or(5);
+        let retention_days =
+            self.retention_days.or(file.retention_days).unwrap_or(engine_defaults.retention_ms / 86_400_000);
         anyhow::ensure!(retention_days >= 1, "retention_days: must be at least 1");
-        let affinity_grace_ms = self.affinity_grace_ms.or(file.affinity_grace_ms).unwrap_or(2_000);
+        let affinity_grace_ms =
+            self.affinity_grace_ms.or(file.affinity_grace_ms).unwrap_or(engine_defaults.affinity_grace_ms);
         anyhow::ensure!(
             (0..=60_000).contains(&affinity_grace_ms),
             "affinity_grace_ms: must be 0-60000 (fires of other nodes' jobs wait this long; the misfire threshold is 5000 by default)"
@@ -141,7 +144,7 @@ impl Settings {
             (0..=10_000).contains(&max_dispatch_lead_ms),
             "max_dispatch_lead_ms: must be 0-10000 (0 turns the lead off)"
         );
-        let max_inflight = self.max_inflight.or(file.max_inflight).unwrap_or(512);
+        let max_inflight = self.max_inflight.or(file.max_inflight).unwrap_or(engine_defaults.max_inflight);
         anyhow::ensure!(max_inflight >= 1, "max_inflight: must be at least 1");
         Ok(Resolved {
             listen: self.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.into()),

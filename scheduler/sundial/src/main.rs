@@ -4,6 +4,7 @@
 
 mod config;
 
+use std::future::IntoFuture;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -75,13 +76,6 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
         .await
         .context("creating the operator key")?;
     let wake = Arc::new(tokio::sync::Notify::new());
-    let state = AppState::new(
-        store.clone(),
-        clock.clone(),
-        ApiConfig { max_body_bytes: cfg.max_body_bytes, secret_grace_ms: cfg.secret_grace_secs * 1000 },
-        wake.clone(),
-    )
-    .for_node(&cfg.node_id);
     let mut engine_cfg = EngineConfig::new(cfg.node_id.clone());
     engine_cfg.horizon_ms = cfg.horizon_ms;
     engine_cfg.claim_window_ms = cfg.claim_window_ms;
@@ -93,7 +87,14 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     let listener = TcpListener::bind(&cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     engine_cfg.address = format!("http://{addr}");
-    let engine = Engine::new(store.clone(), clock.clone(), engine_cfg, wake);
+    let engine = Engine::new(store.clone(), clock.clone(), engine_cfg, wake.clone());
+    let state = AppState::new(
+        store.clone(),
+        clock.clone(),
+        ApiConfig { max_body_bytes: cfg.max_body_bytes, secret_grace_ms: cfg.secret_grace_secs * 1000 },
+        wake,
+    )
+    .with_cancels(engine.cancels().clone());
     println!("database: {}", redact(&cfg.database_url));
     if let Some(key) = new_key {
         println!("operator API key (shown once, store it now): {key}");
@@ -105,9 +106,42 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     println!("Sundial listening on http://{addr}");
     engine.start().await;
     tracing::info!(%addr, node_id = %cfg.node_id, database = %redact(&cfg.database_url), "node started");
-    axum::serve(listener, sundial_api::router(state)).with_graceful_shutdown(shutdown_signal()).await?;
-    tracing::info!("shutting down: no more claiming; handing back claimed runs");
-    engine.shutdown(std::time::Duration::from_secs(cfg.shutdown_grace_secs)).await;
+    // Shutdown, in order: on SIGTERM/SIGINT the engine stops claiming, the node marks itself
+    // `left` and hands back its undispatched claims (`Engine::stop`), all while HTTP still
+    // serves; then the server stops accepting and drains its open requests while the
+    // committed deliveries finish, both within `shutdown_grace_secs` (`Engine::drain`).
+    let grace = std::time::Duration::from_secs(cfg.shutdown_grace_secs);
+    let stopped_at = Arc::new(std::sync::Mutex::new(None::<std::time::Instant>));
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
+    let (stopping, at) = (engine.clone(), stopped_at.clone());
+    let signal = async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down: no more claiming; handing back claimed runs");
+        stopping.stop().await;
+        tracing::info!("draining HTTP requests and in-flight deliveries");
+        *at.lock().expect("not poisoned") = Some(std::time::Instant::now());
+        let _ = stopped_tx.send(());
+    };
+    let server = axum::serve(listener, sundial_api::router(state)).with_graceful_shutdown(signal).into_future();
+    let drain_limit = async {
+        match stopped_rx.await {
+            Ok(()) => tokio::time::sleep(grace).await,
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        r = server => r?,
+        () = drain_limit => tracing::warn!("HTTP requests still open after the grace period; closing them"),
+    }
+    let stopped = *stopped_at.lock().expect("not poisoned");
+    let left = match stopped {
+        Some(t) => grace.saturating_sub(t.elapsed()),
+        None => {
+            engine.stop().await; // the server ended without the signal (it does not, but be safe)
+            grace
+        }
+    };
+    engine.drain(left).await;
     store.close().await;
     tracing::info!("stopped");
     Ok(())

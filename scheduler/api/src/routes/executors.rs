@@ -237,7 +237,7 @@ pub async fn register(
         executor_id: exec.id,
         heartbeat_interval_ms: HEARTBEAT_INTERVAL_MS,
         metadata_interval_ms: METADATA_INTERVAL_MS,
-        offline_after_ms: 10_000,
+        offline_after_ms: sundial_core::route::EXECUTOR_OFFLINE_MS,
         jobs_created,
     }))
 }
@@ -398,7 +398,7 @@ async fn shard_result(
         ShardFinishOutcome::Applied { run, shard, .. } => {
             if run.state == RunState::Failed {
                 // This shard failed for good: the shards still out are told to stop.
-                sundial_engine::cancel_shards_remote(st.store.as_ref(), &st.delivery, &run).await;
+                st.cancels.cancel_run(&run);
             }
             st.wake.notify_one();
             Ok(axum::Json(ResultAccepted {
@@ -530,7 +530,9 @@ pub async fn list(
         .await?
         .into_iter()
         .map(|e| ExecutorOut {
-            state: if e.state == ExecutorState::Online && e.last_heartbeat_ms >= now - 10_000 {
+            state: if e.state == ExecutorState::Online
+                && e.last_heartbeat_ms >= now - sundial_core::route::EXECUTOR_OFFLINE_MS
+            {
                 ExecutorState::Online
             } else {
                 ExecutorState::Offline

@@ -76,7 +76,7 @@ pub async fn cancel(
     match st.store.run_cancel(&caller.tenant_id, &id, "cancelled through the API", now).await? {
         Some(before) => {
             if matches!(before.state, RunState::Dispatching | RunState::Running) {
-                sundial_engine::cancel_remote(st.store.as_ref(), &st.delivery, &before).await;
+                st.cancels.cancel_run(&before);
             }
             let run = st.store.run_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
             Ok(axum::Json(run.into()))

@@ -71,7 +71,7 @@ pub async fn nodes(State(st): State<AppState>, _op: OperatorCaller) -> ApiResult
         .await?
         .into_iter()
         .map(|mut n| {
-            if n.state == "alive" && n.heartbeat_at_ms < db_now - 10_000 {
+            if n.state == "alive" && n.heartbeat_at_ms < db_now - sundial_core::affinity::NODE_DEAD_MS {
                 n.state = "dead".into();
             }
             n

@@ -32,6 +32,8 @@ crate::on_both_databases!(
     a_fire_written_behind_the_peek_cursor_still_fires_on_time,
     a_full_claim_says_so_and_the_next_takes_the_rest,
     a_node_far_behind_settles_its_backlog_by_policy_and_is_on_time_again,
+    cancels_an_executor_never_answers_hold_up_nothing,
+    an_overdue_run_is_reaped_by_its_buckets_owner_only,
 );
 
 struct Setup {
@@ -362,8 +364,9 @@ async fn block_strategies_and_max_concurrency(app: &TestApp) {
         assert_eq!(state(app, key, &second).await, second_state, "block {block}");
         assert_eq!(state(app, key, &first).await, first_state, "block {block}");
     }
-    assert_eq!(s.exec.cancels().len(), 1, "cover_early cancels the running run at its executor");
-    assert!(s.exec.cancels()[0].signature_ok);
+    let c = s.exec.wait_cancels(1).await;
+    assert_eq!(c.len(), 1, "cover_early cancels the running run at its executor");
+    assert!(c[0].signature_ok);
     // Serial: the waiting run goes once its predecessor finishes.
     let serial_job = app.get("/api/v1/jobs?name=serial", &s.key).await.1;
     let serial = runs(app, &s.key, serial_job["items"][0]["id"].as_str().unwrap()).await;
@@ -518,8 +521,9 @@ async fn the_reaper_times_out_silent_runs_and_cancels_them(app: &TestApp) {
     assert_eq!(app.engine.reap_once().await.unwrap(), 1);
     let d = run_detail(app, &s.key, run_id).await;
     assert_eq!((d["state"].clone(), d["reason"].clone()), (json!("failed"), json!("timeout")), "{d}");
-    assert_eq!(s.exec.cancels().len(), 1);
-    assert_eq!(s.exec.cancels()[0].body, json!({"run_id": run_id, "attempt": 1}));
+    let c = s.exec.wait_cancels(1).await;
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].body, json!({"run_id": run_id, "attempt": 1}));
     // A late result for the timed-out attempt is refused.
     let (st, _) = callback(
         app,
@@ -785,7 +789,7 @@ async fn a_retry_waits_while_the_timed_out_executor_still_runs_it(app: &TestApp)
     app.clock.advance(15_001);
     running_heartbeat(app, &s, &exe, "hb-1", json!([c, r])).await;
     assert_eq!(app.engine.reap_once().await.unwrap(), 2);
-    assert_eq!(s.exec.cancels().len(), 2, "each timed-out attempt was cancelled");
+    assert_eq!(s.exec.wait_cancels(2).await.len(), 2, "each timed-out attempt was cancelled");
     app.clock.advance(1_000);
     app.engine.tick().await.unwrap();
     assert_eq!(run_detail(app, &s.key, &r).await["attempt"], 2, "overlap allowed: the retry went at once");
@@ -1157,4 +1161,110 @@ async fn a_node_far_behind_settles_its_backlog_by_policy_and_is_on_time_again(ap
     let node = &nodes["items"][0];
     assert!(node["misfired"].as_i64().unwrap() >= expired as i64, "{node}");
     assert!(node["backlog"].is_i64() && node["lateness_ms"].is_i64(), "{node}");
+}
+
+/// Best-effort cancels are sent in the background after the write that ended the attempt:
+/// an executor that never answers its cancel endpoint delays neither the reaper, nor the
+/// run-cancel API, nor the delivery of the run that covered its predecessor
+/// (`cover_early`). Each step took the cancel's whole timeout (5 s) when cancels were awaited.
+async fn cancels_an_executor_never_answers_hold_up_nothing(app: &TestApp) {
+    let s = setup(app).await;
+    s.exec.always(Answer::Accept);
+    s.exec.hang_cancels();
+    let quick = std::time::Duration::from_millis(1500);
+    // The reaper.
+    let slow = app.job(&s.key, manual("slow", json!({"timeout_ms": 10000, "failure": {"policy": "discard"}}))).await;
+    let reaped = trigger(app, &s.key, slow["id"].as_str().unwrap()).await;
+    app.engine.tick().await.unwrap();
+    app.clock.advance(10_000 + 5_001);
+    let t = std::time::Instant::now();
+    assert_eq!(app.engine.reap_once().await.unwrap(), 1);
+    assert!(t.elapsed() < quick, "the reaper waited {:?} for a cancel", t.elapsed());
+    assert_eq!(state(app, &s.key, &reaped).await, "failed");
+    // The run-cancel API.
+    let held = app.job(&s.key, manual("held", json!({}))).await;
+    let cancelled = trigger(app, &s.key, held["id"].as_str().unwrap()).await;
+    app.engine.tick().await.unwrap();
+    assert_eq!(state(app, &s.key, &cancelled).await, "running");
+    let t = std::time::Instant::now();
+    let (st, v) = app.post(&format!("/api/v1/runs/{cancelled}/cancel"), &s.key, json!({})).await;
+    assert_eq!((st, v["state"].clone()), (StatusCode::OK, json!("cancelled")), "{v}");
+    assert!(t.elapsed() < quick, "the cancel API answered after {:?}", t.elapsed());
+    // Another run's delivery: cover_early cancels the run in flight, then sends the new one.
+    let cover = app.job(&s.key, manual("cover", json!({"block": "cover_early"}))).await;
+    let cover_id = cover["id"].as_str().unwrap();
+    let first = trigger(app, &s.key, cover_id).await;
+    app.engine.tick().await.unwrap();
+    assert_eq!(state(app, &s.key, &first).await, "running");
+    let second = trigger(app, &s.key, cover_id).await;
+    let t = std::time::Instant::now();
+    app.engine.tick().await.unwrap();
+    assert!(t.elapsed() < quick, "the covering run's delivery waited {:?}", t.elapsed());
+    assert_eq!(state(app, &s.key, &first).await, "cancelled");
+    assert_eq!(state(app, &s.key, &second).await, "running");
+    assert!(s.exec.deliveries().iter().any(|d| d.body["run_id"] == json!(second)), "the covering run was delivered");
+    // Every cancel still went out (and is still waiting for its answer).
+    let c = s.exec.wait_cancels(3).await;
+    let mut ids: Vec<String> = c.iter().map(|r| r.body["run_id"].as_str().unwrap().to_string()).collect();
+    ids.sort();
+    let mut want = vec![reaped, cancelled, first];
+    want.sort();
+    assert_eq!(ids, want);
+}
+
+/// In a cluster, a run past its deadline is reaped by the owner of its job's bucket alone
+/// (every node's reaper used to scan, and cancel, the same overdue runs); once the owner
+/// has left, the survivor owns its buckets and reaps what is left.
+async fn an_overdue_run_is_reaped_by_its_buckets_owner_only(app: &TestApp) {
+    use std::sync::Arc;
+    use sundial_core::affinity::bucket_of;
+    use sundial_engine::{Engine, EngineConfig};
+    let s = setup(app).await;
+    s.exec.always(Answer::Accept);
+    let node = |id: &str| {
+        let mut cfg = EngineConfig::new(id);
+        cfg.max_clock_skew_ms = i64::MAX / 2; // liveness is judged by database time (see above)
+        Engine::new(app.db.store(), Arc::new(app.clock.clone()), cfg, Arc::new(Default::default()))
+    };
+    let (a, b) = (node("node_a"), node("node_b"));
+    a.heartbeat_once().await.unwrap();
+    b.heartbeat_once().await.unwrap();
+    a.heartbeat_once().await.unwrap();
+    // One job in each node's share, each with a run in flight.
+    let (mut of_a, mut of_b) = (None, None);
+    for i in 0..64 {
+        if of_a.is_some() && of_b.is_some() {
+            break;
+        }
+        let job = app
+            .job(&s.key, manual(&format!("slow{i}"), json!({"timeout_ms": 10000, "failure": {"policy": "discard"}})))
+            .await;
+        let id = job["id"].as_str().unwrap().to_string();
+        let mine = a.owned_buckets() & (1 << bucket_of(&id)) != 0;
+        let slot = if mine { &mut of_a } else { &mut of_b };
+        if slot.is_none() {
+            *slot = Some(trigger(app, &s.key, &id).await);
+        }
+    }
+    let (run_a, run_b) = (of_a.unwrap(), of_b.unwrap());
+    a.tick().await.unwrap(); // triggered runs go out from whichever node takes them
+    assert_eq!(
+        (state(app, &s.key, &run_a).await, state(app, &s.key, &run_b).await),
+        ("running".into(), "running".into())
+    );
+    app.clock.advance(10_000 + 5_001);
+    assert_eq!(b.reap_once().await.unwrap(), 1, "b reaps its own share only");
+    assert_eq!(
+        (state(app, &s.key, &run_a).await, state(app, &s.key, &run_b).await),
+        ("running".into(), "failed".into())
+    );
+    assert_eq!(s.exec.wait_cancels(1).await.len(), 1);
+    // a leaves: b owns every bucket at its next heartbeat and reaps a's share.
+    a.shutdown(std::time::Duration::from_secs(1)).await;
+    b.heartbeat_once().await.unwrap();
+    assert_eq!(b.members(), ["node_b"]);
+    assert_eq!(b.reap_once().await.unwrap(), 1, "the survivor takes over the share of the node that left");
+    assert_eq!(state(app, &s.key, &run_a).await, "failed");
+    let c = s.exec.wait_cancels(2).await;
+    assert_eq!(c.len(), 2, "one cancel per timed-out attempt, from the node that failed it");
 }

@@ -38,7 +38,8 @@ pub struct TestExecutor {
     pub received: Arc<Mutex<Vec<Received>>>,
     script: Arc<Mutex<VecDeque<Answer>>>,
     default: Arc<Mutex<Answer>>,
-
+    /// When set, a cancel is recorded and then never answered (the connection stays open).
+    hang_cancels: Arc<std::sync::atomic::AtomicBool>,
     server: Arc<tokio::task::JoinHandle<()>>,
 }
 
@@ -51,9 +52,11 @@ impl TestExecutor {
         let script = Arc::new(Mutex::new(VecDeque::new()));
         let default = Arc::new(Mutex::new(Answer::Ok(json!({"done": true}))));
         let secret = Arc::new(Mutex::new(secret.to_string()));
-        let (r, s, d, k) = (received.clone(), script.clone(), default.clone(), secret.clone());
+        let hang_cancels = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (r, s, d, k, hang) =
+            (received.clone(), script.clone(), default.clone(), secret.clone(), hang_cancels.clone());
         let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
-            let (r, s, d, k, clock) = (r.clone(), s.clone(), d.clone(), k.clone(), clock.clone());
+            let (r, s, d, k, clock, hang) = (r.clone(), s.clone(), d.clone(), k.clone(), clock.clone(), hang.clone());
             async move {
                 let key = SigningKey::parse(&k.lock().unwrap()).unwrap();
                 let now = clock.now_ms() / 1000;
@@ -78,6 +81,9 @@ impl TestExecutor {
                     return (StatusCode::UNAUTHORIZED, axum::Json(json!({"code": "bad_signature"}))).into_response();
                 }
                 if uri.path().ends_with("/cancel") {
+                    if hang.load(std::sync::atomic::Ordering::SeqCst) {
+                        std::future::pending::<()>().await;
+                    }
                     return (StatusCode::ACCEPTED, axum::Json(json!({}))).into_response();
                 }
                 let answer = s.lock().unwrap().pop_front().unwrap_or_else(|| d.lock().unwrap().clone());
@@ -94,7 +100,7 @@ impl TestExecutor {
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        TestExecutor { url, received, script, default, server: Arc::new(server) }
+        TestExecutor { url, received, script, default, hang_cancels, server: Arc::new(server) }
     }
 
     pub fn then(&self, a: Answer) -> &Self {
@@ -109,6 +115,19 @@ impl TestExecutor {
     }
     pub fn cancels(&self) -> Vec<Received> {
         self.received.lock().unwrap().iter().filter(|r| r.path.ends_with("/cancel")).cloned().collect()
+    }
+    /// The cancels received once `n` have arrived (they are sent in the background), or
+    /// after 5 s of waiting, whatever arrived.
+    pub async fn wait_cancels(&self, n: usize) -> Vec<Received> {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while self.cancels().len() < n && std::time::Instant::now() < until {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        self.cancels()
+    }
+    /// Never answer a cancel from now on (record it, keep the connection open).
+    pub fn hang_cancels(&self) {
+        self.hang_cancels.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

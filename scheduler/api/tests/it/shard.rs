@@ -278,7 +278,7 @@ async fn a_shard_out_of_retries_fails_the_run_and_the_others_are_cancelled(app: 
     assert_eq!(shard_states(&d), ["cancelled", "failed", "cancelled"]);
     // The shards still out get a signed cancel naming their shard; the failed one none.
     for i in [0, 2] {
-        let c = s.execs[i].cancels();
+        let c = s.execs[i].wait_cancels(1).await;
         assert_eq!(c.len(), 1, "executor {i}");
         assert!(c[0].signature_ok);
         assert_eq!(c[0].body, json!({"run_id": run_id, "attempt": 1, "shard": i}));
@@ -392,7 +392,7 @@ async fn a_shard_past_its_deadline_is_cancelled_then_retried(app: &TestApp) {
     assert_eq!(app.engine.reap_once().await.unwrap(), 0, "within the grace period");
     app.clock.advance(1);
     assert_eq!(app.engine.reap_once().await.unwrap(), 1, "one shard, not the whole run");
-    let c = s.execs[1].cancels();
+    let c = s.execs[1].wait_cancels(1).await;
     assert_eq!(c.len(), 1, "the timed-out shard's executor is told to stop");
     assert!(c[0].signature_ok);
     assert_eq!(c[0].body, json!({"run_id": run_id, "attempt": 1, "shard": 1}));
@@ -531,12 +531,12 @@ async fn cancelling_a_sharded_run_cancels_every_shard_still_out(app: &TestApp) {
     app.engine.tick().await.unwrap();
     let (st, v) = app.post(&format!("/api/v1/runs/{run_id}/cancel"), &s.key, json!({})).await;
     assert_eq!((st, v["state"].clone()), (StatusCode::OK, json!("cancelled")), "{v}");
-    assert!(s.execs[0].cancels().is_empty(), "a finished shard has nothing to cancel");
     for i in [1, 2] {
-        let c = s.execs[i].cancels();
+        let c = s.execs[i].wait_cancels(1).await;
         assert_eq!(c.len(), 1, "executor {i}");
         assert_eq!(c[0].body, json!({"run_id": run_id, "attempt": 1, "shard": i}));
     }
+    assert!(s.execs[0].cancels().is_empty(), "a finished shard has nothing to cancel");
     let d = detail(app, &s.key, &run_id).await;
     assert_eq!(shard_states(&d), ["succeeded", "cancelled", "cancelled"]);
     let (st, _) = result(app, &s, &run_id, "late", json!({"attempt": 1, "shard": 1, "status": "succeeded"})).await;
@@ -625,7 +625,7 @@ async fn a_shard_retry_committed_but_never_sent_times_out_and_retries(app: &Test
     // Past its deadline and the grace, the reaper fails it `timeout`; its own policy retries it.
     app.clock.advance(2000 + 5000 + 1);
     assert_eq!(app.engine.reap_once().await.unwrap(), 1);
-    assert_eq!(s.execs[1].cancels()[0].body, json!({"run_id": run_id, "attempt": 2, "shard": 1}));
+    assert_eq!(s.execs[1].wait_cancels(1).await[0].body, json!({"run_id": run_id, "attempt": 2, "shard": 1}));
     let d = detail(app, &s.key, &run_id).await;
     assert_eq!(
         (d["shards"][1]["state"].clone(), d["shards"][1]["reason"].clone()),

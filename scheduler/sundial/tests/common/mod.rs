@@ -198,6 +198,8 @@ pub struct Sink {
     pub url: String,
     deliveries: Arc<Mutex<Vec<Delivery>>>,
     secret: Arc<Mutex<Option<String>>>,
+    /// How long each delivery (not a cancel) is held before the answer, ms.
+    delay_ms: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Sink {
@@ -207,9 +209,10 @@ impl Sink {
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
         let deliveries: Arc<Mutex<Vec<Delivery>>> = Arc::default();
         let secret: Arc<Mutex<Option<String>>> = Arc::default();
-        let (d, k) = (deliveries.clone(), secret.clone());
+        let delay_ms = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (d, k, delay) = (deliveries.clone(), secret.clone(), delay_ms.clone());
         let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
-            let (d, k) = (d.clone(), k.clone());
+            let (d, k, delay) = (d.clone(), k.clone(), delay.clone());
             async move {
                 let received_ms = now_ms();
                 let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
@@ -244,13 +247,22 @@ impl Sink {
                 if uri.path().ends_with("/cancel") {
                     return (StatusCode::ACCEPTED, axum::Json(json!({}))).into_response();
                 }
+                let hold = delay.load(std::sync::atomic::Ordering::SeqCst);
+                if hold > 0 {
+                    tokio::time::sleep(Duration::from_millis(hold)).await;
+                }
                 axum::Json(json!({"status": "succeeded"})).into_response()
             }
         });
         tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        Sink { url, deliveries, secret }
+        Sink { url, deliveries, secret, delay_ms }
+    }
+
+    /// Hold each delivery this long before answering (cancels are answered at once).
+    pub fn set_delay(&self, delay: Duration) {
+        self.delay_ms.store(delay.as_millis() as u64, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub fn set_secret(&self, secret: &str) {
