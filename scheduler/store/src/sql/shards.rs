@@ -1,8 +1,6 @@
-//! Sharded runs: the shard records of a run (`run_shards`) and their attempts.
-//!
-//! A child module of `sql` (declared there with `#[path]`), so it shares the row
-//! decoders and [`SqlStore`]'s connection handling; the `Store` trait methods in
-//! `sql.rs` delegate here in one line each.
+//! [`ShardStore`] for [`SqlStore`]: the shard records of a run (`run_shards`) and their
+//! attempts. The trait methods (at the end) delegate in one line each to the functions
+//! here, which the run module's cancel, retry and log calls share.
 //!
 //! Every change is conditional on the state and attempt it expects, inside a
 //! transaction that first reads (and on MySQL locks) the run row, so two nodes, a
@@ -10,16 +8,18 @@
 //! state machine ([`transition`]) from `dispatching`; the run it belongs to follows
 //! its shards: `succeeded` when every shard has, `failed` when one failed for good.
 
+use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
 use sundial_core::types::{RunState, TriggerKind};
 
-use super::{SqlStore, col, insert_run, json_opt, parse_col, refused, run_row, to_json};
+use super::runs::{insert_run, run_row};
+use super::{SqlStore, col, json_opt, parse_col, refused, to_json};
 use crate::{
     AttemptResult, Dialect, FinishShard, Result, Run, RunShard, ShardDelivery, ShardFinishOutcome, ShardFreeze,
-    ShardRetryBegin,
+    ShardRetryBegin, ShardStore,
 };
 
 fn shard_row(r: &AnyRow) -> Result<RunShard> {
@@ -688,4 +688,55 @@ pub(super) async fn log_append(
     }
     tx.commit().await?;
     Ok(())
+}
+
+#[async_trait]
+impl ShardStore for SqlStore {
+    async fn shard_freeze(&self, p: &ShardFreeze) -> Result<Option<Vec<ShardDelivery>>> {
+        freeze(self, p).await
+    }
+    async fn shard_list(&self, run_id: &str) -> Result<Vec<RunShard>> {
+        list(self, run_id).await
+    }
+    async fn shard_mark_running(&self, run_id: &str, shard_index: i64, attempt: i64, now_ms: i64) -> Result<bool> {
+        mark_running(self, run_id, shard_index, attempt, now_ms).await
+    }
+    async fn shard_attempt_set_target(
+        &self,
+        run_id: &str,
+        shard_index: i64,
+        attempt: i64,
+        executor_id: Option<&str>,
+        address: Option<&str>,
+        trail: &Value,
+    ) -> Result<()> {
+        set_target(self, run_id, shard_index, attempt, executor_id, address, trail).await
+    }
+    async fn shard_finish(&self, p: &FinishShard) -> Result<ShardFinishOutcome> {
+        finish(self, p).await
+    }
+    async fn shard_run_delivered(&self, run_id: &str, run_attempt: i64, now_ms: i64) -> Result<bool> {
+        run_delivered(self, run_id, run_attempt, now_ms).await
+    }
+    async fn shard_due_retries(&self, now_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+        due_retries(self, now_ms, limit).await
+    }
+    async fn shard_retry_begin(&self, p: &ShardRetryBegin) -> Result<Option<ShardDelivery>> {
+        retry_begin(self, p).await
+    }
+    async fn shard_overdue(&self, before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+        overdue(self, before_ms, limit).await
+    }
+    async fn shard_on_silent_executors(&self, silent_before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+        on_silent_executors(self, silent_before_ms, limit).await
+    }
+    async fn shard_log_append(
+        &self,
+        run_id: &str,
+        shard_index: i64,
+        attempt: i64,
+        lines: &[(i64, String, String)],
+    ) -> Result<()> {
+        log_append(self, run_id, shard_index, attempt, lines).await
+    }
 }
