@@ -26,7 +26,7 @@ pub trait JobStore: Send + Sync {
     async fn job_list(&self, tenant_id: &str, filter: &JobFilter, page: &Page) -> Result<Vec<Job>>;
     /// Replace a job's definition if its version is still `expected_version`
     /// (`job.version` is the new one). `children: Some` replaces the edges.
-    /// `Ok(false)` if the job does not exist; [`StoreError::Stale`] if it changed meanwhile.
+    /// `Ok(false)` if the job does not exist; [`StoreError::Stale`](crate::StoreError::Stale) if it changed meanwhile.
     async fn job_update(&self, job: &Job, children: Option<&[String]>, expected_version: i64) -> Result<bool>;
     /// Set `active`/`stopped`, bumping the version. `None` if the job does not exist.
     async fn job_set_state(&self, tenant_id: &str, id: &str, state: JobState, now_ms: i64) -> Result<Option<Job>>;
