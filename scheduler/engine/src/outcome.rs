@@ -90,8 +90,9 @@ pub async fn finish_attempt(
 }
 
 /// Group commit of attempt results: callers queue their result; whoever finds no write
-/// in progress writes everything queued in one transaction ([`Store::run_finish_many`]),
-/// the others wait for it. Idle, a batch is one result and adds no delay; under load the
+/// in progress writes everything queued in one transaction
+/// ([`RunStore::run_finish_many`](sundial_store::RunStore::run_finish_many)), the others
+/// wait for it. Idle, a batch is one result and adds no delay; under load the
 /// batches grow with the queue, and so does the number of results per durable commit.
 #[derive(Debug, Default)]
 pub(crate) struct FinishBatcher {

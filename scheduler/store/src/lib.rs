@@ -1,27 +1,67 @@
 //! The store: every byte of SQL in Sundial lives in this crate.
 //!
-//! [`Store`] is the seam (river's driver, Oban's engine): one trait, methods named
-//! noun-first (`job_insert`, `run_list`), each taking its own small argument. One
-//! implementation, [`SqlStore`], speaks both MySQL/MariaDB and SQLite through
-//! sqlx's `Any` driver; where the dialects differ (connection set-up, locking,
-//! claiming) it branches on [`Dialect`]. One conformance suite
-//! (`tests/it/conformance.rs`) runs against both databases.
+//! [`Store`] is the seam (river's driver, Oban's engine): methods named noun-first
+//! (`job_insert`, `run_list`), each taking its own small argument, grouped in one trait
+//! per aggregate, and `Store` is all of them at once (`Arc<dyn Store>` is what callers
+//! hold; `use sundial_store::prelude::*` brings every method into scope on a concrete
+//! store). One implementation, [`SqlStore`], speaks both MySQL/MariaDB and SQLite through
+//! sqlx's `Any` driver; where the dialects differ (connection set-up, locking, claiming)
+//! it branches on [`Dialect`].
+//!
+//! One module per aggregate, and the SQL beside the methods that use it:
+//!
+//! | aggregate | contract (trait, argument and result types) | SQL |
+//! |---|---|---|
+//! | the database itself | [`DbStore`] (here) | `sql/mod.rs` (connection set-up, shared helpers) |
+//! | tenants, API keys | [`TenantStore`] (`tenants.rs`) | `sql/tenants.rs` |
+//! | apps, executors | [`AppStore`] (`apps.rs`) | `sql/apps.rs` |
+//! | jobs, child edges, generation cursor, scripts | [`JobStore`] (`jobs.rs`) | `sql/jobs.rs` |
+//! | runs, attempts, logs | [`RunStore`] (`runs.rs`) | `sql/runs.rs`, hot-path batches in `sql/runs/batch.rs` |
+//! | shards of sharded runs | [`ShardStore`] (`shards.rs`; types in `records.rs`) | `sql/shards.rs` |
+//! | nodes, settings | [`NodeStore`] (`nodes.rs`) | `sql/nodes.rs` |
+//! | seen webhook ids | [`SeenStore`] (`seen.rs`) | `sql/seen.rs` |
+//! | retention | [`RetentionStore`] (`retention.rs`) | `sql/retention.rs` |
+//!
+//! Row types are in [`records`]. One conformance suite (`tests/it/`, one file per
+//! aggregate) runs against both databases.
 //!
 //! What is not here: validation (the domain crate did it), HTTP, JSON shapes of the API.
 
+mod apps;
 mod error;
+mod jobs;
 mod migrate;
+mod nodes;
 pub mod records;
+mod retention;
+mod runs;
+mod seen;
+mod shards;
 mod sql;
-
-use std::sync::Arc;
+mod tenants;
 
 use async_trait::async_trait;
-use sundial_core::types::{JobState, Role, RunState};
 
+pub use apps::*;
 pub use error::{Result, StoreError};
+pub use jobs::*;
+pub use nodes::*;
 pub use records::*;
+pub use retention::*;
+pub use runs::*;
+pub use seen::*;
+pub use shards::*;
 pub use sql::{ConnectOptions, SqlStore};
+pub use tenants::*;
+
+/// Every store trait, for `use sundial_store::prelude::*`: the methods of [`Store`]
+/// are declared in these, so a caller holding a concrete store (or calling through a
+/// generic) needs them in scope.
+pub mod prelude {
+    pub use crate::{
+        AppStore, DbStore, JobStore, NodeStore, RetentionStore, RunStore, SeenStore, ShardStore, Store, TenantStore,
+    };
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -36,424 +76,50 @@ pub struct Page {
     pub after: Option<String>,
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct JobFilter {
-    pub app_id: Option<String>,
-    pub state: Option<JobState>,
-    pub name: Option<String>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct RunFilter {
-    pub job_id: Option<String>,
-    pub state: Option<RunState>,
-    /// Runs scheduled at or after this instant.
-    pub from_ms: Option<i64>,
-    /// Runs scheduled before this instant.
-    pub to_ms: Option<i64>,
-}
-
-/// Claim due runs for a node's timer.
-#[derive(Debug, Clone)]
-pub struct ClaimParams {
-    pub node_id: String,
-    /// Runs scheduled (or due to retry) at or before this instant.
-    pub due_before_ms: i64,
-    pub now_ms: i64,
-    pub lease_until_ms: i64,
-    pub limit: i64,
-    /// False while the operator has paused schedules: only triggered runs are claimed.
-    pub include_schedule: bool,
-    /// Job affinity: the buckets (`runs.bucket`, bit `b` = bucket `b`) this node owns in
-    /// the ring of live nodes. Schedule fires of other buckets are claimed only once due
-    /// at or before `foreign_due_before_ms`. [`sundial_core::affinity::ALL_BUCKETS`]
-    /// claims everything at once (a lone node).
-    pub owned_buckets: u64,
-    /// Overdue instant past which any node claims a schedule fire whatever its bucket
-    /// (now − the affinity grace), so a silent owner's share still fires.
-    pub foreign_due_before_ms: i64,
-    /// `Some(t)`: the node reads the pending schedule fires of its own buckets with
-    /// [`Store::run_peek`] instead, and the claim takes them only once due at or before `t`
-    /// (the backstop for a fire the peek missed). `None`: they are claimed once due by
-    /// `due_before_ms`. Retries and triggered runs are claimed as always.
-    pub own_fires_due_before_ms: Option<i64>,
-}
-
-/// Read (without claiming) the pending schedule fires of a node's buckets, in
-/// (`scheduled_at_ms`, id) order after a cursor: see [`Store::run_peek`].
-#[derive(Debug, Clone)]
-pub struct PeekParams {
-    /// The cursor: fires at or before (`after_ms`, `after_id`) were read already.
-    pub after_ms: i64,
-    pub after_id: String,
-    /// Fires scheduled at or before this instant.
-    pub due_before_ms: i64,
-    /// Bit `b` = bucket `b` (as [`ClaimParams::owned_buckets`]).
-    pub owned_buckets: u64,
-    pub limit: i64,
-}
-
-/// A run a node hands to [`Store::run_dispatch_many`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToDispatch {
-    pub run_id: String,
-    /// The node claimed it `dispatching` (recovered from a node that lost it), so a
-    /// `dispatching` run of this node is delivered again as the same attempt. Otherwise a
-    /// `dispatching` run is one already under way, and the decision is `Gone`.
-    pub redeliver: bool,
-}
-
-impl ToDispatch {
-    /// A run as the node claimed or read it.
-    pub fn new(run_id: impl Into<String>, redeliver: bool) -> Self {
-        Self { run_id: run_id.into(), redeliver }
-    }
-}
-
-/// What the dispatch transaction decided.
-#[derive(Debug, Clone, PartialEq)]
-#[allow(clippy::large_enum_variant)] // built once per dispatch, never stored in bulk
-pub enum DispatchDecision {
-    /// Now `dispatching` as `attempt`, committed; send it. `routing`: the job's app and its
-    /// executors, read in the same transaction (`None` if the app is gone).
-    Dispatch { run: Run, job: Job, webhook_id: String, covered: Vec<Run>, routing: Option<Arc<AppRouting>> },
-    /// Not ours any more (another node, a lost lease, a cancel, a deleted job): do nothing.
-    Gone,
-    /// A `serial` job's previous run is still in flight: stays queued; try again later.
-    Blocked,
-    /// Refused by the block strategy or max concurrency: the run is now `skipped`.
-    Skipped { reason: &'static str },
-}
-
-/// An app and its executors: what routing a delivery needs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AppRouting {
-    pub app: App,
-    pub executors: Vec<Executor>,
-}
-
-/// How an attempt ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AttemptResult {
-    Succeeded,
-    /// Failed; `retry_at_ms` when the failure policy allows another attempt.
-    Failed {
-        reason: sundial_core::run_state::FailReason,
-        retry_at_ms: Option<i64>,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct FinishAttempt {
-    pub run_id: String,
-    pub attempt: i64,
-    pub result: AttemptResult,
-    pub output: Option<serde_json::Value>,
-    pub message: Option<String>,
-    pub now_ms: i64,
-    /// Where the attempt went, recorded with the result (the engine's own deliveries);
-    /// `None` leaves what was recorded before (executor callbacks).
-    pub target: Option<AttemptTarget>,
-}
-
-/// Where an attempt was delivered and the dispatch trail that led there.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AttemptTarget {
-    pub executor_id: Option<String>,
-    pub address: Option<String>,
-    pub trail: serde_json::Value,
-}
-
-/// One job's generated runs, for [`Store::run_generate_many`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct GenerateJob {
-    pub job_id: String,
-    /// Written only if the job is still at this version (and active).
-    pub job_version: i64,
-    pub runs: Vec<Run>,
-    pub generated_until_ms: i64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-#[allow(clippy::large_enum_variant)] // built once per result, never stored in bulk
-pub enum FinishOutcome {
-    /// Recorded; the run is now in `run.state`. `children` are the child runs fired.
-    Applied {
-        run: Run,
-        children: Vec<Run>,
-    },
-    /// The same result was already recorded for this attempt: nothing changed.
-    Duplicate,
-    /// Refused: not the current attempt, or the run is no longer dispatching/running.
-    Conflict {
-        state: RunState,
-        attempt: i64,
-    },
-    NotFound,
-}
-
-/// The database seam. Every method is one short transaction or one statement.
+/// The database itself: its dialect, whether it answers, and its clock.
 #[async_trait]
-pub trait Store: Send + Sync + std::fmt::Debug + 'static {
+pub trait DbStore: Send + Sync {
     fn dialect(&self) -> Dialect;
     /// Is the database reachable?
     async fn ping(&self) -> Result<()>;
     /// The database's clock, UTC epoch milliseconds: the judge of leases and deadlines.
     async fn db_now_ms(&self) -> Result<i64>;
+}
 
-    async fn tenant_insert(&self, tenant: &Tenant) -> Result<()>;
-    async fn tenant_get(&self, id: &str) -> Result<Option<Tenant>>;
-    async fn tenant_list(&self, page: &Page) -> Result<Vec<Tenant>>;
+/// The database seam: every aggregate's trait at once. Every method is one short
+/// transaction or one statement. Implemented for every type that implements them all.
+pub trait Store:
+    DbStore
+    + TenantStore
+    + AppStore
+    + JobStore
+    + RunStore
+    + ShardStore
+    + NodeStore
+    + SeenStore
+    + RetentionStore
+    + Send
+    + Sync
+    + std::fmt::Debug
+    + 'static
+{
+}
 
-    async fn api_key_insert(&self, key: &ApiKey) -> Result<()>;
-    async fn api_key_by_hash(&self, key_hash: &str) -> Result<Option<ApiKey>>;
-    /// Keys of a tenant, or operator keys when `tenant_id` is `None`.
-    async fn api_key_list(&self, tenant_id: Option<&str>, page: &Page) -> Result<Vec<ApiKey>>;
-    async fn api_key_get(&self, tenant_id: &str, id: &str) -> Result<Option<ApiKey>>;
-    async fn api_key_count(&self, tenant_id: Option<&str>, role: Role) -> Result<i64>;
-    async fn api_key_delete(&self, tenant_id: &str, id: &str) -> Result<bool>;
-
-    async fn app_insert(&self, app: &App) -> Result<()>;
-    /// By id or by name, within the tenant.
-    async fn app_get(&self, tenant_id: &str, id_or_name: &str) -> Result<Option<App>>;
-    async fn app_list(&self, tenant_id: &str, page: &Page) -> Result<Vec<App>>;
-    /// Write the mutable fields (description, endpoints, secrets, updated_at). False if gone.
-    async fn app_update(&self, app: &App) -> Result<bool>;
-    /// Refused with a conflict while jobs use the app.
-    async fn app_delete(&self, tenant_id: &str, id: &str) -> Result<bool>;
-
-    /// Insert a job and its child edges. Children must be jobs of the same tenant and
-    /// must not make a cycle; both are checked inside the transaction.
-    async fn job_insert(&self, job: &Job, children: &[String]) -> Result<()>;
-    async fn job_get(&self, tenant_id: &str, id: &str) -> Result<Option<Job>>;
-    /// Jobs by id, whatever their tenant (the engine's misfire decisions for a batch of
-    /// late fires; never reachable from a caller's request). Missing ids are left out.
-    async fn job_get_many(&self, ids: &[String]) -> Result<Vec<Job>>;
-    async fn job_list(&self, tenant_id: &str, filter: &JobFilter, page: &Page) -> Result<Vec<Job>>;
-    /// Replace a job's definition if its version is still `expected_version`
-    /// (`job.version` is the new one). `children: Some` replaces the edges.
-    /// `Ok(false)` if the job does not exist; [`StoreError::Stale`] if it changed meanwhile.
-    async fn job_update(&self, job: &Job, children: Option<&[String]>, expected_version: i64) -> Result<bool>;
-    /// Set `active`/`stopped`, bumping the version. `None` if the job does not exist.
-    async fn job_set_state(&self, tenant_id: &str, id: &str, state: JobState, now_ms: i64) -> Result<Option<Job>>;
-    /// Delete a job, its edges (both directions) and its runs that have not started.
-    async fn job_delete(&self, tenant_id: &str, id: &str) -> Result<bool>;
-    async fn job_children(&self, job_id: &str) -> Result<Vec<String>>;
-
-    /// By id or by name, within the tenant.
-    async fn script_get(&self, tenant_id: &str, id_or_name: &str) -> Result<Option<Script>>;
-
-    /// Insert a run unless one exists for its (job, fire key); true if inserted.
-    async fn run_insert(&self, run: &Run) -> Result<bool>;
-    async fn run_get(&self, tenant_id: &str, id: &str) -> Result<Option<Run>>;
-    async fn run_by_fire_key(&self, job_id: &str, fire_key: &str) -> Result<Option<Run>>;
-    /// Newest scheduled first. The cursor is the last row's `"{scheduled_at_ms}:{id}"`.
-    async fn run_list(&self, tenant_id: &str, filter: &RunFilter, page: &Page) -> Result<Vec<Run>>;
-
-    // ---- scheduling engine ----
-
-    /// Active jobs with a timed schedule whose runs are not generated up to `horizon_end_ms`.
-    async fn job_due_for_generation(&self, horizon_end_ms: i64, limit: i64) -> Result<Vec<Job>>;
-    /// Insert generated runs (duplicates of a fire key are ignored) and move the job's
-    /// `generated_until_ms`, if the job is still at `job_version`. Returns the number
-    /// inserted, or `None` if the job changed meanwhile (nothing written).
-    async fn run_generate(
-        &self,
-        job_id: &str,
-        job_version: i64,
-        runs: &[Run],
-        generated_until_ms: i64,
-    ) -> Result<Option<usize>> {
-        let batch = [GenerateJob { job_id: job_id.into(), job_version, runs: runs.to_vec(), generated_until_ms }];
-        Ok(self.run_generate_many(&batch).await?.pop().flatten())
-    }
-    /// [`Store::run_generate`] for several jobs in one transaction (one commit), in order.
-    async fn run_generate_many(&self, batch: &[GenerateJob]) -> Result<Vec<Option<usize>>>;
-    /// Atomically claim due `pending` runs (→ `queued`) and due `retrying` runs
-    /// (owner set) for a node, oldest first.
-    async fn run_claim(&self, p: &ClaimParams) -> Result<Vec<Run>>;
-    /// The pending schedule fires of the given buckets after the cursor, due by
-    /// `due_before_ms`, oldest first: a plain read, no lock and no write. The node keeps
-    /// them in its timer, and [`Store::run_dispatch_many`] takes them from `pending`.
-    async fn run_peek(&self, p: &PeekParams) -> Result<Vec<Run>>;
-    /// Runs the misfire policy drops (one statement per chunk): each moves to `expired` with
-    /// `message` if still `pending` (a peeked fire), or `queued` and claimed by `node_id`.
-    /// Returns how many were expired.
-    async fn run_expire_many(&self, run_ids: &[String], node_id: &str, message: &str, now_ms: i64) -> Result<u64>;
-    /// Misfire `fire_once`, for many (job, scheduled at) at once: the jobs that have a
-    /// schedule fire after theirs that has gone already (dispatched or finished) or is still
-    /// `pending`/`queued` but scheduled before `before_ms` (missed too). A few statements for
-    /// the whole batch, each reading only the jobs' fires from the earliest instant asked
-    /// about on.
-    async fn run_later_fires(&self, fires: &[(String, i64)], before_ms: i64) -> Result<Vec<String>>;
-    /// Hand claimed runs not yet dispatched back (`queued` → `pending`, retrying runs lose their owner).
-    async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64>;
-    /// The dispatch transaction: move a run to `dispatching` as its next attempt, reading
-    /// the job's current definition and deciding block strategy and max concurrency under
-    /// the job's lock. The run must be `pending` (anyone's: a peeked fire; a `serial` fire
-    /// it blocks is claimed for this node, `Blocked`), or `queued`/`retrying` under this
-    /// node's live claim, or `dispatching` under it (a recovered run: redelivered as the
-    /// same attempt). Anything else is `Gone`.
-    async fn run_dispatch_begin(
-        &self,
-        run_id: &str,
-        node_id: &str,
-        now_ms: i64,
-        lease_ms: i64,
-    ) -> Result<DispatchDecision> {
-        let mut d = self.run_dispatch_many(&[ToDispatch::new(run_id, true)], node_id, now_ms, lease_ms).await?;
-        Ok(d.pop().map(|(_, d)| d).unwrap_or(DispatchDecision::Gone))
-    }
-    /// [`Store::run_dispatch_begin`] for a batch of runs in one transaction and one
-    /// commit: each run decided as if alone, in order (a queued run sees the runs of its
-    /// job dispatched earlier in the batch as in flight). One decision per distinct id.
-    /// A `dispatching` run is redelivered only if its [`ToDispatch::redeliver`] says so.
-    async fn run_dispatch_many(
-        &self,
-        runs: &[ToDispatch],
-        node_id: &str,
-        now_ms: i64,
-        lease_ms: i64,
-    ) -> Result<Vec<(String, DispatchDecision)>>;
-    /// Push back the deadline and lease of runs this node has just committed `dispatching`,
-    /// by `by_ms`: for a dispatch transaction that took long (lock waits), so the time it took
-    /// does not count against the executor's timeout. Conditional on state and owner.
-    async fn run_extend_dispatch(&self, run_ids: &[String], node_id: &str, by_ms: i64) -> Result<u64>;
-    /// Record where an attempt went and the dispatch trail.
-    async fn attempt_set_target(
-        &self,
-        run_id: &str,
-        attempt: i64,
-        executor_id: Option<&str>,
-        address: Option<&str>,
-        trail: &serde_json::Value,
-    ) -> Result<()>;
-    /// `dispatching` → `running` (the executor answered 202), for the current attempt only.
-    async fn run_mark_running(&self, run_id: &str, attempt: i64, now_ms: i64) -> Result<bool>;
-    /// Record how the current attempt ended, through the state machine, conditional on
-    /// state and attempt. Success fires the job's children (`p:<run id>`) in the same transaction.
-    async fn run_finish_attempt(&self, p: &FinishAttempt) -> Result<FinishOutcome> {
-        let mut out = self.run_finish_many(std::slice::from_ref(p)).await?;
-        Ok(out.pop().unwrap_or(FinishOutcome::NotFound))
-    }
-    /// [`Store::run_finish_attempt`] for several results in one transaction and one commit
-    /// (group commit), applied in order; one outcome per result. Every applied result is
-    /// stamped with the latest `now_ms` of the batch (finish and update times).
-    async fn run_finish_many(&self, ps: &[FinishAttempt]) -> Result<Vec<FinishOutcome>>;
-    /// Cancel a non-terminal run. Returns the run as it was before, if it was cancelled.
-    async fn run_cancel(&self, tenant_id: &str, run_id: &str, message: &str, now_ms: i64) -> Result<Option<Run>>;
-    /// Make a `retrying` run due now; for a `running` sharded run, its `retrying` shards.
-    /// False (nothing changed) if there was nothing waiting to retry.
-    async fn run_retry_now(&self, tenant_id: &str, run_id: &str, now_ms: i64) -> Result<bool>;
-    /// `running` runs past their deadline, up to `limit`.
-    async fn run_overdue(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>>;
-    /// `running` runs whose executor has sent no heartbeat since `silent_before_ms`.
-    async fn run_on_silent_executors(&self, silent_before_ms: i64, limit: i64) -> Result<Vec<Run>>;
-    async fn run_attempts(&self, run_id: &str) -> Result<Vec<Attempt>>;
-    async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()>;
-    async fn run_logs(&self, run_id: &str, limit: i64) -> Result<Vec<RunLog>>;
-
-    /// An app by id alone, for executor calls authenticated by the app's signature.
-    async fn app_by_id(&self, id: &str) -> Result<Option<App>>;
-    /// Insert or refresh an executor by (app, address); returns the stored row (its id is stable).
-    async fn executor_upsert(&self, e: &Executor) -> Result<Executor>;
-    /// `running_runs`: the run ids the executor says it is working on (`None`: not reported).
-    async fn executor_heartbeat(
-        &self,
-        app_id: &str,
-        executor_id: &str,
-        running: i64,
-        running_runs: Option<&[String]>,
-        metadata: Option<&serde_json::Value>,
-        now_ms: i64,
-    ) -> Result<bool>;
-    async fn executor_set_state(
-        &self,
-        app_id: &str,
-        executor_id: &str,
-        state: sundial_core::types::ExecutorState,
-        now_ms: i64,
-    ) -> Result<bool>;
-    async fn executor_list(&self, app_id: &str) -> Result<Vec<Executor>>;
-    /// Insert a registration-created job unless one exists for its registration key.
-    async fn job_insert_if_absent(&self, job: &Job) -> Result<bool>;
-    /// Remember a signed message id; false if it was already seen (a replay).
-    async fn webhook_seen(&self, app_id: &str, webhook_id: &str, now_ms: i64) -> Result<bool>;
-    /// Forget seen ids older than `before_ms`.
-    async fn webhook_forget(&self, before_ms: i64) -> Result<u64>;
-    // ---- cluster ----
-
-    /// Record a node's heartbeat (inserting it on first call), stamped with database time.
-    async fn node_heartbeat(&self, beat: &NodeBeat) -> Result<()>;
-    /// Mark a node as having left (graceful shutdown).
-    async fn node_leave(&self, id: &str) -> Result<()>;
-    async fn node_list(&self) -> Result<Vec<Node>>;
-    /// Ids of the live nodes: `alive` with a heartbeat at or after `alive_since_ms`
-    /// (database time). The ring of job affinity is computed from them.
-    async fn node_live_ids(&self, alive_since_ms: i64) -> Result<Vec<String>>;
-    /// Nodes silent since `dead_before_ms` (database time) are dead: their claimed runs
-    /// go back (`queued` → `pending`, retrying runs lose their owner) and their
-    /// `dispatching` runs' leases end, so any node recovers them at once. Returns the
-    /// ids of nodes newly found dead.
-    async fn node_reap_dead(&self, dead_before_ms: i64, now_ms: i64) -> Result<Vec<String>>;
-    /// A node starting under an id that may have run before (a restart in place): hand back
-    /// whatever its previous life claimed, as for a dead node. Returns the runs handed back.
-    async fn node_recover_own(&self, id: &str, now_ms: i64) -> Result<u64>;
-    /// Delete finished runs (with their attempts and logs) finished and scheduled before
-    /// `before_ms` (a run cancelled ahead of its time stays until that time has passed too),
-    /// and executors silent since then, at most `batch` runs per call. Returns runs deleted.
-    async fn retention_cleanup(&self, before_ms: i64, batch: i64) -> Result<u64>;
-
-    async fn setting_get(&self, name: &str) -> Result<Option<String>>;
-    async fn setting_set(&self, name: &str, value: &str, now_ms: i64) -> Result<()>;
-
-    // ---- shards ----
-
-    /// Freeze the shard set of a run `dispatching` as `p.run_attempt` under `p.node_id`'s
-    /// unexpired lease: one `dispatching` shard per target (attempt = the run's attempt),
-    /// each with its attempt row and stable webhook id, and `shard_total`, in one
-    /// transaction. If the run already has shards (a redelivery), they stand as frozen and
-    /// those still `dispatching` get `p.deadline_ms`. Returns every shard with its current
-    /// attempt's webhook id (empty: no shard and no target), or `None` if the run is not ours.
-    async fn shard_freeze(&self, p: &ShardFreeze) -> Result<Option<Vec<ShardDelivery>>>;
-    /// A run's shards in index order (empty for a run that is not sharded).
-    async fn shard_list(&self, run_id: &str) -> Result<Vec<RunShard>>;
-    /// `dispatching` → `running` (the executor answered 202), for the shard's current attempt only.
-    async fn shard_mark_running(&self, run_id: &str, shard_index: i64, attempt: i64, now_ms: i64) -> Result<bool>;
-    /// Record where a shard attempt went and its dispatch trail.
-    async fn shard_attempt_set_target(
-        &self,
-        run_id: &str,
-        shard_index: i64,
-        attempt: i64,
-        executor_id: Option<&str>,
-        address: Option<&str>,
-        trail: &serde_json::Value,
-    ) -> Result<()>;
-    /// Record how a shard's current attempt ended, conditional on its state and attempt
-    /// and on the run still `dispatching`/`running`. When every shard has succeeded the run
-    /// succeeds (output: the shards' outputs in index order) and fires its children; when
-    /// this shard failed for good the run fails and the other open shards are cancelled.
-    async fn shard_finish(&self, p: &FinishShard) -> Result<ShardFinishOutcome>;
-    /// A sharded run whose shards were all sent: `dispatching` → `running`, if still there.
-    async fn shard_run_delivered(&self, run_id: &str, run_attempt: i64, now_ms: i64) -> Result<bool>;
-    /// `retrying` shards due at `now_ms` of `running` runs, with their run, oldest due first.
-    async fn shard_due_retries(&self, now_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>>;
-    /// Start a due `retrying` shard's next attempt (`retrying` → `dispatching`, a new
-    /// attempt row and webhook id), if it is still at `p.attempt`: of several callers, one wins.
-    async fn shard_retry_begin(&self, p: &ShardRetryBegin) -> Result<Option<ShardDelivery>>;
-    /// Shards `dispatching`/`running` past their deadline (`< before_ms`) in `running` runs.
-    async fn shard_overdue(&self, before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>>;
-    /// `running` shards whose executor has sent no heartbeat since `silent_before_ms`.
-    async fn shard_on_silent_executors(&self, silent_before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>>;
-    /// Append log lines of one shard attempt.
-    async fn shard_log_append(
-        &self,
-        run_id: &str,
-        shard_index: i64,
-        attempt: i64,
-        lines: &[(i64, String, String)],
-    ) -> Result<()>;
+impl<T> Store for T where
+    T: DbStore
+        + TenantStore
+        + AppStore
+        + JobStore
+        + RunStore
+        + ShardStore
+        + NodeStore
+        + SeenStore
+        + RetentionStore
+        + Send
+        + Sync
+        + std::fmt::Debug
+        + 'static
+{
 }
 
 #[cfg(feature = "testing")]

@@ -97,7 +97,7 @@ async fn callback(app: &TestApp, s: &Setup, path: &str, msg_id: &str, body: Valu
 }
 
 use sundial_core::clock::Clock;
-use sundial_store::Store as _;
+use sundial_store::prelude::*;
 
 async fn a_fixed_rate_job_fires_on_time_signed_and_succeeds(app: &TestApp) {
     let s = setup(app).await;

@@ -35,7 +35,7 @@ async fn apps_lifecycle_and_secret_rotation(app: &TestApp) {
     assert_eq!(rotated["previous_secret_expires_at"], sundial_core::time::rfc3339_utc(T0 + 1000 + GRACE_MS));
     // The store keeps the previous secret valid for the grace period only.
     let stored = app.db.store.as_ref();
-    let row = sundial_store::Store::app_get(stored, &t.id, id).await.unwrap().unwrap();
+    let row = sundial_store::AppStore::app_get(stored, &t.id, id).await.unwrap().unwrap();
     assert_eq!(row.valid_secrets(T0 + 1000), vec![new_secret, secret.as_str()]);
     assert_eq!(row.valid_secrets(T0 + 1000 + GRACE_MS), vec![new_secret]);
     let (s, patched) = app
@@ -197,7 +197,7 @@ async fn runs_list_and_detail(app: &TestApp) {
         run.state = state;
         run.attempt = 1;
         run.output = Some(json!({"ok": i}));
-        assert!(sundial_store::Store::run_insert(store, &run).await.unwrap());
+        assert!(sundial_store::RunStore::run_insert(store, &run).await.unwrap());
         run_ids.push(run.id);
     }
     let (s, list) = app.get(&format!("/api/v1/runs?job_id={job_id}&limit=2"), &t.admin).await;

@@ -11,6 +11,14 @@ use sundial_core::schedule::ScheduleSpec;
 use sundial_core::types::*;
 use sundial_store::*;
 
+for_each_database!(
+    shards_are_frozen_once_with_stable_webhook_ids,
+    shard_results_are_conditional_on_the_shard_attempt,
+    a_due_shard_retry_is_started_by_one_caller,
+    a_sharded_run_succeeds_with_all_shards_and_fails_with_one,
+    reapers_see_shards_not_whole_sharded_runs,
+);
+
 type S = Arc<dyn Store>;
 const NOW: i64 = 1_790_000_000_000;
 const TIMEOUT: i64 = 60_000;

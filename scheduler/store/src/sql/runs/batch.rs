@@ -1,94 +1,26 @@
 //! The hot path in batches: many claimed runs' dispatch decisions, many attempts'
 //! results, many jobs' generated runs — each batch one transaction and one durable
 //! commit (group commit), with the same per-run rules as one run alone.
-//!
-//! Statement texts stay few whatever the batch size (sqlx's prepared-statement cache must
-//! not churn, see `connect`): id lists go in chunks of at most [`IN_CHUNK`], each list a
-//! power of two long (1, 2, 4 … 128 placeholders, padded with the chunk's last id), and
-//! multi-row inserts in power-of-two sizes up to [`INSERT_CHUNK`]. Sized lists rather than
-//! lists always padded to 32: MariaDB builds a range for every list item before merging
-//! the repeats, and small batches paid for 32.
 
 use std::collections::{HashMap, HashSet};
-
-use super::*;
 use std::sync::Arc;
 
-use crate::{AppRouting, GenerateJob};
+use serde_json::Value;
+use sqlx::{Any, Transaction};
+use sundial_core::run_state::{RunEvent, transition};
+use sundial_core::types::{BlockStrategy, RunState, TriggerKind};
 
-/// Ids per `IN (…)` list.
-pub(super) const IN_CHUNK: usize = 128;
-/// Rows per multi-row `INSERT` at most (chunks are powers of two: a handful of texts).
-const INSERT_CHUNK: usize = 128;
-
-fn placeholders(n: usize) -> String {
-    vec!["?"; n].join(", ")
-}
-
-/// Where a statement template's id list goes: `… IN ({IDS})`; [`in_list`] fills it.
-pub(super) const IDS: &str = ":ids";
-
-/// Placeholders in the id list for a chunk of `n` ids (n ≤ [`IN_CHUNK`]).
-pub(super) fn in_width(n: usize) -> usize {
-    n.max(1).next_power_of_two().min(IN_CHUNK)
-}
-
-/// The template with its id list sized for a chunk of `n` ids.
-pub(super) fn in_list(template: &str, n: usize) -> String {
-    debug_assert!(template.contains(IDS), "no id list in {template}");
-    template.replacen(IDS, &placeholders(in_width(n)), 1)
-}
-
-/// Split `n` rows into power-of-two chunk sizes, largest first.
-fn pow2_chunks(mut n: usize) -> Vec<usize> {
-    let mut out = Vec::new();
-    while n > 0 {
-        let size = INSERT_CHUNK.min(1 << (usize::BITS - 1 - n.leading_zeros()));
-        out.push(size);
-        n -= size;
-    }
-    out
-}
-
-/// Run the template `sql` (with one `IN ({IDS})` list, then a `?` for each of `after`) over
-/// `ids` in chunks, collecting the rows.
-pub(super) async fn fetch_in_with(
-    tx: &mut Transaction<'static, Any>,
-    sql: &str,
-    ids: &[&str],
-    after: &[i64],
-) -> Result<Vec<AnyRow>> {
-    let mut rows = Vec::new();
-    for chunk in ids.chunks(IN_CHUNK) {
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(sql, chunk.len())));
-        for i in 0..in_width(chunk.len()) {
-            q = q.bind(chunk[i.min(chunk.len() - 1)]);
-        }
-        for v in after {
-            q = q.bind(*v);
-        }
-        rows.extend(q.fetch_all(&mut **tx).await?);
-    }
-    Ok(rows)
-}
-
-/// [`fetch_in_with`] with nothing after the id list.
-async fn fetch_in(tx: &mut Transaction<'static, Any>, sql: &str, ids: &[&str]) -> Result<Vec<AnyRow>> {
-    fetch_in_with(tx, sql, ids, &[]).await
-}
-
-/// The ids in ascending order: the order every batch takes its row locks in.
-fn sorted<'a>(ids: &[&'a str]) -> Vec<&'a str> {
-    let mut v = ids.to_vec();
-    v.sort_unstable();
-    v
-}
-
-/// Distinct values in first-seen order.
-fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut seen = std::collections::HashSet::new();
-    items.filter(|s| seen.insert(*s)).collect()
-}
+use super::{insert_run, run_row, set_terminal};
+use crate::sql::apps::{app_row, executor_row};
+use crate::sql::jobs::{JOB_COLS, job_row};
+use crate::sql::{
+    IDS, IN_CHUNK, Ix, SqlStore, col, distinct, fetch_in, in_list, in_width, json_opt, placeholders, pow2_chunks,
+    refused, sorted, to_json,
+};
+use crate::{
+    AppRouting, AttemptResult, Dialect, DispatchDecision, FinishAttempt, FinishOutcome, GenerateJob, Job, Result, Run,
+    StoreError, ToDispatch,
+};
 
 /// Insert runs unless their (job, fire key) exists, in multi-row statements; returns how many were inserted.
 pub(super) async fn insert_runs(tx: &mut Transaction<'static, Any>, dialect: Dialect, runs: &[Run]) -> Result<usize> {
@@ -156,7 +88,7 @@ impl SqlStore {
         Ok(out)
     }
 
-    /// The dispatch transaction for a batch of claimed runs: see [`Store::run_dispatch_many`].
+    /// The dispatch transaction for a batch of claimed runs: see [`RunStore::run_dispatch_many`](crate::RunStore::run_dispatch_many).
     pub(super) async fn dispatch_many(
         &self,
         to_dispatch: &[ToDispatch],
@@ -420,7 +352,7 @@ impl SqlStore {
         Ok(listed.is_some_and(|ids| ids.contains(&run.id)))
     }
 
-    /// See [`Store::run_extend_dispatch`].
+    /// See [`RunStore::run_extend_dispatch`](crate::RunStore::run_extend_dispatch).
     pub(super) async fn extend_dispatch(&self, run_ids: &[String], node_id: &str, by_ms: i64) -> Result<u64> {
         let sql = format!(
             "UPDATE runs{} SET deadline_ms = deadline_ms + ?, lease_until_ms = lease_until_ms + ? \
@@ -515,7 +447,7 @@ impl SqlStore {
         Ok(DispatchDecision::Dispatch { run, job, webhook_id, covered: Vec::new(), routing: None })
     }
 
-    /// Record a batch of attempt results in one transaction: see [`Store::run_finish_many`].
+    /// Record a batch of attempt results in one transaction: see [`RunStore::run_finish_many`](crate::RunStore::run_finish_many).
     pub(super) async fn finish_many(&self, ps: &[FinishAttempt]) -> Result<Vec<FinishOutcome>> {
         let ids = distinct(ps.iter().map(|p| p.run_id.as_str()));
         // Every result of the batch is recorded as written at the latest arrival among them
@@ -642,7 +574,7 @@ impl SqlStore {
         Ok(outcomes)
     }
 
-    /// Generated runs of several jobs in one transaction: see [`Store::run_generate_many`].
+    /// Generated runs of several jobs in one transaction: see [`RunStore::run_generate_many`](crate::RunStore::run_generate_many).
     ///
     /// The job rows are written last, so their locks (which dispatch takes too) are held only
     /// for the moment before the commit: the runs are inserted first, then each job's
@@ -868,34 +800,4 @@ async fn write_attempts(tx: &mut Transaction<'static, Any>, writes: &[AttemptWri
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{in_list, in_width, pow2_chunks};
-
-    #[test]
-    fn id_lists_are_sized_to_a_power_of_two_up_to_the_chunk() {
-        let widths: Vec<usize> = [1, 2, 3, 4, 5, 9, 17, 31, 32, 100, 128].iter().map(|&n| in_width(n)).collect();
-        assert_eq!(widths, vec![1, 2, 4, 4, 8, 16, 32, 32, 32, 128, 128]);
-        assert_eq!(in_list("SELECT 1 WHERE id IN (:ids) AND x = ?", 3), "SELECT 1 WHERE id IN (?, ?, ?, ?) AND x = ?");
-        // Eight texts per statement at most, whatever the batch.
-        let texts: std::collections::HashSet<String> = (1..=128).map(|n| in_list("IN (:ids)", n)).collect();
-        assert_eq!(texts.len(), 8);
-    }
-
-    #[test]
-    fn chunks_are_powers_of_two_summing_to_n() {
-        assert_eq!(pow2_chunks(0), Vec::<usize>::new());
-        assert_eq!(pow2_chunks(1), vec![1]);
-        assert_eq!(pow2_chunks(7), vec![4, 2, 1]);
-        assert_eq!(pow2_chunks(32), vec![32]);
-        assert_eq!(pow2_chunks(77), vec![64, 8, 4, 1]);
-        assert_eq!(pow2_chunks(300), vec![128, 128, 32, 8, 4]);
-        for n in 0..200 {
-            let c = pow2_chunks(n);
-            assert_eq!(c.iter().sum::<usize>(), n);
-            assert!(c.iter().all(|s| s.is_power_of_two() && *s <= super::INSERT_CHUNK));
-        }
-    }
 }

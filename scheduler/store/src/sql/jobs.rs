@@ -1,0 +1,379 @@
+//! [`JobStore`] for [`SqlStore`]: jobs, their child edges, the generation cursor, scripts.
+
+use async_trait::async_trait;
+use sqlx::any::AnyRow;
+use sqlx::{Any, Transaction};
+use sundial_core::types::JobState;
+
+use super::{IDS, SqlStore, col, fetch_in_with, json_col, parse_col, to_json};
+use crate::error::conflict_on;
+use crate::{Job, JobFilter, JobStore, Page, Result, Script, StoreError};
+
+pub(super) fn job_row(r: &AnyRow) -> Result<Job> {
+    Ok(Job {
+        id: col(r, "id")?,
+        tenant_id: col(r, "tenant_id")?,
+        app_id: col(r, "app_id")?,
+        name: col(r, "name")?,
+        description: col(r, "description")?,
+        handler: col(r, "handler")?,
+        script_id: col(r, "script_id")?,
+        schedule_kind: parse_col(r, "schedule_kind")?,
+        schedule: json_col(r, "schedule")?,
+        params: json_col(r, "params")?,
+        route: parse_col(r, "route")?,
+        block: parse_col(r, "block_strategy")?,
+        misfire: json_col(r, "misfire")?,
+        failure: json_col(r, "failure")?,
+        timeout_ms: col(r, "timeout_ms")?,
+        max_concurrency: col(r, "max_concurrency")?,
+        state: parse_col(r, "state")?,
+        source: parse_col(r, "source")?,
+        registration_key: col(r, "registration_key")?,
+        version: col(r, "version")?,
+        generated_until_ms: col(r, "generated_until_ms")?,
+        created_at_ms: col(r, "created_at_ms")?,
+        updated_at_ms: col(r, "updated_at_ms")?,
+    })
+}
+
+pub(super) const JOB_COLS: &str = "id, tenant_id, app_id, name, description, handler, script_id, schedule_kind, schedule, params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, state, source, registration_key, version, generated_until_ms, created_at_ms, updated_at_ms";
+
+/// Refuse children that are not jobs of this tenant, or that would close a cycle.
+async fn check_children(
+    tx: &mut Transaction<'static, Any>,
+    tenant_id: &str,
+    parent: &str,
+    children: &[String],
+) -> Result<()> {
+    for (i, child) in children.iter().enumerate() {
+        let field = format!("children[{i}]");
+        if child == parent {
+            return Err(StoreError::Refused { field, message: "a job cannot be its own child".into() });
+        }
+        let exists = sqlx::query("SELECT 1 FROM jobs WHERE id = ? AND tenant_id = ?")
+            .bind(child)
+            .bind(tenant_id)
+            .fetch_optional(&mut **tx)
+            .await?
+            .is_some();
+        if !exists {
+            return Err(StoreError::Refused { field, message: format!("job `{child}` does not exist") });
+        }
+    }
+    // Walk down from each new child; reaching the parent means a cycle.
+    let edges: Vec<(String, String)> =
+        sqlx::query("SELECT parent_job_id, child_job_id FROM job_children WHERE tenant_id = ?")
+            .bind(tenant_id)
+            .fetch_all(&mut **tx)
+            .await?
+            .iter()
+            .map(|r| Ok((col(r, "parent_job_id")?, col(r, "child_job_id")?)))
+            .collect::<Result<_>>()?;
+    for (i, child) in children.iter().enumerate() {
+        let mut stack = vec![child.clone()];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(n) = stack.pop() {
+            if n == parent {
+                return Err(StoreError::Refused {
+                    field: format!("children[{i}]"),
+                    message: format!("job `{child}` already leads back to this job; the chain would be a cycle"),
+                });
+            }
+            if seen.insert(n.clone()) {
+                stack.extend(edges.iter().filter(|(p, _)| *p == n).map(|(_, c)| c.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn write_children(
+    tx: &mut Transaction<'static, Any>,
+    tenant_id: &str,
+    parent: &str,
+    children: &[String],
+    now_ms: i64,
+) -> Result<()> {
+    sqlx::query("DELETE FROM job_children WHERE parent_job_id = ?").bind(parent).execute(&mut **tx).await?;
+    for child in children {
+        sqlx::query(
+            "INSERT INTO job_children (parent_job_id, child_job_id, tenant_id, created_at_ms) VALUES (?, ?, ?, ?)",
+        )
+        .bind(parent)
+        .bind(child)
+        .bind(tenant_id)
+        .bind(now_ms)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl JobStore for SqlStore {
+    // ---- jobs ----
+
+    async fn job_insert(&self, j: &Job, children: &[String]) -> Result<()> {
+        let mut tx = self.begin().await?;
+        check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
+        sqlx::query(
+            "INSERT INTO jobs (id, tenant_id, app_id, name, description, handler, script_id, schedule_kind, schedule, params, route, \
+             block_strategy, misfire, failure, timeout_ms, max_concurrency, state, source, registration_key, version, generated_until_ms, \
+             created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&j.id)
+        .bind(&j.tenant_id)
+        .bind(&j.app_id)
+        .bind(&j.name)
+        .bind(&j.description)
+        .bind(&j.handler)
+        .bind(&j.script_id)
+        .bind(j.schedule_kind.as_str())
+        .bind(to_json(&j.schedule))
+        .bind(to_json(&j.params))
+        .bind(j.route.as_str())
+        .bind(j.block.as_str())
+        .bind(to_json(&j.misfire))
+        .bind(to_json(&j.failure))
+        .bind(j.timeout_ms)
+        .bind(j.max_concurrency)
+        .bind(j.state.as_str())
+        .bind(j.source.as_str())
+        .bind(&j.registration_key)
+        .bind(j.version)
+        .bind(j.generated_until_ms)
+        .bind(j.created_at_ms)
+        .bind(j.updated_at_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(conflict_on("job_registration", "a job for this app and handler exists"))?;
+        write_children(&mut tx, &j.tenant_id, &j.id, children, j.created_at_ms).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn job_get(&self, tenant_id: &str, id: &str) -> Result<Option<Job>> {
+        sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ? AND tenant_id = ?")))
+            .bind(id)
+            .bind(tenant_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(job_row)
+            .transpose()
+    }
+
+    async fn job_get_many(&self, ids: &[String]) -> Result<Vec<Job>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let sql = format!("SELECT {JOB_COLS} FROM jobs WHERE id IN ({})", IDS);
+        let mut tx = self.begin().await?;
+        let rows = fetch_in_with(&mut tx, &sql, &ids, &[]).await?;
+        tx.commit().await?;
+        rows.iter().map(job_row).collect()
+    }
+
+    async fn job_list(&self, tenant_id: &str, f: &JobFilter, page: &Page) -> Result<Vec<Job>> {
+        let state = f.state.map(|s| s.as_str());
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {JOB_COLS} FROM jobs WHERE tenant_id = ? AND (? IS NULL OR app_id = ?) AND (? IS NULL OR state = ?) \
+             AND (? IS NULL OR name = ?) AND (? IS NULL OR id > ?) ORDER BY id LIMIT ?"
+        )))
+        .bind(tenant_id)
+        .bind(&f.app_id)
+        .bind(&f.app_id)
+        .bind(state)
+        .bind(state)
+        .bind(&f.name)
+        .bind(&f.name)
+        .bind(&page.after)
+        .bind(&page.after)
+        .bind(page.limit)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(job_row)
+        .collect()
+    }
+
+    async fn job_update(&self, j: &Job, children: Option<&[String]>, expected_version: i64) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        if let Some(children) = children {
+            check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
+        }
+        let r = sqlx::query(
+            "UPDATE jobs SET app_id = ?, name = ?, description = ?, handler = ?, script_id = ?, schedule_kind = ?, schedule = ?, \
+             params = ?, route = ?, block_strategy = ?, misfire = ?, failure = ?, timeout_ms = ?, max_concurrency = ?, state = ?, \
+             version = ?, generated_until_ms = ?, updated_at_ms = ? WHERE id = ? AND tenant_id = ? AND version = ?",
+        )
+        .bind(&j.app_id)
+        .bind(&j.name)
+        .bind(&j.description)
+        .bind(&j.handler)
+        .bind(&j.script_id)
+        .bind(j.schedule_kind.as_str())
+        .bind(to_json(&j.schedule))
+        .bind(to_json(&j.params))
+        .bind(j.route.as_str())
+        .bind(j.block.as_str())
+        .bind(to_json(&j.misfire))
+        .bind(to_json(&j.failure))
+        .bind(j.timeout_ms)
+        .bind(j.max_concurrency)
+        .bind(j.state.as_str())
+        .bind(j.version)
+        .bind(j.generated_until_ms)
+        .bind(j.updated_at_ms)
+        .bind(&j.id)
+        .bind(&j.tenant_id)
+        .bind(expected_version)
+        .execute(&mut *tx)
+        .await?;
+        if r.rows_affected() == 0 {
+            let exists = sqlx::query("SELECT 1 FROM jobs WHERE id = ? AND tenant_id = ?")
+                .bind(&j.id)
+                .bind(&j.tenant_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .is_some();
+            return if exists { Err(StoreError::Stale("job")) } else { Ok(false) };
+        }
+        if let Some(children) = children {
+            write_children(&mut tx, &j.tenant_id, &j.id, children, j.updated_at_ms).await?;
+        }
+        // Re-derive the not-yet-dispatched future: generated fires of the old definition
+        // go, and the generator regenerates from the new one (no duplicates: the rows are gone).
+        sqlx::query(
+            "DELETE FROM runs WHERE job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule' AND scheduled_at_ms > ?",
+        )
+        .bind(&j.id)
+        .bind(j.updated_at_ms)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn job_set_state(&self, tenant_id: &str, id: &str, state: JobState, now_ms: i64) -> Result<Option<Job>> {
+        let mut tx = self.begin().await?;
+        // Start fires from now on (no catch-up of the stopped period); stop drops the
+        // generated fires not yet dispatched. Triggered runs are kept either way.
+        let changed = sqlx::query(
+            "UPDATE jobs SET state = ?, version = version + 1, updated_at_ms = ?, generated_until_ms = ? \
+             WHERE id = ? AND tenant_id = ? AND state <> ?",
+        )
+        .bind(state.as_str())
+        .bind(now_ms)
+        .bind(now_ms)
+        .bind(id)
+        .bind(tenant_id)
+        .bind(state.as_str())
+        .execute(&mut *tx)
+        .await?;
+        if changed.rows_affected() > 0 && state == JobState::Stopped {
+            sqlx::query(
+                "DELETE FROM runs WHERE job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule'",
+            )
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let job =
+            sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ? AND tenant_id = ?")))
+                .bind(id)
+                .bind(tenant_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .as_ref()
+                .map(job_row)
+                .transpose()?;
+        tx.commit().await?;
+        Ok(job)
+    }
+
+    async fn job_delete(&self, tenant_id: &str, id: &str) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let r = sqlx::query("DELETE FROM jobs WHERE id = ? AND tenant_id = ?")
+            .bind(id)
+            .bind(tenant_id)
+            .execute(&mut *tx)
+            .await?;
+        if r.rows_affected() > 0 {
+            sqlx::query("DELETE FROM job_children WHERE parent_job_id = ? OR child_job_id = ?")
+                .bind(id)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("DELETE FROM runs WHERE job_id = ? AND state IN ('pending', 'queued')")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn job_children(&self, job_id: &str) -> Result<Vec<String>> {
+        sqlx::query("SELECT child_job_id FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
+            .bind(job_id)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| col(r, "child_job_id"))
+            .collect()
+    }
+
+    async fn job_insert_if_absent(&self, job: &Job) -> Result<bool> {
+        match self.job_insert(job, &[]).await {
+            Ok(()) => Ok(true),
+            Err(StoreError::Conflict { what: "job_registration", .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    // ---- scheduling engine ----
+
+    async fn job_due_for_generation(&self, horizon_end_ms: i64, limit: i64) -> Result<Vec<Job>> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {JOB_COLS} FROM jobs WHERE state = 'active' AND schedule_kind IN ('cron', 'fixed_rate', 'once') \
+             AND (generated_until_ms IS NULL OR generated_until_ms < ?) ORDER BY generated_until_ms LIMIT ?"
+        )))
+        .bind(horizon_end_ms)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(job_row)
+        .collect()
+    }
+
+    // ---- scripts ----
+
+    async fn script_get(&self, tenant_id: &str, id_or_name: &str) -> Result<Option<Script>> {
+        let row = sqlx::query(
+            "SELECT id, tenant_id, name, runtime, current_version, created_at_ms, updated_at_ms FROM scripts \
+             WHERE tenant_id = ? AND (id = ? OR name = ?)",
+        )
+        .bind(tenant_id)
+        .bind(id_or_name)
+        .bind(id_or_name)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref()
+            .map(|r| {
+                Ok(Script {
+                    id: col(r, "id")?,
+                    tenant_id: col(r, "tenant_id")?,
+                    name: col(r, "name")?,
+                    runtime: parse_col(r, "runtime")?,
+                    current_version: col(r, "current_version")?,
+                    created_at_ms: col(r, "created_at_ms")?,
+                    updated_at_ms: col(r, "updated_at_ms")?,
+                })
+            })
+            .transpose()
+    }
+}

@@ -1,0 +1,376 @@
+//! [`SqlStore`]: the [`Store`](crate::Store) implementation for MySQL/MariaDB and SQLite.
+//!
+//! Statement text is constant for every call of a method (optional filters are
+//! `(? IS NULL OR col = ?)`), so sqlx's prepared-statement cache never churns.
+//!
+//! One module per aggregate, each holding its SQL beside the trait methods that use it:
+//! `tenants` (tenants, API keys), `apps` (apps, executors), `jobs` (jobs, child edges,
+//! the generation cursor, scripts), `runs` (runs, attempts, logs; the hot-path batches in
+//! `runs/batch`), `shards`, `nodes` (nodes, hand-back, settings), `seen` (seen webhook
+//! ids) and `retention`. This file: the connection set-up per dialect, the row-decoding
+//! and id-list helpers they share, and [`DbStore`].
+//!
+//! Id lists stay few texts whatever the batch size (sqlx's prepared-statement cache must
+//! not churn, see `connect`): id lists go in chunks of at most [`IN_CHUNK`], each list a
+//! power of two long (1, 2, 4 … 128 placeholders, padded with the chunk's last id), and
+//! multi-row inserts in power-of-two sizes up to [`INSERT_CHUNK`]. Sized lists rather than
+//! lists always padded to 32: MariaDB builds a range for every list item before merging
+//! the repeats, and small batches paid for 32.
+
+use std::fs::File;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{Any, AnyPool, Executor as _, Row, Transaction};
+
+use crate::{DbStore, Dialect, Result, StoreError, migrate};
+
+mod apps;
+mod jobs;
+mod nodes;
+mod retention;
+mod runs;
+mod seen;
+mod shards;
+mod tenants;
+
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub url: String,
+    pub max_connections: u32,
+    /// SQLite only: hold an exclusive lock file beside the database for the life of
+    /// the store, refusing a second server on the same file.
+    pub lock_sqlite_file: bool,
+}
+
+impl ConnectOptions {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self { url: url.into(), max_connections: 10, lock_sqlite_file: true }
+    }
+}
+
+#[derive(Debug)]
+pub struct SqlStore {
+    pool: AnyPool,
+    dialect: Dialect,
+    _lock: Option<File>,
+}
+
+fn sqlite_path(url: &str) -> Option<&str> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    Some(rest.split('?').next().unwrap_or(rest))
+}
+
+impl SqlStore {
+    /// Connect (creating a SQLite file if missing) without migrating.
+    pub async fn connect(opts: &ConnectOptions) -> Result<SqlStore> {
+        sqlx::any::install_default_drivers();
+        if opts.url.starts_with("mysql://") || opts.url.starts_with("mariadb://") {
+            let mut url = opts.url.replacen("mariadb://", "mysql://", 1);
+            // Every statement of the store fits in the prepared-statement cache (about 100
+            // distinct texts exist): an eviction costs a re-prepare, and sqlx's sockets run
+            // without TCP_NODELAY, where that round trip was measured to stall ~40 ms.
+            if !url.contains("statement-cache-capacity") {
+                url.push(if url.contains('?') { '&' } else { '?' });
+                url.push_str("statement-cache-capacity=1024");
+            }
+            let pool = AnyPoolOptions::new()
+                .max_connections(opts.max_connections)
+                // No ping on every checkout: it was a third of the hot path's round trips
+                // (docs/benchmarks.md). A connection that died fails its query, is dropped,
+                // and the loops retry with backoff.
+                .test_before_acquire(false)
+                .acquire_timeout(Duration::from_secs(10))
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        // Strict mode: refuse rather than truncate; UTC only matters for NOW().
+                        conn.execute(
+                            "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'",
+                        )
+                        .await?;
+                        // READ COMMITTED: locking reads lock the rows they return, not the gaps
+                        // and the rows they only scanned (REPEATABLE READ keeps both until commit).
+                        // Every locking read here is a point lookup by id or a claim scan whose
+                        // rows are re-checked under their lock, so no transaction relies on gap
+                        // locks; under REPEATABLE READ the claim's scan (past other nodes' buckets)
+                        // held thousands of next-key locks, deadlocking the generator's inserts and
+                        // the result writes of deliveries already sent (found by the chaos test).
+                        conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").await?;
+                        Ok(())
+                    })
+                })
+                .connect(&url)
+                .await?;
+            return Ok(SqlStore { pool, dialect: Dialect::MySql, _lock: None });
+        }
+        let Some(path) = sqlite_path(&opts.url) else {
+            return Err(StoreError::BadUrl(opts.url.clone()));
+        };
+        let memory = path == ":memory:" || path.is_empty();
+        let lock = if opts.lock_sqlite_file && !memory {
+            if let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| StoreError::Locked {
+                    path: dir.display().to_string(),
+                    hint: format!("cannot create the data directory: {e}"),
+                })?;
+            }
+            let lock_path = format!("{path}.lock");
+            let f = File::options().create(true).truncate(false).write(true).open(&lock_path).map_err(|e| {
+                StoreError::Locked { path: lock_path.clone(), hint: format!("cannot open the lock file: {e}") }
+            })?;
+            if f.try_lock().is_err() {
+                return Err(StoreError::Locked {
+                    path: lock_path,
+                    hint:
+                        "is another `sundial serve` running on this database file? Stop it, or use another --data-dir"
+                            .into(),
+                });
+            }
+            Some(f)
+        } else {
+            None
+        };
+        let url = if memory { "sqlite::memory:".to_string() } else { format!("sqlite://{path}?mode=rwc") };
+        // One connection: SQLite has one writer, and one connection means no
+        // SQLITE_BUSY and a natural queue. WAL keeps readers of other processes unblocked.
+        let pool = AnyPoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    conn.execute("PRAGMA journal_mode = WAL").await?;
+                    conn.execute("PRAGMA synchronous = NORMAL").await?;
+                    conn.execute("PRAGMA busy_timeout = 5000").await?;
+                    Ok(())
+                })
+            })
+            .connect(&url)
+            .await?;
+        Ok(SqlStore { pool, dialect: Dialect::Sqlite, _lock: lock })
+    }
+
+    /// Connect and apply pending migrations.
+    pub async fn open(opts: &ConnectOptions, now_ms: i64) -> Result<SqlStore> {
+        let store = Self::connect(opts).await?;
+        store.migrate(now_ms).await?;
+        Ok(store)
+    }
+
+    /// Apply pending migrations; returns the versions applied.
+    pub async fn migrate(&self, now_ms: i64) -> Result<Vec<i64>> {
+        let mut conn = self.pool.acquire().await?;
+        migrate::run(&mut conn, self.dialect, now_ms).await
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// A write transaction. SQLite takes the write lock at BEGIN (IMMEDIATE), so a
+    /// transaction never fails half-way for lack of it.
+    async fn begin(&self) -> Result<Transaction<'static, Any>> {
+        Ok(match self.dialect {
+            Dialect::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Dialect::MySql => self.pool.begin().await?,
+        })
+    }
+}
+
+// ---- row decoding -------------------------------------------------------------
+
+fn col<'r, T: sqlx::Decode<'r, Any> + sqlx::Type<Any>>(r: &'r AnyRow, name: &str) -> Result<T> {
+    r.try_get(name).map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))
+}
+
+fn parse_col<T: FromStr<Err = String>>(r: &AnyRow, name: &str) -> Result<T> {
+    let s: String = col(r, name)?;
+    s.parse().map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))
+}
+
+fn json_col<T: serde::de::DeserializeOwned>(r: &AnyRow, name: &str) -> Result<T> {
+    let s: String = col(r, name)?;
+    serde_json::from_str(&s).map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))
+}
+
+fn json_opt(r: &AnyRow, name: &str) -> Result<Option<Value>> {
+    let s: Option<String> = col(r, name)?;
+    s.map(|s| serde_json::from_str(&s).map_err(|e| StoreError::Corrupt(format!("column {name}: {e}")))).transpose()
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("domain values serialise")
+}
+
+fn refused(e: sundial_core::run_state::Refused) -> StoreError {
+    StoreError::Refused { field: "state".into(), message: e.to_string() }
+}
+
+impl SqlStore {
+    /// The database's clock as an SQL expression (UTC epoch milliseconds).
+    fn now_expr(&self) -> &'static str {
+        match self.dialect {
+            Dialect::MySql => "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+            Dialect::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+        }
+    }
+
+    /// MySQL: an index hint naming the one index a hot statement uses. MariaDB re-plans a
+    /// prepared statement at every execution, and for `id IN (…) AND state IN (…) AND
+    /// owner_node = ?` it weighed every index on those columns, with index dives into each
+    /// (`test_quick_select` was a sixth of the server's CPU under load).
+    fn hint(&self, index: Ix) -> &'static str {
+        match (self.dialect, index) {
+            (Dialect::Sqlite, _) => "",
+            (Dialect::MySql, Ix::Primary) => " FORCE INDEX (PRIMARY)",
+            (Dialect::MySql, Ix::RunsJob) => " FORCE INDEX (ix_runs_job)",
+        }
+    }
+
+    /// Row locks for a read-then-write transaction: MySQL needs them; SQLite's
+    /// `BEGIN IMMEDIATE` already holds the only write lock.
+    fn lock_clause(&self) -> &'static str {
+        match self.dialect {
+            Dialect::MySql => " FOR UPDATE",
+            Dialect::Sqlite => "",
+        }
+    }
+}
+
+/// Indexes a hot statement names ([`SqlStore::hint`]).
+#[derive(Debug, Clone, Copy)]
+enum Ix {
+    /// By id.
+    Primary,
+    /// `runs (job_id, state)`.
+    RunsJob,
+}
+
+// ---- id lists -----------------------------------------------------------------
+
+/// Ids per `IN (…)` list.
+const IN_CHUNK: usize = 128;
+/// Rows per multi-row `INSERT` at most (chunks are powers of two: a handful of texts).
+const INSERT_CHUNK: usize = 128;
+
+fn placeholders(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+/// Where a statement template's id list goes: `… IN ({IDS})`; [`in_list`] fills it.
+const IDS: &str = ":ids";
+
+/// Placeholders in the id list for a chunk of `n` ids (n ≤ [`IN_CHUNK`]).
+fn in_width(n: usize) -> usize {
+    n.max(1).next_power_of_two().min(IN_CHUNK)
+}
+
+/// The template with its id list sized for a chunk of `n` ids.
+fn in_list(template: &str, n: usize) -> String {
+    debug_assert!(template.contains(IDS), "no id list in {template}");
+    template.replacen(IDS, &placeholders(in_width(n)), 1)
+}
+
+/// Split `n` rows into power-of-two chunk sizes, largest first.
+fn pow2_chunks(mut n: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    while n > 0 {
+        let size = INSERT_CHUNK.min(1 << (usize::BITS - 1 - n.leading_zeros()));
+        out.push(size);
+        n -= size;
+    }
+    out
+}
+
+/// Run the template `sql` (with one `IN ({IDS})` list, then a `?` for each of `after`) over
+/// `ids` in chunks, collecting the rows.
+async fn fetch_in_with(
+    tx: &mut Transaction<'static, Any>,
+    sql: &str,
+    ids: &[&str],
+    after: &[i64],
+) -> Result<Vec<AnyRow>> {
+    let mut rows = Vec::new();
+    for chunk in ids.chunks(IN_CHUNK) {
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(sql, chunk.len())));
+        for i in 0..in_width(chunk.len()) {
+            q = q.bind(chunk[i.min(chunk.len() - 1)]);
+        }
+        for v in after {
+            q = q.bind(*v);
+        }
+        rows.extend(q.fetch_all(&mut **tx).await?);
+    }
+    Ok(rows)
+}
+
+/// [`fetch_in_with`] with nothing after the id list.
+async fn fetch_in(tx: &mut Transaction<'static, Any>, sql: &str, ids: &[&str]) -> Result<Vec<AnyRow>> {
+    fetch_in_with(tx, sql, ids, &[]).await
+}
+
+/// The ids in ascending order: the order every batch takes its row locks in.
+fn sorted<'a>(ids: &[&'a str]) -> Vec<&'a str> {
+    let mut v = ids.to_vec();
+    v.sort_unstable();
+    v
+}
+
+/// Distinct values in first-seen order.
+fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    items.filter(|s| seen.insert(*s)).collect()
+}
+
+#[async_trait]
+impl DbStore for SqlStore {
+    fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn db_now_ms(&self) -> Result<i64> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {} AS now_ms", self.now_expr())))
+            .fetch_one(&self.pool)
+            .await?;
+        col(&row, "now_ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{in_list, in_width, pow2_chunks};
+
+    #[test]
+    fn id_lists_are_sized_to_a_power_of_two_up_to_the_chunk() {
+        let widths: Vec<usize> = [1, 2, 3, 4, 5, 9, 17, 31, 32, 100, 128].iter().map(|&n| in_width(n)).collect();
+        assert_eq!(widths, vec![1, 2, 4, 4, 8, 16, 32, 32, 32, 128, 128]);
+        assert_eq!(in_list("SELECT 1 WHERE id IN (:ids) AND x = ?", 3), "SELECT 1 WHERE id IN (?, ?, ?, ?) AND x = ?");
+        // Eight texts per statement at most, whatever the batch.
+        let texts: std::collections::HashSet<String> = (1..=128).map(|n| in_list("IN (:ids)", n)).collect();
+        assert_eq!(texts.len(), 8);
+    }
+
+    #[test]
+    fn chunks_are_powers_of_two_summing_to_n() {
+        assert_eq!(pow2_chunks(0), Vec::<usize>::new());
+        assert_eq!(pow2_chunks(1), vec![1]);
+        assert_eq!(pow2_chunks(7), vec![4, 2, 1]);
+        assert_eq!(pow2_chunks(32), vec![32]);
+        assert_eq!(pow2_chunks(77), vec![64, 8, 4, 1]);
+        assert_eq!(pow2_chunks(300), vec![128, 128, 32, 8, 4]);
+        for n in 0..200 {
+            let c = pow2_chunks(n);
+            assert_eq!(c.iter().sum::<usize>(), n);
+            assert!(c.iter().all(|s| s.is_power_of_two() && *s <= super::INSERT_CHUNK));
+        }
+    }
+}

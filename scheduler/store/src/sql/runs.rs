@@ -1,0 +1,604 @@
+//! [`RunStore`] for [`SqlStore`]: runs and attempts, listing, claim and peek, cancel and
+//! retry, the reaper's scans, run logs. The hot-path batches (dispatch, finish, generate)
+//! are in `runs/batch.rs`.
+
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::any::AnyRow;
+use sqlx::{Any, Transaction};
+use sundial_core::run_state::{RunEvent, transition};
+use sundial_core::types::RunState;
+
+use super::shards;
+use super::{
+    IDS, IN_CHUNK, Ix, SqlStore, col, fetch_in_with, in_list, in_width, json_col, json_opt, parse_col, refused, to_json,
+};
+use crate::{
+    Attempt, ClaimParams, Dialect, DispatchDecision, FinishAttempt, FinishOutcome, Page, PeekParams, Result, Run,
+    RunFilter, RunLog, RunStore, ToDispatch,
+};
+
+mod batch;
+
+pub(super) fn run_row(r: &AnyRow) -> Result<Run> {
+    Ok(Run {
+        id: col(r, "id")?,
+        tenant_id: col(r, "tenant_id")?,
+        job_id: col(r, "job_id")?,
+        fire_key: col(r, "fire_key")?,
+        trigger: parse_col(r, "trigger_kind")?,
+        scheduled_at_ms: col(r, "scheduled_at_ms")?,
+        state: parse_col(r, "state")?,
+        attempt: col(r, "attempt")?,
+        shard_total: col(r, "shard_total")?,
+        params: json_opt(r, "params")?,
+        parent_run_id: col(r, "parent_run_id")?,
+        parent_output: json_opt(r, "parent_output")?,
+        job_version: col(r, "job_version")?,
+        owner_node: col(r, "owner_node")?,
+        lease_until_ms: col(r, "lease_until_ms")?,
+        deadline_ms: col(r, "deadline_ms")?,
+        next_attempt_at_ms: col(r, "next_attempt_at_ms")?,
+        reason: col(r, "reason")?,
+        message: col(r, "message")?,
+        output: json_opt(r, "output")?,
+        expired_count: col(r, "expired_count")?,
+        created_at_ms: col(r, "created_at_ms")?,
+        updated_at_ms: col(r, "updated_at_ms")?,
+        started_at_ms: col(r, "started_at_ms")?,
+        finished_at_ms: col(r, "finished_at_ms")?,
+    })
+}
+
+const CLAIM_UPDATE_SQL: &str = "UPDATE runs SET state = CASE WHEN state = 'pending' THEN 'queued' ELSE state END, owner_node = ?, \
+    lease_until_ms = ?, updated_at_ms = ? WHERE id IN (:ids)";
+
+/// Insert a run unless its (job, fire key) exists; true if inserted.
+pub(super) async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Run) -> Result<bool> {
+    Ok(batch::insert_runs(tx, dialect, std::slice::from_ref(r)).await? > 0)
+}
+
+/// Move a run to a terminal state through the state machine, conditional on the
+/// state it was read in; the current attempt follows. False if refused or raced.
+async fn set_terminal(
+    tx: &mut Transaction<'static, Any>,
+    run: &Run,
+    event: RunEvent,
+    message: &str,
+    now_ms: i64,
+) -> Result<bool> {
+    let Ok(t) = transition(run.state, &event) else {
+        return Ok(false);
+    };
+    let r = sqlx::query(
+        "UPDATE runs SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, lease_until_ms = NULL, \
+         next_attempt_at_ms = NULL WHERE id = ? AND state = ? AND attempt = ?",
+    )
+    .bind(t.to.as_str())
+    .bind(message)
+    .bind(now_ms)
+    .bind(now_ms)
+    .bind(&run.id)
+    .bind(run.state.as_str())
+    .bind(run.attempt)
+    .execute(&mut **tx)
+    .await?;
+    if r.rows_affected() == 0 {
+        return Ok(false);
+    }
+    sqlx::query(
+        "UPDATE attempts SET state = ?, message = ?, finished_at_ms = ? WHERE run_id = ? AND attempt = ? AND finished_at_ms IS NULL",
+    )
+    .bind(t.to.as_str())
+    .bind(message)
+    .bind(now_ms)
+    .bind(&run.id)
+    .bind(run.attempt)
+    .execute(&mut **tx)
+    .await?;
+    if run.shard_total.is_some() {
+        shards::cancel_open(tx, &run.id, message, now_ms).await?;
+    }
+    Ok(true)
+}
+
+#[async_trait]
+impl RunStore for SqlStore {
+    // ---- runs ----
+
+    async fn run_insert(&self, r: &Run) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let inserted = insert_run(&mut tx, self.dialect, r).await?;
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    async fn run_get(&self, tenant_id: &str, id: &str) -> Result<Option<Run>> {
+        sqlx::query("SELECT * FROM runs WHERE id = ? AND tenant_id = ?")
+            .bind(id)
+            .bind(tenant_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(run_row)
+            .transpose()
+    }
+
+    async fn run_by_fire_key(&self, job_id: &str, fire_key: &str) -> Result<Option<Run>> {
+        sqlx::query("SELECT * FROM runs WHERE job_id = ? AND fire_key = ?")
+            .bind(job_id)
+            .bind(fire_key)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(run_row)
+            .transpose()
+    }
+
+    async fn run_list(&self, tenant_id: &str, f: &RunFilter, page: &Page) -> Result<Vec<Run>> {
+        let (c_ms, c_id) = match page.after.as_deref().and_then(|c| c.split_once(':')) {
+            Some((ms, id)) => (ms.parse::<i64>().ok(), Some(id.to_string())),
+            None => (None, None),
+        };
+        let state = f.state.map(|s| s.as_str());
+        sqlx::query(
+            "SELECT * FROM runs WHERE tenant_id = ? AND (? IS NULL OR job_id = ?) AND (? IS NULL OR state = ?) \
+             AND (? IS NULL OR scheduled_at_ms >= ?) AND (? IS NULL OR scheduled_at_ms < ?) \
+             AND (? IS NULL OR scheduled_at_ms < ? OR (scheduled_at_ms = ? AND id < ?)) \
+             ORDER BY scheduled_at_ms DESC, id DESC LIMIT ?",
+        )
+        .bind(tenant_id)
+        .bind(&f.job_id)
+        .bind(&f.job_id)
+        .bind(state)
+        .bind(state)
+        .bind(f.from_ms)
+        .bind(f.from_ms)
+        .bind(f.to_ms)
+        .bind(f.to_ms)
+        .bind(c_ms)
+        .bind(c_ms)
+        .bind(c_ms)
+        .bind(&c_id)
+        .bind(page.limit)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(run_row)
+        .collect()
+    }
+
+    // ---- scheduling engine ----
+
+    async fn run_generate_many(&self, batch: &[crate::GenerateJob]) -> Result<Vec<Option<usize>>> {
+        self.generate_many(batch).await
+    }
+
+    async fn run_claim(&self, p: &ClaimParams) -> Result<Vec<Run>> {
+        // Nodes claiming at once skip each other's locked rows instead of waiting.
+        let lock = match self.dialect {
+            Dialect::MySql => " FOR UPDATE SKIP LOCKED",
+            Dialect::Sqlite => "",
+        };
+        let mut tx = self.begin().await?;
+        // Triggered runs (manual, API, a parent's children) go to whichever node claims first: the one
+        // that took the request is woken at once. Job affinity: a schedule fire is ours at once
+        // if its bucket is in our mask (unless our peek reads those), anyone's once overdue
+        // past the grace. Each scan reads its own trigger kinds of `ix_runs_pending_kind`
+        // only, never the schedule fires the peek hands to dispatch. One bind for the mask
+        // keeps the text constant.
+        // Like the orphans below, found by plain reads and locked by id (still `pending`), so
+        // that no locking range scan holds the entry past its end: the next schedule fire to be
+        // dispatched. Kinds listed, not `<> 'schedule'`: each is a bounded range of the index.
+        let triggered_sql = "SELECT id FROM runs WHERE trigger_kind IN ('manual', 'api', 'parent', 'misfire') \
+             AND pending_at_ms <= ? ORDER BY pending_at_ms LIMIT ?";
+        let schedule_sql = "SELECT id FROM runs WHERE trigger_kind = 'schedule' AND pending_at_ms <= ? \
+             AND pending_at_ms <= CASE WHEN ((? >> bucket) & 1) = 1 THEN ? ELSE ? END ORDER BY pending_at_ms LIMIT ?";
+        let lock_pending_sql =
+            format!("SELECT * FROM runs{} WHERE id IN ({}) AND state = 'pending'{lock}", self.hint(Ix::Primary), IDS);
+        let mask = p.owned_buckets as i64;
+        // Pending fires of our own buckets that the peek reads are claimed only as a backstop.
+        let own_due = p.own_fires_due_before_ms.unwrap_or(p.due_before_ms);
+        let mut claimed: Vec<Run> = Vec::new();
+        {
+            // Recovery: claims whose lease ran out (their node died or lost the database).
+            // A `queued` run goes back through the misfire policy; a `dispatching` one is
+            // redelivered as the same attempt with the same webhook-id.
+            // Found by a plain read, then locked by id with the condition checked again: a
+            // locking range scan of `ix_runs_lease` also locks the first entry past its end,
+            // the lease of the run claimed longest ago, which is the next to be dispatched;
+            // every dispatch of it then waited for this claim's commit.
+            let candidates: Vec<String> = sqlx::query(
+                "SELECT id FROM runs WHERE state IN ('queued', 'dispatching') AND lease_until_ms < ? LIMIT ?",
+            )
+            .bind(p.now_ms)
+            .bind(p.limit)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|r| col::<String>(r, "id"))
+            .collect::<Result<_>>()?;
+            let orphan_sql = format!(
+                "SELECT * FROM runs{} WHERE id IN ({}) AND state IN ('queued', 'dispatching') AND lease_until_ms < ?{lock}",
+                self.hint(Ix::Primary),
+                IDS
+            );
+            let ids: Vec<&str> = candidates.iter().map(String::as_str).collect();
+            let orphans: Vec<Run> = fetch_in_with(&mut tx, &orphan_sql, &ids, &[p.now_ms])
+                .await?
+                .iter()
+                .map(run_row)
+                .collect::<Result<_>>()?;
+            if !orphans.is_empty() {
+                tracing::warn!(runs = orphans.len(), node_id = %p.node_id, "recovering runs whose claim expired");
+            }
+            claimed.extend(orphans);
+        }
+        let room = p.limit - claimed.len() as i64;
+        if room > 0 {
+            let ids: Vec<String> = sqlx::query(triggered_sql)
+                .bind(p.due_before_ms)
+                .bind(room)
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(|r| col::<String>(r, "id"))
+                .collect::<Result<_>>()?;
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            for row in fetch_in_with(&mut tx, &lock_pending_sql, &ids, &[]).await? {
+                claimed.push(run_row(&row)?);
+            }
+        }
+        let room = p.limit - claimed.len() as i64;
+        if room > 0 && p.include_schedule {
+            // Left to the peek, our own fires are scanned only up to the backstop's instant. A
+            // node that owns every bucket scans no further: past that instant every row would be
+            // read and filtered out, and while a node is behind (own backstop a lease back) that
+            // was every fire of the last half minute, on each claim round.
+            let scan_to = if p.owned_buckets == sundial_core::affinity::ALL_BUCKETS {
+                own_due
+            } else {
+                own_due.max(p.foreign_due_before_ms)
+            };
+            let ids: Vec<String> = sqlx::query(schedule_sql)
+                .bind(scan_to)
+                .bind(mask)
+                .bind(own_due)
+                .bind(p.foreign_due_before_ms)
+                .bind(room)
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(|r| col::<String>(r, "id"))
+                .collect::<Result<_>>()?;
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            for row in fetch_in_with(&mut tx, &lock_pending_sql, &ids, &[]).await? {
+                claimed.push(run_row(&row)?);
+            }
+        }
+        let room = p.limit - claimed.len() as i64;
+        if room > 0 {
+            let retry_sql = format!(
+                "SELECT * FROM runs WHERE state = 'retrying' AND next_attempt_at_ms <= ? \
+                 AND (owner_node IS NULL OR lease_until_ms < ?) \
+                 AND (owner_node IS NOT NULL OR trigger_kind <> 'schedule' OR next_attempt_at_ms <= ? OR ((? >> bucket) & 1) = 1) \
+                 ORDER BY next_attempt_at_ms LIMIT ?{lock}"
+            );
+            let retrying: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(retry_sql))
+                .bind(p.due_before_ms)
+                .bind(p.now_ms)
+                .bind(p.foreign_due_before_ms)
+                .bind(mask)
+                .bind(room)
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(run_row)
+                .collect::<Result<_>>()?;
+            claimed.extend(retrying);
+        }
+        // Few statement texts: ids go in chunks, each list sized to a power of two (`in_list`).
+        for chunk in claimed.chunks(IN_CHUNK) {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(CLAIM_UPDATE_SQL, chunk.len())))
+                .bind(&p.node_id)
+                .bind(p.lease_until_ms)
+                .bind(p.now_ms);
+            for i in 0..in_width(chunk.len()) {
+                q = q.bind(&chunk[i.min(chunk.len() - 1)].id);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        for r in &mut claimed {
+            if r.state == RunState::Pending {
+                r.state = transition(r.state, &RunEvent::Claim).map_err(refused)?.to;
+            }
+            r.owner_node = Some(p.node_id.clone());
+            r.lease_until_ms = Some(p.lease_until_ms);
+            r.updated_at_ms = p.now_ms;
+        }
+        Ok(claimed)
+    }
+
+    async fn run_peek(&self, p: &PeekParams) -> Result<Vec<Run>> {
+        // (pending_at_ms, id) > cursor, in the order of `ix_runs_pending_kind` (whose entries
+        // carry the primary key): a range scan that starts where the last one stopped.
+        sqlx::query(
+            "SELECT * FROM runs WHERE trigger_kind = 'schedule' AND pending_at_ms >= ? AND pending_at_ms <= ? \
+             AND (pending_at_ms > ? OR id > ?) AND ((? >> bucket) & 1) = 1 ORDER BY pending_at_ms, id LIMIT ?",
+        )
+        .bind(p.after_ms)
+        .bind(p.due_before_ms)
+        .bind(p.after_ms)
+        .bind(&p.after_id)
+        .bind(p.owned_buckets as i64)
+        .bind(p.limit)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(run_row)
+        .collect()
+    }
+
+    async fn run_expire_many(&self, run_ids: &[String], node_id: &str, message: &str, now_ms: i64) -> Result<u64> {
+        let to = transition(RunState::Queued, &RunEvent::Expire).map_err(refused)?.to;
+        debug_assert!(transition(RunState::Pending, &RunEvent::Expire).is_ok_and(|t| t.to == to));
+        let sql = format!(
+            "UPDATE runs{} SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, \
+             lease_until_ms = NULL WHERE id IN ({}) AND (state = 'pending' OR (state = 'queued' AND owner_node = ?))",
+            self.hint(Ix::Primary),
+            IDS
+        );
+        let mut n = 0;
+        for chunk in run_ids.chunks(IN_CHUNK) {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(&sql, chunk.len())))
+                .bind(to.as_str())
+                .bind(message)
+                .bind(now_ms)
+                .bind(now_ms);
+            for i in 0..in_width(chunk.len()) {
+                q = q.bind(&chunk[i.min(chunk.len() - 1)]);
+            }
+            n += q.bind(node_id).execute(&self.pool).await?.rows_affected();
+        }
+        Ok(n)
+    }
+
+    async fn run_later_fires(&self, fires: &[(String, i64)], before_ms: i64) -> Result<Vec<String>> {
+        // The job's schedule fires after the earliest asked-about instant, found through
+        // `uq_runs_fire` (job, fire key): `s:<ms>` keys of 13 digits (2001-09-09 to 2286)
+        // sort as their instants do, so the scan reads only fires from that instant on, not
+        // the job's whole history (which a range on `ix_runs_job (job_id, state)` walked).
+        // The instant is checked again as a number, so the key order is only the access path.
+        let Some(from) = fires.iter().map(|(_, at)| *at).min() else { return Ok(Vec::new()) };
+        let mut jobs: Vec<&str> = fires.iter().map(|(j, _)| j.as_str()).collect();
+        jobs.sort_unstable();
+        jobs.dedup();
+        let sql = format!(
+            "SELECT job_id, scheduled_at_ms FROM runs WHERE job_id IN ({}) AND fire_key > ? AND fire_key < 's;' \
+             AND trigger_kind = 'schedule' AND scheduled_at_ms > ? \
+             AND (state IN ('dispatching', 'running', 'retrying', 'succeeded', 'failed') \
+                  OR (state IN ('pending', 'queued') AND scheduled_at_ms < ?))",
+            IDS
+        );
+        let mut latest: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+        let mut tx = self.begin().await?;
+        for chunk in jobs.chunks(IN_CHUNK) {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(&sql, chunk.len())));
+            for i in 0..in_width(chunk.len()) {
+                q = q.bind(chunk[i.min(chunk.len() - 1)]);
+            }
+            let rows = q.bind(format!("s:{from}")).bind(from).bind(before_ms).fetch_all(&mut *tx).await?;
+            for r in &rows {
+                let at: i64 = col(r, "scheduled_at_ms")?;
+                let e = latest.entry(col(r, "job_id")?).or_insert(at);
+                *e = (*e).max(at);
+            }
+        }
+        tx.commit().await?;
+        let mut out: Vec<String> = fires
+            .iter()
+            .filter(|(job, at)| latest.get(job).is_some_and(|l| l > at))
+            .map(|(job, _)| job.clone())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
+    async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64> {
+        let mut n = 0;
+        let mut tx = self.begin().await?;
+        for id in run_ids {
+            let r = sqlx::query(
+                "UPDATE runs SET state = CASE WHEN state = 'queued' THEN 'pending' ELSE state END, owner_node = NULL, \
+                 lease_until_ms = NULL, updated_at_ms = ? WHERE id = ? AND owner_node = ? AND state IN ('queued', 'retrying')",
+            )
+            .bind(now_ms)
+            .bind(id)
+            .bind(node_id)
+            .execute(&mut *tx)
+            .await?;
+            n += r.rows_affected();
+        }
+        tx.commit().await?;
+        Ok(n)
+    }
+
+    async fn run_dispatch_many(
+        &self,
+        runs: &[ToDispatch],
+        node_id: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Vec<(String, DispatchDecision)>> {
+        self.dispatch_many(runs, node_id, now_ms, lease_ms).await
+    }
+
+    async fn attempt_set_target(
+        &self,
+        run_id: &str,
+        attempt: i64,
+        executor_id: Option<&str>,
+        address: Option<&str>,
+        trail: &Value,
+    ) -> Result<()> {
+        sqlx::query("UPDATE attempts SET executor_id = ?, address = ?, trail = ? WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
+            .bind(executor_id)
+            .bind(address)
+            .bind(to_json(trail))
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn run_mark_running(&self, run_id: &str, attempt: i64, now_ms: i64) -> Result<bool> {
+        let to = transition(RunState::Dispatching, &RunEvent::Accepted).map_err(refused)?.to;
+        let mut tx = self.begin().await?;
+        let r = sqlx::query(
+            "UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ?",
+        )
+        .bind(to.as_str())
+        .bind(now_ms)
+        .bind(run_id)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE attempts SET state = 'running' WHERE run_id = ? AND shard_index = 0 AND attempt = ? AND state = 'dispatching'")
+            .bind(run_id)
+            .bind(attempt)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn run_extend_dispatch(&self, run_ids: &[String], node_id: &str, by_ms: i64) -> Result<u64> {
+        self.extend_dispatch(run_ids, node_id, by_ms).await
+    }
+
+    async fn run_finish_many(&self, ps: &[FinishAttempt]) -> Result<Vec<FinishOutcome>> {
+        self.finish_many(ps).await
+    }
+
+    async fn run_cancel(&self, tenant_id: &str, run_id: &str, message: &str, now_ms: i64) -> Result<Option<Run>> {
+        let lock = self.lock_clause();
+        let mut tx = self.begin().await?;
+        let Some(run) =
+            sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ? AND tenant_id = ?{lock}")))
+                .bind(run_id)
+                .bind(tenant_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .as_ref()
+                .map(run_row)
+                .transpose()?
+        else {
+            return Ok(None);
+        };
+        let done = set_terminal(&mut tx, &run, RunEvent::Cancel, message, now_ms).await?;
+        tx.commit().await?;
+        Ok(done.then_some(run))
+    }
+
+    async fn run_retry_now(&self, tenant_id: &str, run_id: &str, now_ms: i64) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let r = sqlx::query(
+            "UPDATE runs SET next_attempt_at_ms = ?, owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? \
+             WHERE id = ? AND tenant_id = ? AND state = 'retrying'",
+        )
+        .bind(now_ms)
+        .bind(now_ms)
+        .bind(run_id)
+        .bind(tenant_id)
+        .execute(&mut *tx)
+        .await?;
+        let mut done = r.rows_affected() > 0;
+        if !done {
+            // A sharded run stays `running` while a shard waits out its backoff: those shards go now.
+            done = shards::retry_now(&mut tx, tenant_id, run_id, now_ms).await? > 0;
+        }
+        tx.commit().await?;
+        Ok(done)
+    }
+
+    async fn run_overdue(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>> {
+        sqlx::query("SELECT * FROM runs WHERE running_deadline_ms < ? AND shard_total IS NULL ORDER BY running_deadline_ms LIMIT ?")
+            .bind(now_ms)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(run_row)
+            .collect()
+    }
+
+    async fn run_on_silent_executors(&self, silent_before_ms: i64, limit: i64) -> Result<Vec<Run>> {
+        sqlx::query(
+            "SELECT r.* FROM runs r \
+             JOIN attempts a ON a.run_id = r.id AND a.shard_index = 0 AND a.attempt = r.attempt \
+             JOIN executors e ON e.id = a.executor_id \
+             WHERE r.running_deadline_ms IS NOT NULL AND r.shard_total IS NULL AND e.last_heartbeat_ms < ? LIMIT ?",
+        )
+        .bind(silent_before_ms)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(run_row)
+        .collect()
+    }
+
+    async fn run_attempts(&self, run_id: &str) -> Result<Vec<Attempt>> {
+        sqlx::query("SELECT * FROM attempts WHERE run_id = ? ORDER BY shard_index, attempt")
+            .bind(run_id)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(Attempt {
+                    run_id: col(r, "run_id")?,
+                    shard_index: col(r, "shard_index")?,
+                    attempt: col(r, "attempt")?,
+                    webhook_id: col(r, "webhook_id")?,
+                    executor_id: col(r, "executor_id")?,
+                    address: col(r, "address")?,
+                    state: col(r, "state")?,
+                    reason: col(r, "reason")?,
+                    message: col(r, "message")?,
+                    trail: json_col(r, "trail")?,
+                    output: json_opt(r, "output")?,
+                    started_at_ms: col(r, "started_at_ms")?,
+                    finished_at_ms: col(r, "finished_at_ms")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()> {
+        shards::log_append(self, run_id, 0, attempt, lines).await
+    }
+
+    async fn run_logs(&self, run_id: &str, limit: i64) -> Result<Vec<RunLog>> {
+        sqlx::query("SELECT * FROM run_logs WHERE run_id = ? ORDER BY id LIMIT ?")
+            .bind(run_id)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(RunLog {
+                    id: col(r, "id")?,
+                    run_id: col(r, "run_id")?,
+                    shard_index: col(r, "shard_index")?,
+                    attempt: col(r, "attempt")?,
+                    at_ms: col(r, "at_ms")?,
+                    level: col(r, "level")?,
+                    message: col(r, "message")?,
+                })
+            })
+            .collect()
+    }
+}

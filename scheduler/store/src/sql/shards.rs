@@ -1,0 +1,742 @@
+//! [`ShardStore`] for [`SqlStore`]: the shard records of a run (`run_shards`) and their
+//! attempts. The trait methods (at the end) delegate in one line each to the functions
+//! here, which the run module's cancel, retry and log calls share.
+//!
+//! Every change is conditional on the state and attempt it expects, inside a
+//! transaction that first reads (and on MySQL locks) the run row, so two nodes, a
+//! late result or a stale reaper change nothing. A shard moves through the run
+//! state machine ([`transition`]) from `dispatching`; the run it belongs to follows
+//! its shards: `succeeded` when every shard has, `failed` when one failed for good.
+
+use async_trait::async_trait;
+use serde_json::Value;
+use sqlx::any::AnyRow;
+use sqlx::{Any, Transaction};
+use sundial_core::run_state::{RunEvent, transition};
+use sundial_core::types::{RunState, TriggerKind};
+
+use super::runs::{insert_run, run_row};
+use super::{SqlStore, col, json_opt, parse_col, refused, to_json};
+use crate::{
+    AttemptResult, Dialect, FinishShard, Result, Run, RunShard, ShardDelivery, ShardFinishOutcome, ShardFreeze,
+    ShardRetryBegin, ShardStore,
+};
+
+fn shard_row(r: &AnyRow) -> Result<RunShard> {
+    Ok(RunShard {
+        run_id: col(r, "run_id")?,
+        shard_index: col(r, "shard_index")?,
+        state: parse_col(r, "state")?,
+        attempt: col(r, "attempt")?,
+        executor_id: col(r, "executor_id")?,
+        address: col(r, "address")?,
+        reason: col(r, "reason")?,
+        message: col(r, "message")?,
+        output: json_opt(r, "output")?,
+        next_attempt_at_ms: col(r, "next_attempt_at_ms")?,
+        deadline_ms: col(r, "deadline_ms")?,
+        started_at_ms: col(r, "started_at_ms")?,
+        finished_at_ms: col(r, "finished_at_ms")?,
+        updated_at_ms: col(r, "updated_at_ms")?,
+    })
+}
+
+/// The `webhook-id` of a shard attempt: `msg_<run>_<shard>_<attempt>` (the protocol's form).
+pub(crate) fn webhook_id(run_id: &str, shard_index: i64, attempt: i64) -> String {
+    format!("msg_{run_id}_{shard_index}_{attempt}")
+}
+
+async fn lock_run(s: &SqlStore, tx: &mut Transaction<'static, Any>, run_id: &str) -> Result<Option<Run>> {
+    sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM runs WHERE id = ?{}", s.lock_clause())))
+        .bind(run_id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .as_ref()
+        .map(run_row)
+        .transpose()
+}
+
+async fn shards_of(tx: &mut Transaction<'static, Any>, run_id: &str) -> Result<Vec<RunShard>> {
+    sqlx::query("SELECT * FROM run_shards WHERE run_id = ? ORDER BY shard_index")
+        .bind(run_id)
+        .fetch_all(&mut **tx)
+        .await?
+        .iter()
+        .map(shard_row)
+        .collect()
+}
+
+/// The stored webhook id of each shard's current attempt (the same on every redelivery).
+async fn deliveries(
+    tx: &mut Transaction<'static, Any>,
+    run_id: &str,
+    shards: Vec<RunShard>,
+) -> Result<Vec<ShardDelivery>> {
+    let ids: Vec<(i64, i64, String)> =
+        sqlx::query("SELECT shard_index, attempt, webhook_id FROM attempts WHERE run_id = ?")
+            .bind(run_id)
+            .fetch_all(&mut **tx)
+            .await?
+            .iter()
+            .map(|r| Ok((col(r, "shard_index")?, col(r, "attempt")?, col(r, "webhook_id")?)))
+            .collect::<Result<_>>()?;
+    Ok(shards
+        .into_iter()
+        .map(|shard| {
+            let webhook_id = ids
+                .iter()
+                .find(|(i, a, _)| *i == shard.shard_index && *a == shard.attempt)
+                .map(|(_, _, id)| id.clone())
+                .unwrap_or_else(|| webhook_id(run_id, shard.shard_index, shard.attempt));
+            ShardDelivery { shard, webhook_id }
+        })
+        .collect())
+}
+
+pub(super) async fn freeze(s: &SqlStore, p: &ShardFreeze) -> Result<Option<Vec<ShardDelivery>>> {
+    let mut tx = s.begin().await?;
+    let Some(run) = lock_run(s, &mut tx, &p.run_id).await? else {
+        return Ok(None);
+    };
+    let ours = run.state == RunState::Dispatching
+        && run.attempt == p.run_attempt
+        && run.owner_node.as_deref() == Some(p.node_id.as_str())
+        && run.lease_until_ms.is_some_and(|l| l >= p.now_ms);
+    if !ours {
+        return Ok(None);
+    }
+    let mut shards = shards_of(&mut tx, &run.id).await?;
+    if shards.is_empty() {
+        if p.targets.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        // Shards are born `dispatching`: the run's Dispatch event, once per shard.
+        transition(RunState::Queued, &RunEvent::Dispatch).map_err(refused)?;
+        let insert_attempt = match s.dialect {
+            Dialect::MySql => "INSERT IGNORE",
+            Dialect::Sqlite => "INSERT OR IGNORE",
+        };
+        let insert_attempt = format!(
+            "{insert_attempt} INTO attempts (run_id, shard_index, attempt, webhook_id, executor_id, address, state, trail, started_at_ms) \
+             VALUES (?, ?, ?, ?, ?, ?, 'dispatching', '[]', ?)"
+        );
+        for (i, t) in p.targets.iter().enumerate() {
+            let i = i as i64;
+            sqlx::query(
+                "INSERT INTO run_shards (run_id, shard_index, state, attempt, executor_id, address, deadline_ms, started_at_ms, updated_at_ms) \
+                 VALUES (?, ?, 'dispatching', ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&run.id)
+            .bind(i)
+            .bind(run.attempt)
+            .bind(&t.executor_id)
+            .bind(&t.address)
+            .bind(p.deadline_ms)
+            .bind(p.now_ms)
+            .bind(p.now_ms)
+            .execute(&mut *tx)
+            .await?;
+            // Shard 0's first attempt row was written by the dispatch transaction, with
+            // this same webhook id; it only learns its executor here.
+            let inserted = sqlx::query(sqlx::AssertSqlSafe(insert_attempt.clone()))
+                .bind(&run.id)
+                .bind(i)
+                .bind(run.attempt)
+                .bind(webhook_id(&run.id, i, run.attempt))
+                .bind(&t.executor_id)
+                .bind(&t.address)
+                .bind(p.now_ms)
+                .execute(&mut *tx)
+                .await?;
+            if inserted.rows_affected() == 0 {
+                sqlx::query(
+                    "UPDATE attempts SET executor_id = ?, address = ? WHERE run_id = ? AND shard_index = ? AND attempt = ?",
+                )
+                .bind(&t.executor_id)
+                .bind(&t.address)
+                .bind(&run.id)
+                .bind(i)
+                .bind(run.attempt)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        sqlx::query(
+            "UPDATE runs SET shard_total = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ?",
+        )
+        .bind(p.targets.len() as i64)
+        .bind(p.now_ms)
+        .bind(&run.id)
+        .bind(run.attempt)
+        .execute(&mut *tx)
+        .await?;
+        shards = shards_of(&mut tx, &run.id).await?;
+    } else {
+        // A redelivery (the run's lease ran out and this node re-began the same attempt):
+        // the frozen set stands; shards not yet answered get a fresh deadline.
+        transition(RunState::Dispatching, &RunEvent::Redeliver).map_err(refused)?;
+        sqlx::query(
+            "UPDATE run_shards SET deadline_ms = ?, updated_at_ms = ? WHERE run_id = ? AND state = 'dispatching'",
+        )
+        .bind(p.deadline_ms)
+        .bind(p.now_ms)
+        .bind(&run.id)
+        .execute(&mut *tx)
+        .await?;
+        for sh in shards.iter_mut().filter(|sh| sh.state == RunState::Dispatching) {
+            sh.deadline_ms = Some(p.deadline_ms);
+            sh.updated_at_ms = p.now_ms;
+        }
+    }
+    let out = deliveries(&mut tx, &run.id, shards).await?;
+    tx.commit().await?;
+    Ok(Some(out))
+}
+
+pub(super) async fn list(s: &SqlStore, run_id: &str) -> Result<Vec<RunShard>> {
+    sqlx::query("SELECT * FROM run_shards WHERE run_id = ? ORDER BY shard_index")
+        .bind(run_id)
+        .fetch_all(&s.pool)
+        .await?
+        .iter()
+        .map(shard_row)
+        .collect()
+}
+
+pub(super) async fn mark_running(
+    s: &SqlStore,
+    run_id: &str,
+    shard_index: i64,
+    attempt: i64,
+    now_ms: i64,
+) -> Result<bool> {
+    let to = transition(RunState::Dispatching, &RunEvent::Accepted).map_err(refused)?.to;
+    let mut tx = s.begin().await?;
+    let r = sqlx::query(
+        "UPDATE run_shards SET state = ?, updated_at_ms = ? WHERE run_id = ? AND shard_index = ? AND attempt = ? AND state = 'dispatching'",
+    )
+    .bind(to.as_str())
+    .bind(now_ms)
+    .bind(run_id)
+    .bind(shard_index)
+    .bind(attempt)
+    .execute(&mut *tx)
+    .await?;
+    if r.rows_affected() > 0 {
+        sqlx::query(
+            "UPDATE attempts SET state = ? WHERE run_id = ? AND shard_index = ? AND attempt = ? AND state = 'dispatching'",
+        )
+        .bind(to.as_str())
+        .bind(run_id)
+        .bind(shard_index)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(r.rows_affected() > 0)
+}
+
+pub(super) async fn set_target(
+    s: &SqlStore,
+    run_id: &str,
+    shard_index: i64,
+    attempt: i64,
+    executor_id: Option<&str>,
+    address: Option<&str>,
+    trail: &Value,
+) -> Result<()> {
+    let mut tx = s.begin().await?;
+    sqlx::query(
+        "UPDATE attempts SET executor_id = ?, address = ?, trail = ? WHERE run_id = ? AND shard_index = ? AND attempt = ?",
+    )
+    .bind(executor_id)
+    .bind(address)
+    .bind(to_json(trail))
+    .bind(run_id)
+    .bind(shard_index)
+    .bind(attempt)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE run_shards SET executor_id = ?, address = ? WHERE run_id = ? AND shard_index = ? AND attempt = ?",
+    )
+    .bind(executor_id)
+    .bind(address)
+    .bind(run_id)
+    .bind(shard_index)
+    .bind(attempt)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Cancel the shards of a run still in flight or waiting to retry, and close their
+/// open attempts. Called in the transaction that ends the run (a cancel, cover_early,
+/// a deleted job, a shard failed for good). Returns the shards cancelled.
+pub(super) async fn cancel_open(
+    tx: &mut Transaction<'static, Any>,
+    run_id: &str,
+    message: &str,
+    now_ms: i64,
+) -> Result<u64> {
+    for from in [RunState::Dispatching, RunState::Running, RunState::Retrying] {
+        transition(from, &RunEvent::Cancel).map_err(refused)?;
+    }
+    let r = sqlx::query(
+        "UPDATE run_shards SET state = 'cancelled', message = ?, next_attempt_at_ms = NULL, finished_at_ms = ?, updated_at_ms = ? \
+         WHERE run_id = ? AND state IN ('dispatching', 'running', 'retrying')",
+    )
+    .bind(message)
+    .bind(now_ms)
+    .bind(now_ms)
+    .bind(run_id)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query(
+        "UPDATE attempts SET state = 'cancelled', message = ?, finished_at_ms = ? WHERE run_id = ? AND finished_at_ms IS NULL",
+    )
+    .bind(message)
+    .bind(now_ms)
+    .bind(run_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(r.rows_affected())
+}
+
+/// Make the `retrying` shards of a tenant's `running` sharded run due now. Returns shards changed.
+pub(super) async fn retry_now(
+    tx: &mut Transaction<'static, Any>,
+    tenant_id: &str,
+    run_id: &str,
+    now_ms: i64,
+) -> Result<u64> {
+    let r = sqlx::query(
+        "UPDATE run_shards SET next_attempt_at_ms = ?, updated_at_ms = ? WHERE run_id = ? AND state = 'retrying' \
+         AND run_id IN (SELECT id FROM runs WHERE id = ? AND tenant_id = ? AND state = 'running')",
+    )
+    .bind(now_ms)
+    .bind(now_ms)
+    .bind(run_id)
+    .bind(run_id)
+    .bind(tenant_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(r.rows_affected())
+}
+
+pub(super) async fn finish(s: &SqlStore, p: &FinishShard) -> Result<ShardFinishOutcome> {
+    let mut tx = s.begin().await?;
+    let Some(run) = lock_run(s, &mut tx, &p.run_id).await? else {
+        return Ok(ShardFinishOutcome::NotFound);
+    };
+    let Some(shard) = sqlx::query("SELECT * FROM run_shards WHERE run_id = ? AND shard_index = ?")
+        .bind(&p.run_id)
+        .bind(p.shard_index)
+        .fetch_optional(&mut *tx)
+        .await?
+        .as_ref()
+        .map(shard_row)
+        .transpose()?
+    else {
+        return Ok(ShardFinishOutcome::NotFound);
+    };
+    let (status, event) = match &p.result {
+        AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
+        AttemptResult::Failed { reason, retry_at_ms } => {
+            ("failed", RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
+        }
+    };
+    let live = |st: RunState| matches!(st, RunState::Dispatching | RunState::Running);
+    let current = shard.attempt == p.attempt && live(shard.state) && live(run.state);
+    if !current {
+        let prior =
+            sqlx::query("SELECT state, output FROM attempts WHERE run_id = ? AND shard_index = ? AND attempt = ?")
+                .bind(&p.run_id)
+                .bind(p.shard_index)
+                .bind(p.attempt)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if let Some(prior) = prior {
+            let state: String = col(&prior, "state")?;
+            if state == status && json_opt(&prior, "output")? == p.output {
+                return Ok(ShardFinishOutcome::Duplicate);
+            }
+        }
+        return Ok(ShardFinishOutcome::Conflict { state: shard.state, attempt: shard.attempt });
+    }
+    let t = transition(shard.state, &event).map_err(refused)?;
+    let (reason, retry_at) = match &p.result {
+        AttemptResult::Succeeded => (None, None),
+        AttemptResult::Failed { reason, retry_at_ms } => (Some(*reason), *retry_at_ms),
+    };
+    let finished = t.to.is_terminal().then_some(p.now_ms);
+    let output = p.output.as_ref().map(to_json);
+    let updated = sqlx::query(
+        "UPDATE run_shards SET state = ?, reason = ?, message = ?, output = ?, next_attempt_at_ms = ?, finished_at_ms = ?, updated_at_ms = ? \
+         WHERE run_id = ? AND shard_index = ? AND state = ? AND attempt = ?",
+    )
+    .bind(t.to.as_str())
+    .bind(reason.map(|r| r.as_str()))
+    .bind(&p.message)
+    .bind(&output)
+    .bind(retry_at)
+    .bind(finished)
+    .bind(p.now_ms)
+    .bind(&p.run_id)
+    .bind(p.shard_index)
+    .bind(shard.state.as_str())
+    .bind(shard.attempt)
+    .execute(&mut *tx)
+    .await?;
+    if updated.rows_affected() == 0 {
+        return Ok(ShardFinishOutcome::Conflict { state: shard.state, attempt: shard.attempt });
+    }
+    sqlx::query(
+        "UPDATE attempts SET state = ?, reason = ?, message = ?, output = ?, finished_at_ms = ? \
+         WHERE run_id = ? AND shard_index = ? AND attempt = ?",
+    )
+    .bind(status)
+    .bind(reason.map(|r| r.as_str()))
+    .bind(&p.message)
+    .bind(&output)
+    .bind(p.now_ms)
+    .bind(&p.run_id)
+    .bind(p.shard_index)
+    .bind(p.attempt)
+    .execute(&mut *tx)
+    .await?;
+    let shard = RunShard {
+        state: t.to,
+        reason: reason.map(|r| r.as_str().to_string()),
+        message: p.message.clone(),
+        output: p.output.clone(),
+        next_attempt_at_ms: retry_at,
+        finished_at_ms: finished,
+        updated_at_ms: p.now_ms,
+        ..shard
+    };
+    let mut run = run;
+    let mut children = Vec::new();
+    match t.to {
+        RunState::Succeeded => {
+            let all = shards_of(&mut tx, &run.id).await?;
+            let total = run.shard_total.unwrap_or(all.len() as i64);
+            let done = all.iter().filter(|sh| sh.state == RunState::Succeeded).count() as i64;
+            if done == total && all.len() as i64 == total {
+                // Every shard succeeded: so did the run. Its output is the shards' outputs in index order.
+                let output = Value::Array(all.iter().map(|sh| sh.output.clone().unwrap_or(Value::Null)).collect());
+                let rt = transition(run.state, &RunEvent::Succeeded).map_err(refused)?;
+                if end_run(&mut tx, &run, rt.to, None, None, Some(&output), p.now_ms).await? {
+                    children = fire_children(&mut tx, s.dialect, &run, &output, p.now_ms).await?;
+                    run.state = rt.to;
+                    run.output = Some(output);
+                    run.reason = None;
+                    run.message = None;
+                    run.finished_at_ms = Some(p.now_ms);
+                }
+            }
+        }
+        RunState::Failed => {
+            // One shard failed for good: so did the run; the shards still out are cancelled.
+            let reason = reason.unwrap_or(sundial_core::run_state::FailReason::Error);
+            let rt = transition(run.state, &RunEvent::AttemptFailed { reason, retry: false }).map_err(refused)?;
+            let message =
+                format!("shard {} failed for good: {}", p.shard_index, p.message.as_deref().unwrap_or(reason.as_str()));
+            if end_run(&mut tx, &run, rt.to, Some(reason.as_str()), Some(&message), None, p.now_ms).await? {
+                cancel_open(
+                    &mut tx,
+                    &run.id,
+                    &format!("the run failed: shard {} failed for good", p.shard_index),
+                    p.now_ms,
+                )
+                .await?;
+                run.state = rt.to;
+                run.reason = Some(reason.as_str().to_string());
+                run.message = Some(message);
+                run.finished_at_ms = Some(p.now_ms);
+            }
+        }
+        _ => {} // retrying: the shard waits out its backoff; the run stays where it is
+    }
+    tx.commit().await?;
+    if run.state.is_terminal() {
+        run.owner_node = None;
+        run.lease_until_ms = None;
+        run.updated_at_ms = p.now_ms;
+    }
+    Ok(ShardFinishOutcome::Applied { run, shard, children })
+}
+
+/// Move a sharded run to its terminal state, conditional on the state and attempt it was read in.
+async fn end_run(
+    tx: &mut Transaction<'static, Any>,
+    run: &Run,
+    to: RunState,
+    reason: Option<&str>,
+    message: Option<&str>,
+    output: Option<&Value>,
+    now_ms: i64,
+) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE runs SET state = ?, reason = ?, message = ?, output = ?, next_attempt_at_ms = NULL, finished_at_ms = ?, \
+         owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? WHERE id = ? AND state = ? AND attempt = ?",
+    )
+    .bind(to.as_str())
+    .bind(reason)
+    .bind(message)
+    .bind(output.map(to_json))
+    .bind(now_ms)
+    .bind(now_ms)
+    .bind(&run.id)
+    .bind(run.state.as_str())
+    .bind(run.attempt)
+    .execute(&mut **tx)
+    .await?;
+    Ok(r.rows_affected() > 0)
+}
+
+/// The parent succeeded: each child job fires once (`p:<run id>`) with the parent's output.
+async fn fire_children(
+    tx: &mut Transaction<'static, Any>,
+    dialect: Dialect,
+    run: &Run,
+    output: &Value,
+    now_ms: i64,
+) -> Result<Vec<Run>> {
+    let child_ids: Vec<String> =
+        sqlx::query("SELECT child_job_id FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
+            .bind(&run.job_id)
+            .fetch_all(&mut **tx)
+            .await?
+            .iter()
+            .map(|r| col(r, "child_job_id"))
+            .collect::<Result<_>>()?;
+    let mut children = Vec::new();
+    for child in child_ids {
+        let mut child_run =
+            Run::pending(&run.tenant_id, &child, 0, format!("p:{}", run.id), TriggerKind::Parent, now_ms, now_ms);
+        child_run.parent_run_id = Some(run.id.clone());
+        child_run.parent_output = Some(output.clone());
+        if insert_run(tx, dialect, &child_run).await? {
+            children.push(child_run);
+        }
+    }
+    Ok(children)
+}
+
+pub(super) async fn run_delivered(s: &SqlStore, run_id: &str, run_attempt: i64, now_ms: i64) -> Result<bool> {
+    let to = transition(RunState::Dispatching, &RunEvent::Accepted).map_err(refused)?.to;
+    let r = sqlx::query(
+        "UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ? AND shard_total IS NOT NULL",
+    )
+    .bind(to.as_str())
+    .bind(now_ms)
+    .bind(run_id)
+    .bind(run_attempt)
+    .execute(&s.pool)
+    .await?;
+    Ok(r.rows_affected() > 0)
+}
+
+/// Shards selected by `sql` (binding `at_ms` and `limit`), each with its run.
+async fn with_runs(s: &SqlStore, sql: &'static str, at_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+    let shards: Vec<RunShard> = sqlx::query(sql)
+        .bind(at_ms)
+        .bind(limit)
+        .fetch_all(&s.pool)
+        .await?
+        .iter()
+        .map(shard_row)
+        .collect::<Result<_>>()?;
+    let mut out = Vec::with_capacity(shards.len());
+    for shard in shards {
+        let run = sqlx::query("SELECT * FROM runs WHERE id = ?")
+            .bind(&shard.run_id)
+            .fetch_optional(&s.pool)
+            .await?
+            .as_ref()
+            .map(run_row)
+            .transpose()?;
+        if let Some(run) = run {
+            out.push((run, shard));
+        }
+    }
+    Ok(out)
+}
+
+pub(super) async fn due_retries(s: &SqlStore, now_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+    with_runs(
+        s,
+        "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id \
+         WHERE s.state = 'retrying' AND s.next_attempt_at_ms <= ? AND r.state = 'running' \
+         ORDER BY s.next_attempt_at_ms LIMIT ?",
+        now_ms,
+        limit,
+    )
+    .await
+}
+
+pub(super) async fn retry_begin(s: &SqlStore, p: &ShardRetryBegin) -> Result<Option<ShardDelivery>> {
+    let to = transition(RunState::Retrying, &RunEvent::Dispatch).map_err(refused)?.to;
+    let mut tx = s.begin().await?;
+    let Some(run) = lock_run(s, &mut tx, &p.run_id).await? else {
+        return Ok(None);
+    };
+    if run.state != RunState::Running {
+        return Ok(None);
+    }
+    let attempt = p.attempt + 1;
+    let (executor_id, address) = match &p.target {
+        Some(t) => (Some(t.executor_id.as_str()), Some(t.address.as_str())),
+        None => (None, None),
+    };
+    let won = sqlx::query(
+        "UPDATE run_shards SET state = ?, attempt = ?, executor_id = ?, address = ?, reason = NULL, message = NULL, output = NULL, \
+         next_attempt_at_ms = NULL, deadline_ms = ?, updated_at_ms = ? \
+         WHERE run_id = ? AND shard_index = ? AND state = 'retrying' AND attempt = ? AND next_attempt_at_ms <= ?",
+    )
+    .bind(to.as_str())
+    .bind(attempt)
+    .bind(executor_id)
+    .bind(address)
+    .bind(p.deadline_ms)
+    .bind(p.now_ms)
+    .bind(&p.run_id)
+    .bind(p.shard_index)
+    .bind(p.attempt)
+    .bind(p.now_ms)
+    .execute(&mut *tx)
+    .await?;
+    if won.rows_affected() == 0 {
+        return Ok(None);
+    }
+    let webhook_id = webhook_id(&p.run_id, p.shard_index, attempt);
+    sqlx::query(
+        "INSERT INTO attempts (run_id, shard_index, attempt, webhook_id, executor_id, address, state, trail, started_at_ms) \
+         VALUES (?, ?, ?, ?, ?, ?, 'dispatching', '[]', ?)",
+    )
+    .bind(&p.run_id)
+    .bind(p.shard_index)
+    .bind(attempt)
+    .bind(&webhook_id)
+    .bind(executor_id)
+    .bind(address)
+    .bind(p.now_ms)
+    .execute(&mut *tx)
+    .await?;
+    let shard = sqlx::query("SELECT * FROM run_shards WHERE run_id = ? AND shard_index = ?")
+        .bind(&p.run_id)
+        .bind(p.shard_index)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(crate::StoreError::from)
+        .and_then(|r| shard_row(&r))?;
+    tx.commit().await?;
+    Ok(Some(ShardDelivery { shard, webhook_id }))
+}
+
+pub(super) async fn overdue(s: &SqlStore, before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+    // Shards of a run still `dispatching` are covered by the run's lease (a redelivery).
+    with_runs(
+        s,
+        "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id \
+         WHERE s.state IN ('dispatching', 'running') AND s.deadline_ms < ? AND r.state = 'running' \
+         ORDER BY s.deadline_ms, s.run_id, s.shard_index LIMIT ?",
+        before_ms,
+        limit,
+    )
+    .await
+}
+
+pub(super) async fn on_silent_executors(
+    s: &SqlStore,
+    silent_before_ms: i64,
+    limit: i64,
+) -> Result<Vec<(Run, RunShard)>> {
+    with_runs(
+        s,
+        "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id JOIN executors e ON e.id = s.executor_id \
+         WHERE s.state = 'running' AND r.state = 'running' AND e.last_heartbeat_ms < ? LIMIT ?",
+        silent_before_ms,
+        limit,
+    )
+    .await
+}
+
+pub(super) async fn log_append(
+    s: &SqlStore,
+    run_id: &str,
+    shard_index: i64,
+    attempt: i64,
+    lines: &[(i64, String, String)],
+) -> Result<()> {
+    let mut tx = s.begin().await?;
+    for (at, level, message) in lines {
+        sqlx::query(
+            "INSERT INTO run_logs (run_id, shard_index, attempt, at_ms, level, message) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(run_id)
+        .bind(shard_index)
+        .bind(attempt)
+        .bind(*at)
+        .bind(level)
+        .bind(message)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+#[async_trait]
+impl ShardStore for SqlStore {
+    async fn shard_freeze(&self, p: &ShardFreeze) -> Result<Option<Vec<ShardDelivery>>> {
+        freeze(self, p).await
+    }
+    async fn shard_list(&self, run_id: &str) -> Result<Vec<RunShard>> {
+        list(self, run_id).await
+    }
+    async fn shard_mark_running(&self, run_id: &str, shard_index: i64, attempt: i64, now_ms: i64) -> Result<bool> {
+        mark_running(self, run_id, shard_index, attempt, now_ms).await
+    }
+    async fn shard_attempt_set_target(
+        &self,
+        run_id: &str,
+        shard_index: i64,
+        attempt: i64,
+        executor_id: Option<&str>,
+        address: Option<&str>,
+        trail: &Value,
+    ) -> Result<()> {
+        set_target(self, run_id, shard_index, attempt, executor_id, address, trail).await
+    }
+    async fn shard_finish(&self, p: &FinishShard) -> Result<ShardFinishOutcome> {
+        finish(self, p).await
+    }
+    async fn shard_run_delivered(&self, run_id: &str, run_attempt: i64, now_ms: i64) -> Result<bool> {
+        run_delivered(self, run_id, run_attempt, now_ms).await
+    }
+    async fn shard_due_retries(&self, now_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+        due_retries(self, now_ms, limit).await
+    }
+    async fn shard_retry_begin(&self, p: &ShardRetryBegin) -> Result<Option<ShardDelivery>> {
+        retry_begin(self, p).await
+    }
+    async fn shard_overdue(&self, before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+        overdue(self, before_ms, limit).await
+    }
+    async fn shard_on_silent_executors(&self, silent_before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+        on_silent_executors(self, silent_before_ms, limit).await
+    }
+    async fn shard_log_append(
+        &self,
+        run_id: &str,
+        shard_index: i64,
+        attempt: i64,
+        lines: &[(i64, String, String)],
+    ) -> Result<()> {
+        log_append(self, run_id, shard_index, attempt, lines).await
+    }
+}

@@ -1,0 +1,146 @@
+//! Jobs, child edges and registration jobs ([`JobStore`]).
+
+use sundial_core::ids::{self, new_id};
+use sundial_core::types::*;
+use sundial_store::*;
+
+use crate::fixtures::*;
+
+for_each_database!(
+    jobs_round_trip_every_field,
+    job_update_is_conditional_on_version,
+    job_filters_and_state_changes,
+    child_edges_refuse_cycles_and_foreign_jobs,
+    registration_jobs_are_unique_per_app_and_handler,
+    job_delete_removes_edges_and_unstarted_runs,
+);
+
+pub async fn jobs_round_trip_every_field(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "billing").await;
+    let j = job(&s, &a, "nightly").await;
+    assert_eq!(s.job_get(&t.id, &j.id).await.unwrap(), Some(j.clone()));
+    let t2 = tenant(&s, "t2").await;
+    assert_eq!(s.job_get(&t2.id, &j.id).await.unwrap(), None);
+}
+
+pub async fn job_update_is_conditional_on_version(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "billing").await;
+    let j = job(&s, &a, "nightly").await;
+    let mut v2 = j.clone();
+    v2.name = "renamed".into();
+    v2.version = 2;
+    v2.timeout_ms = 1234;
+    assert!(s.job_update(&v2, None, 1).await.unwrap());
+    assert_eq!(s.job_get(&t.id, &j.id).await.unwrap(), Some(v2.clone()));
+    // A writer that read version 1 loses.
+    let mut stale = j.clone();
+    stale.version = 2;
+    stale.name = "lost".into();
+    assert!(matches!(s.job_update(&stale, None, 1).await, Err(StoreError::Stale("job"))));
+    assert_eq!(s.job_get(&t.id, &j.id).await.unwrap().unwrap().name, "renamed");
+    let mut gone = v2.clone();
+    gone.id = new_id(ids::JOB);
+    assert!(!s.job_update(&gone, None, 2).await.unwrap());
+}
+
+pub async fn job_filters_and_state_changes(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let b = app(&s, &t, "b").await;
+    let j1 = job(&s, &a, "one").await;
+    let j2 = job(&s, &b, "two").await;
+    let j3 = job(&s, &b, "three").await;
+    let by_app = |app: &App| JobFilter { app_id: Some(app.id.clone()), ..Default::default() };
+    assert_eq!(s.job_list(&t.id, &by_app(&b), &page(10)).await.unwrap().len(), 2);
+    let stopped = s.job_set_state(&t.id, &j2.id, JobState::Stopped, NOW + 5).await.unwrap().unwrap();
+    assert_eq!((stopped.state, stopped.version, stopped.updated_at_ms), (JobState::Stopped, 2, NOW + 5));
+    // Setting the same state again changes nothing.
+    let again = s.job_set_state(&t.id, &j2.id, JobState::Stopped, NOW + 9).await.unwrap().unwrap();
+    assert_eq!(again.version, 2);
+    let only_stopped = JobFilter { state: Some(JobState::Stopped), ..Default::default() };
+    let ids: Vec<String> =
+        s.job_list(&t.id, &only_stopped, &page(10)).await.unwrap().into_iter().map(|j| j.id).collect();
+    assert_eq!(ids, vec![j2.id.clone()]);
+    let named = JobFilter { name: Some("three".into()), ..Default::default() };
+    assert_eq!(s.job_list(&t.id, &named, &page(10)).await.unwrap()[0].id, j3.id);
+    let p1 = s.job_list(&t.id, &JobFilter::default(), &page(2)).await.unwrap();
+    assert_eq!(p1.iter().map(|j| &j.id).collect::<Vec<_>>(), vec![&j1.id, &j2.id]);
+    let p2 = s.job_list(&t.id, &JobFilter::default(), &Page { limit: 2, after: Some(j2.id.clone()) }).await.unwrap();
+    assert_eq!(p2.iter().map(|j| &j.id).collect::<Vec<_>>(), vec![&j3.id]);
+    assert!(s.job_set_state(&t.id, &new_id(ids::JOB), JobState::Active, NOW).await.unwrap().is_none());
+}
+
+pub async fn child_edges_refuse_cycles_and_foreign_jobs(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let c = job(&s, &a, "c").await;
+    let b = job_of(&a, "b");
+    s.job_insert(&b, std::slice::from_ref(&c.id)).await.unwrap();
+    let top = job_of(&a, "a");
+    s.job_insert(&top, std::slice::from_ref(&b.id)).await.unwrap();
+    assert_eq!(s.job_children(&top.id).await.unwrap(), vec![b.id.clone()]);
+    // c → a would close a → b → c → a.
+    let mut c2 = c.clone();
+    c2.version = 2;
+    match s.job_update(&c2, Some(std::slice::from_ref(&top.id)), 1).await {
+        Err(StoreError::Refused { field, message }) => {
+            assert_eq!(field, "children[0]");
+            assert!(message.contains("cycle"), "{message}");
+        }
+        other => panic!("expected a refused cycle, got {other:?}"),
+    }
+    assert!(s.job_children(&c.id).await.unwrap().is_empty(), "nothing written");
+    assert_eq!(s.job_get(&t.id, &c.id).await.unwrap().unwrap().version, 1, "job unchanged");
+    // Itself, unknown and foreign jobs are refused.
+    let mut self_loop = c.clone();
+    self_loop.version = 2;
+    assert!(matches!(
+        s.job_update(&self_loop, Some(std::slice::from_ref(&c.id)), 1).await,
+        Err(StoreError::Refused { .. })
+    ));
+    let t2 = tenant(&s, "t2").await;
+    let a2 = app(&s, &t2, "a").await;
+    let foreign = job(&s, &a2, "f").await;
+    let with_foreign = job_of(&a, "x");
+    assert!(matches!(
+        s.job_insert(&with_foreign, std::slice::from_ref(&foreign.id)).await,
+        Err(StoreError::Refused { .. })
+    ));
+    assert!(s.job_get(&t.id, &with_foreign.id).await.unwrap().is_none(), "refused insert wrote nothing");
+}
+
+pub async fn registration_jobs_are_unique_per_app_and_handler(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let mut r1 = job_of(&a, "h");
+    r1.source = JobSource::Registration;
+    r1.registration_key = Some(format!("{}:h", a.id));
+    s.job_insert(&r1, &[]).await.unwrap();
+    let mut r2 = job_of(&a, "h");
+    r2.source = JobSource::Registration;
+    r2.registration_key = Some(format!("{}:h", a.id));
+    assert!(matches!(s.job_insert(&r2, &[]).await, Err(StoreError::Conflict { what: "job_registration", .. })));
+    // People may create more jobs on the same handler.
+    job(&s, &a, "h-too").await;
+    job(&s, &a, "h-three").await;
+}
+
+pub async fn job_delete_removes_edges_and_unstarted_runs(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let child = job(&s, &a, "child").await;
+    let parent = job_of(&a, "parent");
+    s.job_insert(&parent, std::slice::from_ref(&child.id)).await.unwrap();
+    let pending = run_of(&child, "s:1", 1);
+    s.run_insert(&pending).await.unwrap();
+    let mut done = run_of(&child, "s:2", 2);
+    done.state = RunState::Succeeded;
+    s.run_insert(&done).await.unwrap();
+    assert!(s.job_delete(&t.id, &child.id).await.unwrap());
+    assert!(s.job_children(&parent.id).await.unwrap().is_empty());
+    assert!(s.run_get(&t.id, &pending.id).await.unwrap().is_none(), "unstarted run deleted");
+    assert!(s.run_get(&t.id, &done.id).await.unwrap().is_some(), "history kept");
+    assert!(!s.job_delete(&t.id, &child.id).await.unwrap());
+}
