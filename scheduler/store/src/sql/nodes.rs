@@ -13,10 +13,13 @@ use crate::{Node, NodeBeat, NodeStore, Result};
 /// A claimed run always holds a lease, so the scans go through `ix_runs_lease` (runs in
 /// flight only) rather than an index on the owner that every claim and result would rewrite.
 async fn hand_back(tx: &mut Transaction<'static, Any>, id: &str, now_ms: i64) -> Result<u64> {
+    let (from, to) = super::runs::release_states()?;
     let r = sqlx::query(
-        "UPDATE runs SET state = CASE WHEN state = 'queued' THEN 'pending' ELSE state END, owner_node = NULL, \
+        "UPDATE runs SET state = CASE WHEN state = ? THEN ? ELSE state END, owner_node = NULL, \
                  lease_until_ms = NULL, updated_at_ms = ? WHERE lease_until_ms IS NOT NULL AND owner_node = ? AND state IN ('queued', 'retrying')",
     )
+    .bind(from)
+    .bind(to)
     .bind(now_ms)
     .bind(id)
     .execute(&mut **tx)

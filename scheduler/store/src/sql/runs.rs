@@ -50,8 +50,21 @@ pub(super) fn run_row(r: &AnyRow) -> Result<Run> {
     })
 }
 
-const CLAIM_UPDATE_SQL: &str = "UPDATE runs SET state = CASE WHEN state = 'pending' THEN 'queued' ELSE state END, owner_node = ?, \
+/// The claim's write: the states come from `transition` (bound, see [`claim_states`]).
+const CLAIM_UPDATE_SQL: &str = "UPDATE runs SET state = CASE WHEN state = ? THEN ? ELSE state END, owner_node = ?, \
     lease_until_ms = ?, updated_at_ms = ? WHERE id IN (:ids)";
+
+/// The state change a claim makes to a fresh fire, from the state machine: (`pending`, its claimed state).
+pub(super) fn claim_states() -> Result<(&'static str, &'static str)> {
+    let to = transition(RunState::Pending, &RunEvent::Claim).map_err(refused)?.to;
+    Ok((RunState::Pending.as_str(), to.as_str()))
+}
+
+/// The state change a hand-back makes to a claimed fire, from the state machine: (`queued`, `pending`).
+pub(super) fn release_states() -> Result<(&'static str, &'static str)> {
+    let to = transition(RunState::Queued, &RunEvent::Release).map_err(refused)?.to;
+    Ok((RunState::Queued.as_str(), to.as_str()))
+}
 
 /// Insert a run unless its (job, fire key) exists; true if inserted.
 pub(super) async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Run) -> Result<bool> {
@@ -299,7 +312,10 @@ impl RunStore for SqlStore {
         }
         // Few statement texts: ids go in chunks, each list sized to a power of two (`in_list`).
         for chunk in claimed.chunks(IN_CHUNK) {
+            let (from, to) = claim_states()?;
             let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(CLAIM_UPDATE_SQL, chunk.len())))
+                .bind(from)
+                .bind(to)
                 .bind(&p.node_id)
                 .bind(p.lease_until_ms)
                 .bind(p.now_ms);
@@ -408,12 +424,15 @@ impl RunStore for SqlStore {
 
     async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64> {
         let mut n = 0;
+        let (from, to) = release_states()?;
         let mut tx = self.begin().await?;
         for id in run_ids {
             let r = sqlx::query(
-                "UPDATE runs SET state = CASE WHEN state = 'queued' THEN 'pending' ELSE state END, owner_node = NULL, \
+                "UPDATE runs SET state = CASE WHEN state = ? THEN ? ELSE state END, owner_node = NULL, \
                  lease_until_ms = NULL, updated_at_ms = ? WHERE id = ? AND owner_node = ? AND state IN ('queued', 'retrying')",
             )
+            .bind(from)
+            .bind(to)
             .bind(now_ms)
             .bind(id)
             .bind(node_id)

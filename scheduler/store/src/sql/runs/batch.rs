@@ -243,21 +243,26 @@ impl SqlStore {
         // One statement per chunk of runs whose jobs share timeout and version moves the
         // dispatched runs; the locks taken above make the reads and these writes one decision.
         let update_sql = format!(
-            "UPDATE runs{} SET state = 'dispatching', attempt = attempt + 1, owner_node = ?, deadline_ms = ?, \
+            "UPDATE runs{} SET state = ?, attempt = attempt + 1, owner_node = ?, deadline_ms = ?, \
              lease_until_ms = ?, next_attempt_at_ms = NULL, started_at_ms = COALESCE(started_at_ms, ?), \
              job_version = ?, updated_at_ms = ? WHERE id IN ({}) \
-             AND (state = 'pending' OR (state IN ('queued', 'retrying') AND owner_node = ?))",
+             AND (state = 'pending' OR (state IN ('queued', 'retrying') AND owner_node = ?)) AND attempt = ?",
             self.hint(Ix::Primary),
             IDS
         );
+        // The new state is `transition`'s (computed per run above), and the write is
+        // conditional on the attempt each run had when it was read (the runs above carry it
+        // already incremented).
         let key = |id: &String| {
-            let job = &jobs[&runs[id].job_id];
-            (job.timeout_ms, job.version)
+            let run = &runs[id];
+            let job = &jobs[&run.job_id];
+            (job.timeout_ms, job.version, run.state, run.attempt - 1)
         };
         for group in groups(&dispatched, key) {
-            let (timeout_ms, version) = key(group[0]);
+            let (timeout_ms, version, to, attempt_read) = key(group[0]);
             for chunk in group.chunks(IN_CHUNK) {
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(&update_sql, chunk.len())))
+                    .bind(to.as_str())
                     .bind(node_id)
                     .bind(now_ms + timeout_ms)
                     .bind(now_ms + timeout_ms + lease_ms)
@@ -267,7 +272,7 @@ impl SqlStore {
                 for i in 0..in_width(chunk.len()) {
                     q = q.bind(chunk[i.min(chunk.len() - 1)]);
                 }
-                let n = q.bind(node_id).execute(&mut *tx).await?.rows_affected();
+                let n = q.bind(node_id).bind(attempt_read).execute(&mut *tx).await?.rows_affected();
                 if n != chunk.len() as u64 {
                     // Cannot happen under the row locks; refuse the whole batch rather than guess.
                     return Err(StoreError::Stale("a run of the dispatch batch"));
