@@ -87,12 +87,6 @@ impl Engine {
         self.owned.load(Ordering::SeqCst)
     }
 
-    /// Is this job's bucket in this node's share? The reaper works on its own share only
-    /// (the owner of a dead or departed node's buckets takes them over with the rest).
-    pub(crate) fn owns_job(&self, job_id: &str) -> bool {
-        self.owned_buckets() & (1u64 << sundial_core::affinity::bucket_of(job_id)) != 0
-    }
-
     /// The live node set this node's share was last computed from (sorted ids; empty
     /// before the first heartbeat).
     pub fn members(&self) -> Vec<String> {

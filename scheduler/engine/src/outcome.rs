@@ -156,9 +156,10 @@ impl Engine {
     /// node's buckets with the rest of its share. Returns how many.
     pub async fn reap_once(&self) -> Result<usize> {
         let now = self.now_ms();
-        let overdue = self.store.run_overdue(now - self.cfg.reaper_grace_ms, 500).await?;
+        let mine = self.owned_buckets();
+        let overdue = self.store.run_overdue(now - self.cfg.reaper_grace_ms, mine, 500).await?;
         let mut n = 0;
-        for run in overdue.into_iter().filter(|r| self.owns_job(&r.job_id)) {
+        for run in overdue {
             let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
                 continue;
             };
@@ -177,8 +178,8 @@ impl Engine {
             }
         }
         // Executors silent past the grace period lose their runs (a missed heartbeat or two is not enough).
-        let lost = self.store.run_on_silent_executors(now - self.cfg.executor_lost_ms, 500).await?;
-        for run in lost.into_iter().filter(|r| self.owns_job(&r.job_id)) {
+        let lost = self.store.run_on_silent_executors(now - self.cfg.executor_lost_ms, mine, 500).await?;
+        for run in lost {
             let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else { continue };
             let result = ExecutorResult {
                 succeeded: false,

@@ -365,8 +365,8 @@ impl Engine {
     /// follows its own retry policy. Returns how many shard attempts were failed.
     pub(crate) async fn reap_shards(&self, now: i64) -> Result<usize> {
         let mut n = 0;
-        let overdue = self.store.shard_overdue(now - self.cfg.reaper_grace_ms, 500).await?;
-        for (run, shard) in overdue.into_iter().filter(|(r, _)| self.owns_job(&r.job_id)) {
+        let mine = self.owned_buckets();
+        for (run, shard) in self.store.shard_overdue(now - self.cfg.reaper_grace_ms, mine, 500).await? {
             let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
                 self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
                 continue;
@@ -391,8 +391,8 @@ impl Engine {
                 n += 1;
             }
         }
-        let lost = self.store.shard_on_silent_executors(now - self.cfg.executor_lost_ms, 500).await?;
-        for (run, shard) in lost.into_iter().filter(|(r, _)| self.owns_job(&r.job_id)) {
+        let lost = self.store.shard_on_silent_executors(now - self.cfg.executor_lost_ms, mine, 500).await?;
+        for (run, shard) in lost {
             let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
                 self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
                 continue;

@@ -255,10 +255,12 @@ pub trait RunStore: Send + Sync {
     /// Make a `retrying` run due now; for a `running` sharded run, its `retrying` shards.
     /// False (nothing changed) if there was nothing waiting to retry.
     async fn run_retry_now(&self, tenant_id: &str, run_id: &str, now_ms: i64) -> Result<bool>;
-    /// `running` runs past their deadline, up to `limit`.
-    async fn run_overdue(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>>;
-    /// `running` runs whose executor has sent no heartbeat since `silent_before_ms`.
-    async fn run_on_silent_executors(&self, silent_before_ms: i64, limit: i64) -> Result<Vec<Run>>;
+    /// `running` runs past their deadline, of the job buckets in `buckets` (bit `b` = bucket
+    /// `b`; `sundial_core::affinity::ALL_BUCKETS` for all), up to `limit`.
+    async fn run_overdue(&self, now_ms: i64, buckets: u64, limit: i64) -> Result<Vec<Run>>;
+    /// `running` runs of the job buckets in `buckets` whose executor has sent no heartbeat
+    /// since `silent_before_ms`.
+    async fn run_on_silent_executors(&self, silent_before_ms: i64, buckets: u64, limit: i64) -> Result<Vec<Run>>;
     async fn run_attempts(&self, run_id: &str) -> Result<Vec<Attempt>>;
     async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()>;
     async fn run_logs(&self, run_id: &str, limit: i64) -> Result<Vec<RunLog>>;

@@ -42,9 +42,16 @@ pub trait ShardStore: Send + Sync {
     /// attempt row and webhook id), if it is still at `p.attempt`: of several callers, one wins.
     async fn shard_retry_begin(&self, p: &ShardRetryBegin) -> Result<Option<ShardDelivery>>;
     /// Shards `dispatching`/`running` past their deadline (`< before_ms`) in `running` runs.
-    async fn shard_overdue(&self, before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>>;
-    /// `running` shards whose executor has sent no heartbeat since `silent_before_ms`.
-    async fn shard_on_silent_executors(&self, silent_before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>>;
+    /// Of the job buckets in `buckets` (as `RunStore::run_overdue`).
+    async fn shard_overdue(&self, before_ms: i64, buckets: u64, limit: i64) -> Result<Vec<(Run, RunShard)>>;
+    /// `running` shards of the job buckets in `buckets` whose executor has sent no heartbeat
+    /// since `silent_before_ms`.
+    async fn shard_on_silent_executors(
+        &self,
+        silent_before_ms: i64,
+        buckets: u64,
+        limit: i64,
+    ) -> Result<Vec<(Run, RunShard)>>;
     /// Append log lines of one shard attempt.
     async fn shard_log_append(
         &self,

@@ -543,25 +543,31 @@ impl RunStore for SqlStore {
         Ok(done)
     }
 
-    async fn run_overdue(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>> {
-        sqlx::query("SELECT * FROM runs WHERE running_deadline_ms < ? AND shard_total IS NULL ORDER BY running_deadline_ms LIMIT ?")
-            .bind(now_ms)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(run_row)
-            .collect()
+    async fn run_overdue(&self, now_ms: i64, buckets: u64, limit: i64) -> Result<Vec<Run>> {
+        sqlx::query(
+            "SELECT * FROM runs WHERE running_deadline_ms < ? AND shard_total IS NULL AND ((? >> bucket) & 1) = 1 \
+             ORDER BY running_deadline_ms LIMIT ?",
+        )
+        .bind(now_ms)
+        .bind(buckets as i64)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(run_row)
+        .collect()
     }
 
-    async fn run_on_silent_executors(&self, silent_before_ms: i64, limit: i64) -> Result<Vec<Run>> {
+    async fn run_on_silent_executors(&self, silent_before_ms: i64, buckets: u64, limit: i64) -> Result<Vec<Run>> {
         sqlx::query(
             "SELECT r.* FROM runs r \
              JOIN attempts a ON a.run_id = r.id AND a.shard_index = 0 AND a.attempt = r.attempt \
              JOIN executors e ON e.id = a.executor_id \
-             WHERE r.running_deadline_ms IS NOT NULL AND r.shard_total IS NULL AND e.last_heartbeat_ms < ? LIMIT ?",
+             WHERE r.running_deadline_ms IS NOT NULL AND r.shard_total IS NULL AND e.last_heartbeat_ms < ? \
+             AND ((? >> r.bucket) & 1) = 1 LIMIT ?",
         )
         .bind(silent_before_ms)
+        .bind(buckets as i64)
         .bind(limit)
         .fetch_all(&self.pool)
         .await?

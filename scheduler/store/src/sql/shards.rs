@@ -541,15 +541,19 @@ pub(super) async fn run_delivered(s: &SqlStore, run_id: &str, run_attempt: i64, 
 }
 
 /// Shards selected by `sql` (binding `at_ms` and `limit`), each with its run.
-async fn with_runs(s: &SqlStore, sql: &'static str, at_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
-    let shards: Vec<RunShard> = sqlx::query(sql)
-        .bind(at_ms)
-        .bind(limit)
-        .fetch_all(&s.pool)
-        .await?
-        .iter()
-        .map(shard_row)
-        .collect::<Result<_>>()?;
+/// Shards found by `sql` (binds: `at_ms`, then the bucket mask if given, then `limit`), with their runs.
+async fn with_runs(
+    s: &SqlStore,
+    sql: &'static str,
+    at_ms: i64,
+    buckets: Option<u64>,
+    limit: i64,
+) -> Result<Vec<(Run, RunShard)>> {
+    let mut q = sqlx::query(sql).bind(at_ms);
+    if let Some(mask) = buckets {
+        q = q.bind(mask as i64);
+    }
+    let shards: Vec<RunShard> = q.bind(limit).fetch_all(&s.pool).await?.iter().map(shard_row).collect::<Result<_>>()?;
     let mut out = Vec::with_capacity(shards.len());
     for shard in shards {
         let run = sqlx::query("SELECT * FROM runs WHERE id = ?")
@@ -573,6 +577,7 @@ pub(super) async fn due_retries(s: &SqlStore, now_ms: i64, limit: i64) -> Result
          WHERE s.state = 'retrying' AND s.next_attempt_at_ms <= ? AND r.state = 'running' \
          ORDER BY s.next_attempt_at_ms LIMIT ?",
         now_ms,
+        None,
         limit,
     )
     .await
@@ -637,14 +642,15 @@ pub(super) async fn retry_begin(s: &SqlStore, p: &ShardRetryBegin) -> Result<Opt
     Ok(Some(ShardDelivery { shard, webhook_id }))
 }
 
-pub(super) async fn overdue(s: &SqlStore, before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+pub(super) async fn overdue(s: &SqlStore, before_ms: i64, buckets: u64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
     // Shards of a run still `dispatching` are covered by the run's lease (a redelivery).
     with_runs(
         s,
         "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id \
          WHERE s.state IN ('dispatching', 'running') AND s.deadline_ms < ? AND r.state = 'running' \
-         ORDER BY s.deadline_ms, s.run_id, s.shard_index LIMIT ?",
+         AND ((? >> r.bucket) & 1) = 1 ORDER BY s.deadline_ms, s.run_id, s.shard_index LIMIT ?",
         before_ms,
+        Some(buckets),
         limit,
     )
     .await
@@ -653,13 +659,15 @@ pub(super) async fn overdue(s: &SqlStore, before_ms: i64, limit: i64) -> Result<
 pub(super) async fn on_silent_executors(
     s: &SqlStore,
     silent_before_ms: i64,
+    buckets: u64,
     limit: i64,
 ) -> Result<Vec<(Run, RunShard)>> {
     with_runs(
         s,
         "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id JOIN executors e ON e.id = s.executor_id \
-         WHERE s.state = 'running' AND r.state = 'running' AND e.last_heartbeat_ms < ? LIMIT ?",
+         WHERE s.state = 'running' AND r.state = 'running' AND e.last_heartbeat_ms < ? AND ((? >> r.bucket) & 1) = 1 LIMIT ?",
         silent_before_ms,
+        Some(buckets),
         limit,
     )
     .await
@@ -724,11 +732,16 @@ impl ShardStore for SqlStore {
     async fn shard_retry_begin(&self, p: &ShardRetryBegin) -> Result<Option<ShardDelivery>> {
         retry_begin(self, p).await
     }
-    async fn shard_overdue(&self, before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
-        overdue(self, before_ms, limit).await
+    async fn shard_overdue(&self, before_ms: i64, buckets: u64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
+        overdue(self, before_ms, buckets, limit).await
     }
-    async fn shard_on_silent_executors(&self, silent_before_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
-        on_silent_executors(self, silent_before_ms, limit).await
+    async fn shard_on_silent_executors(
+        &self,
+        silent_before_ms: i64,
+        buckets: u64,
+        limit: i64,
+    ) -> Result<Vec<(Run, RunShard)>> {
+        on_silent_executors(self, silent_before_ms, buckets, limit).await
     }
     async fn shard_log_append(
         &self,

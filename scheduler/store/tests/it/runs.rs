@@ -1,6 +1,7 @@
 //! Runs ([`RunStore`]): fire keys, listing, claim and peek, the reaper's scans, bulk
 //! misfire settling. The hot-path batches are in `runs/batch.rs`.
 
+use sundial_core::affinity::ALL_BUCKETS;
 use sundial_core::types::*;
 use sundial_store::*;
 
@@ -119,10 +120,14 @@ pub async fn reaper_scans_see_only_running_runs(s: S) {
     };
     assert!(matches!(s.run_finish_attempt(&done).await.unwrap(), FinishOutcome::Applied { .. }));
     // The job timeout is 60 s: nothing is overdue before it, only the running run after.
-    assert!(s.run_overdue(NOW + 60_000, 10).await.unwrap().is_empty());
-    let overdue = s.run_overdue(NOW + 60_001, 10).await.unwrap();
+    assert!(s.run_overdue(NOW + 60_000, ALL_BUCKETS, 10).await.unwrap().is_empty());
+    let overdue = s.run_overdue(NOW + 60_001, ALL_BUCKETS, 10).await.unwrap();
     assert_eq!(overdue.iter().map(|r| &r.id).collect::<Vec<_>>(), vec![&runs[0].id]);
     assert_eq!(overdue[0].state, RunState::Running);
+    // A node reaps the runs of its own job buckets only.
+    let bucket = 1u64 << sundial_core::affinity::bucket_of(&runs[0].job_id);
+    assert!(s.run_overdue(NOW + 60_001, ALL_BUCKETS & !bucket, 10).await.unwrap().is_empty(), "not its bucket");
+    assert_eq!(s.run_overdue(NOW + 60_001, bucket, 10).await.unwrap().len(), 1, "its bucket");
 }
 
 /// Job affinity (`runs.bucket`, `ClaimParams::owned_buckets`): a node claims the schedule

@@ -2,6 +2,7 @@
 //! atomic pick of due shard retries, and the run following its shards.
 
 use std::sync::Arc;
+use sundial_core::affinity::ALL_BUCKETS;
 
 use serde_json::{Value, json};
 use sundial_core::ids::{self, new_id};
@@ -459,26 +460,29 @@ pub async fn reapers_see_shards_not_whole_sharded_runs(s: S) {
     s.shard_freeze(&freeze(&run, "node_a", t, NOW)).await.unwrap().unwrap();
     assert!(s.shard_mark_running(&run.id, 1, 1, NOW).await.unwrap());
     let late = NOW + TIMEOUT + 1;
-    assert!(s.shard_overdue(late, 10).await.unwrap().is_empty(), "a dispatching run's shards are its lease's business");
+    assert!(
+        s.shard_overdue(late, ALL_BUCKETS, 10).await.unwrap().is_empty(),
+        "a dispatching run's shards are its lease's business"
+    );
     s.shard_run_delivered(&run.id, 1, NOW).await.unwrap();
     // The run-level reaper never takes a sharded run as a whole ...
-    assert!(s.run_overdue(late + 10 * TIMEOUT, 10).await.unwrap().is_empty());
-    assert!(s.run_on_silent_executors(late, 10).await.unwrap().is_empty());
+    assert!(s.run_overdue(late + 10 * TIMEOUT, ALL_BUCKETS, 10).await.unwrap().is_empty());
+    assert!(s.run_on_silent_executors(late, ALL_BUCKETS, 10).await.unwrap().is_empty());
     // ... the shard reaper takes each shard past its own deadline, or on a silent executor.
-    assert!(s.shard_overdue(NOW + TIMEOUT, 10).await.unwrap().is_empty(), "not at the deadline itself");
-    let overdue = s.shard_overdue(late, 10).await.unwrap();
+    assert!(s.shard_overdue(NOW + TIMEOUT, ALL_BUCKETS, 10).await.unwrap().is_empty(), "not at the deadline itself");
+    let overdue = s.shard_overdue(late, ALL_BUCKETS, 10).await.unwrap();
     assert_eq!(
         overdue.iter().map(|(r, sh)| (r.id.as_str(), sh.shard_index)).collect::<Vec<_>>(),
         [(run.id.as_str(), 0), (run.id.as_str(), 1)]
     );
-    let silent = s.shard_on_silent_executors(NOW + 1, 10).await.unwrap();
+    let silent = s.shard_on_silent_executors(NOW + 1, ALL_BUCKETS, 10).await.unwrap();
     assert_eq!(
         silent.iter().map(|(_, sh)| sh.shard_index).collect::<Vec<_>>(),
         [1],
         "only registered executors fall silent"
     );
-    assert!(s.shard_on_silent_executors(NOW, 10).await.unwrap().is_empty());
+    assert!(s.shard_on_silent_executors(NOW, ALL_BUCKETS, 10).await.unwrap().is_empty());
     // A finished shard is no longer reaped.
     applied(s.shard_finish(&ok(&run, 0, 1, json!(0))).await.unwrap());
-    assert_eq!(s.shard_overdue(late, 10).await.unwrap().len(), 1);
+    assert_eq!(s.shard_overdue(late, ALL_BUCKETS, 10).await.unwrap().len(), 1);
 }
