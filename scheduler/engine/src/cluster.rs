@@ -16,7 +16,7 @@ impl Engine {
         let db_now = self.store.db_now_ms().await?;
         let skew = self.now_ms() - db_now;
         let too_far = skew.abs() > self.cfg.max_clock_skew_ms;
-        let was = self.skewed.swap(too_far, Ordering::SeqCst);
+        let was = self.membership.skewed.swap(too_far, Ordering::SeqCst);
         if too_far {
             tracing::error!(
                 skew_ms = skew,
@@ -33,10 +33,10 @@ impl Engine {
             id: self.cfg.node_id.clone(),
             address: self.cfg.address.clone(),
             version: env!("CARGO_PKG_VERSION").to_string(),
-            claimed: self.timer.len() as i64,
-            started_at_ms: self.started_at_ms,
+            claimed: self.fire.timer.len() as i64,
+            started_at_ms: self.life.started_at_ms,
             lateness_ms,
-            backlog: self.timer.due_by(self.now_ms()) as i64,
+            backlog: self.fire.timer.due_by(self.now_ms()) as i64,
             misfired: misfired as i64,
         };
         crate::retry_deadlock_only(|| self.store.node_heartbeat(&beat)).await?;
@@ -62,13 +62,13 @@ impl Engine {
         }
         live.sort_unstable();
         live.dedup();
-        let mut members = self.members.lock().expect("members lock");
+        let mut members = self.membership.members.lock().expect("members lock");
         if *members == *live {
             return;
         }
         let ring = Ring::new(live);
         let mask = ring.mask_of(&self.cfg.node_id);
-        self.owned.store(mask, Ordering::SeqCst);
+        self.membership.owned.store(mask, Ordering::SeqCst);
         tracing::info!(
             nodes = live.len(),
             buckets = mask.count_ones(),
@@ -84,13 +84,13 @@ impl Engine {
 
     /// The job buckets this node owns (bit `b` = bucket `b`).
     pub fn owned_buckets(&self) -> u64 {
-        self.owned.load(Ordering::SeqCst)
+        self.membership.owned.load(Ordering::SeqCst)
     }
 
     /// The live node set this node's share was last computed from (sorted ids; empty
     /// before the first heartbeat).
     pub fn members(&self) -> Vec<String> {
-        self.members.lock().expect("members lock").clone()
+        self.membership.members.lock().expect("members lock").clone()
     }
 
     /// Delete finished runs, their logs and silent executors older than the retention
@@ -113,6 +113,6 @@ impl Engine {
 
     /// Is claiming suspended because this node's clock disagrees with the database?
     pub fn clock_skewed(&self) -> bool {
-        self.skewed.load(Ordering::SeqCst)
+        self.membership.skewed.load(Ordering::SeqCst)
     }
 }

@@ -38,7 +38,7 @@ impl Engine {
         popped_at_ms: i64,
     ) -> Result<()> {
         let runs: Vec<ToDispatch> =
-            due.iter().map(|(id, _)| ToDispatch::new(id.clone(), self.timer.redelivers(id))).collect();
+            due.iter().map(|(id, _)| ToDispatch::new(id.clone(), self.fire.timer.redelivers(id))).collect();
         let latest_due = due.iter().map(|(_, d)| *d).max().unwrap_or(i64::MIN);
         let instant: std::collections::HashMap<String, i64> = due.into_iter().collect();
         let began = self.now_ms();
@@ -81,20 +81,20 @@ impl Engine {
                     (run, job, webhook_id, covered, routing)
                 }
                 DispatchDecision::Gone => {
-                    self.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
+                    self.fire.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
                     continue;
                 }
                 DispatchDecision::Blocked => {
                     // Polls again; the decision renewed its claim for `lease_ms`. Held back by its
                     // block strategy, not missed: the misfire policy does not apply to the wait.
-                    self.timer.settled(&run_id);
-                    self.timer.push(now + 500, run_id.clone());
-                    self.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
+                    self.fire.timer.settled(&run_id);
+                    self.fire.timer.push(now + 500, run_id.clone());
+                    self.fire.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
                     continue;
                 }
                 DispatchDecision::Skipped { reason } => {
                     tracing::info!(run_id, reason, "run skipped");
-                    self.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
+                    self.fire.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
                     continue;
                 }
             };
@@ -102,7 +102,7 @@ impl Engine {
             // Every decided run was in the batch: its instant is known.
             let due_ms = instant.get(&run_id).copied().unwrap_or(now);
             let e = self.clone();
-            let h = self.deliveries.spawn(async move {
+            let h = self.fire.deliveries.spawn(async move {
                 let _staged = staged;
                 let mut run = run;
                 let run_id = run.id.clone();
@@ -117,7 +117,7 @@ impl Engine {
                     Err(err) => {
                         tracing::warn!(run_id = %run_id, error = %err, "could not extend a waiting delivery; its lease will bring it back");
                         let now = e.now_ms();
-                        e.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
+                        e.fire.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
                         return;
                     }
                 };
@@ -126,7 +126,7 @@ impl Engine {
                     tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
                 }
                 let now = e.now_ms();
-                e.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
+                e.fire.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
             });
             if wait {
                 handles.push(h);
@@ -194,7 +194,7 @@ impl Engine {
         // The runs this one covered were cancelled by its dispatch transaction: their
         // executors get a cancel in the background, this delivery does not wait for it.
         for c in &covered {
-            self.cancels.cancel_run(c);
+            self.calls.cancels.cancel_run(c);
         }
         if job.route == Route::Sharding || run.shard_total.is_some() {
             drop(slot); // each shard's POST takes a slot of its own
@@ -216,7 +216,7 @@ impl Engine {
         let mut chosen: Option<Candidate> = None;
         let mut answer_final: Option<Answer> = None;
         'replan: for _ in 0..8 {
-            let plan = self.routes.lock().await.plan(job.route, job.handler.as_deref(), &job.id, &cands);
+            let plan = self.fire.routes.lock().await.plan(job.route, job.handler.as_deref(), &job.id, &cands);
             let plan = match plan {
                 Ok(p) => p,
                 Err(no) => {
@@ -234,6 +234,7 @@ impl Engine {
                 tried += 1;
                 let remaining = (run.deadline_ms.unwrap_or(now + job.timeout_ms) - self.now_ms()).max(1);
                 let resp = self
+                    .calls
                     .client
                     .post_signed(
                         app,
@@ -244,7 +245,7 @@ impl Engine {
                         Duration::from_millis(remaining as u64),
                     )
                     .await;
-                self.routes.lock().await.record_use(&job.id, &target.id, self.now_ms());
+                self.fire.routes.lock().await.record_use(&job.id, &target.id, self.now_ms());
                 match read_answer(resp).await {
                     Answer::Offline => {
                         trail.push(TrailEntry::new(target, "executor_offline"));
@@ -318,9 +319,9 @@ impl Engine {
         // is recorded (by this node: the write was won), it gets a cancel in the background.
         let timed_out = !result.succeeded && result.reason == FailReason::Timeout && chosen.is_some();
         let params = finish_params(&job, &run.id, run.attempt, result, Some(target), self.now_ms());
-        let outcome = self.results.finish(self.store.as_ref(), params).await?;
+        let outcome = self.calls.results.finish(self.store.as_ref(), params).await?;
         if timed_out && matches!(outcome, FinishOutcome::Applied { .. }) {
-            self.cancels.cancel_run(&run);
+            self.calls.cancels.cancel_run(&run);
         }
         if matches!(&outcome, FinishOutcome::Applied { children, .. } if !children.is_empty()) {
             self.wake.notify_one(); // child runs are due now

@@ -103,7 +103,7 @@ impl Engine {
         // At most as many as the timer has room for (its memory bound): the rest are written
         // `pending`, and the claim's backstop takes them once overdue past the grace.
         let claim_soon = !self.clock_skewed() && !self.schedules_paused().await?;
-        let mut room = if claim_soon { self.cfg.capacity.saturating_sub(self.timer.len()) } else { 0 };
+        let mut room = if claim_soon { self.cfg.capacity.saturating_sub(self.fire.timer.len()) } else { 0 };
         loop {
             let now = self.now_ms();
             let near = self.generation_near_ms();

@@ -241,46 +241,84 @@ pub struct Engine {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) clock: SharedClock,
     pub(crate) cfg: EngineConfig,
+    /// Woken when runs may have become due (a trigger, a child run, a retry).
+    pub wake: Arc<Notify>,
+    /// The fire path: the timer and what takes its runs to their delivery (`timer.rs`,
+    /// `delivery.rs`, `shard.rs`).
+    pub(crate) fire: FirePath,
+    /// How far ahead of their instant runs leave the timer (`Engine::dispatch_lead_ms`).
+    pub(crate) lead: DispatchLead,
+    /// Calls to executors and the results they bring back (`transport.rs`, `outcome.rs`).
+    pub(crate) calls: Calls,
+    /// This node in the cluster: its clock check, its share of the job buckets, where its
+    /// peek stopped (`cluster.rs`, `timer.rs`).
+    pub(crate) membership: Membership,
+    /// How late this node is: for the heartbeat and the rate-limited "behind" WARN.
+    pub(crate) load: misfire::Load,
+    pub(crate) counters: Counters,
+    /// The loops and their stop signal.
+    pub(crate) life: Lifecycle,
+}
+
+/// The fire path's state (see [`Engine`]).
+#[derive(Debug)]
+pub(crate) struct FirePath {
     pub(crate) timer: timer::Timer,
     pub(crate) routes: Mutex<RouteState>,
+    /// Dispatch transactions in flight at once (each commits a batch of runs).
+    pub(crate) batch_slots: Arc<Semaphore>,
+    /// Delivery slots: HTTP exchanges in flight at once (`max_inflight`).
+    pub(crate) inflight: Arc<Semaphore>,
+    /// Runs taken from the timer and not yet delivered (committed ahead of their instant,
+    /// or waiting for a delivery slot): at most the timer's capacity.
+    pub(crate) staged: Arc<Semaphore>,
+    /// Dispatch batches and deliveries under way: shutdown waits for them.
+    pub(crate) deliveries: tokio_util::task::TaskTracker,
+}
+
+/// What sizes the dispatch lead (see [`Engine::dispatch_lead_ms`]).
+#[derive(Debug)]
+pub(crate) struct DispatchLead {
+    /// A dispatch transaction's cost per run, in µs (a moving average): with the runs due
+    /// soon, it sizes the lead for a herd.
+    pub(crate) dispatch_per_run_us: std::sync::atomic::AtomicI64,
+    /// The herd part of the lead (ms) and when it was last counted.
+    pub(crate) herd_ms: std::sync::atomic::AtomicI64,
+    pub(crate) herd_counted_at: std::sync::atomic::AtomicI64,
+    /// How long recent dispatches took from leaving the timer to their commit: a decaying
+    /// maximum, in ms.
+    pub(crate) dispatch_took_ms: std::sync::atomic::AtomicI64,
+}
+
+/// Outbound calls and results (see [`Engine`]).
+#[derive(Debug)]
+pub(crate) struct Calls {
     pub(crate) client: DeliveryClient,
     /// Best-effort cancels, sent in the background (shared with the API of this node).
     pub(crate) cancels: Canceller,
     /// Group commit of the results of this node's deliveries.
     pub(crate) results: outcome::FinishBatcher,
-    /// Dispatch transactions in flight at once (each commits a batch of runs).
-    pub(crate) batch_slots: Arc<Semaphore>,
-    /// Dispatch batches and deliveries under way: shutdown waits for them.
-    pub(crate) deliveries: tokio_util::task::TaskTracker,
-    /// Woken when runs may have become due (a trigger, a child run, a retry).
-    pub wake: Arc<Notify>,
-    inflight: Arc<Semaphore>,
-    /// Runs taken from the timer and not yet delivered (committed ahead of their instant,
-    /// or waiting for a delivery slot): at most the timer's capacity.
-    staged: Arc<Semaphore>,
-    /// How late this node is: for the heartbeat and the rate-limited "behind" WARN.
-    pub(crate) load: misfire::Load,
-    /// A dispatch transaction's cost per run, in µs (a moving average): with the runs due
-    /// soon, it sizes the dispatch lead for a herd.
-    dispatch_per_run_us: std::sync::atomic::AtomicI64,
-    /// The herd part of the dispatch lead (ms) and when it was last counted.
-    herd_ms: std::sync::atomic::AtomicI64,
-    herd_counted_at: std::sync::atomic::AtomicI64,
-    skewed: std::sync::atomic::AtomicBool,
+}
+
+/// This node's membership of the cluster (see [`Engine`]).
+#[derive(Debug)]
+pub(crate) struct Membership {
+    pub(crate) skewed: std::sync::atomic::AtomicBool,
     /// Job affinity: the buckets this node owns in the ring of live nodes (all of them
     /// until the live set has been read).
-    owned: std::sync::atomic::AtomicU64,
+    pub(crate) owned: std::sync::atomic::AtomicU64,
     /// The live node set the ring was last computed from (sorted ids).
-    members: std::sync::Mutex<Vec<String>>,
+    pub(crate) members: std::sync::Mutex<Vec<String>>,
     /// Where the peek of this node's buckets stopped.
     pub(crate) peek_cursor: std::sync::Mutex<timer::PeekCursor>,
-    pub(crate) counters: Counters,
-    /// How long recent dispatches took from leaving the timer to their commit: a decaying
-    /// maximum, in ms (see [`Engine::dispatch_lead_ms`]).
-    dispatch_took_ms: std::sync::atomic::AtomicI64,
-    started_at_ms: i64,
-    cancel: CancellationToken,
-    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+/// The loops of [`Engine::start`] and their stop signal.
+#[derive(Debug)]
+pub(crate) struct Lifecycle {
+    pub(crate) started_at_ms: i64,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Engine {
@@ -288,32 +326,38 @@ impl Engine {
         let client = DeliveryClient::new(clock.clone()).for_node(&cfg.node_id);
         let started_at_ms = clock.now_ms();
         Arc::new(Engine {
-            skewed: std::sync::atomic::AtomicBool::new(false),
-            owned: std::sync::atomic::AtomicU64::new(sundial_core::affinity::ALL_BUCKETS),
-            members: std::sync::Mutex::new(Vec::new()),
-            peek_cursor: std::sync::Mutex::new(timer::PeekCursor::default()),
-            counters: Counters::default(),
-            dispatch_took_ms: std::sync::atomic::AtomicI64::new(0),
-            started_at_ms,
-            store: store.clone(),
-            clock,
-            inflight: Arc::new(Semaphore::new(cfg.max_inflight)),
-            staged: Arc::new(Semaphore::new(cfg.capacity.max(cfg.max_inflight).max(1))),
+            fire: FirePath {
+                timer: timer::Timer::default(),
+                routes: Mutex::new(RouteState::new()),
+                batch_slots: Arc::new(Semaphore::new(DISPATCH_SLOTS)),
+                inflight: Arc::new(Semaphore::new(cfg.max_inflight)),
+                staged: Arc::new(Semaphore::new(cfg.capacity.max(cfg.max_inflight).max(1))),
+                deliveries: tokio_util::task::TaskTracker::new(),
+            },
+            lead: DispatchLead {
+                dispatch_per_run_us: std::sync::atomic::AtomicI64::new(0),
+                herd_ms: std::sync::atomic::AtomicI64::new(0),
+                herd_counted_at: std::sync::atomic::AtomicI64::new(i64::MIN / 2),
+                dispatch_took_ms: std::sync::atomic::AtomicI64::new(0),
+            },
+            calls: Calls {
+                cancels: Canceller::start(store.clone(), client.clone()),
+                client,
+                results: outcome::FinishBatcher::default(),
+            },
+            membership: Membership {
+                skewed: std::sync::atomic::AtomicBool::new(false),
+                owned: std::sync::atomic::AtomicU64::new(sundial_core::affinity::ALL_BUCKETS),
+                members: std::sync::Mutex::new(Vec::new()),
+                peek_cursor: std::sync::Mutex::new(timer::PeekCursor::default()),
+            },
             load: misfire::Load::default(),
-            dispatch_per_run_us: std::sync::atomic::AtomicI64::new(0),
-            herd_ms: std::sync::atomic::AtomicI64::new(0),
-            herd_counted_at: std::sync::atomic::AtomicI64::new(i64::MIN / 2),
+            counters: Counters::default(),
+            life: Lifecycle { started_at_ms, cancel: CancellationToken::new(), tasks: Mutex::new(Vec::new()) },
+            store,
+            clock,
             cfg,
-            timer: timer::Timer::default(),
-            routes: Mutex::new(RouteState::new()),
-            cancels: Canceller::start(store.clone(), client.clone()),
-            client,
-            results: outcome::FinishBatcher::default(),
-            batch_slots: Arc::new(Semaphore::new(DISPATCH_SLOTS)),
-            deliveries: tokio_util::task::TaskTracker::new(),
             wake,
-            cancel: CancellationToken::new(),
-            tasks: Mutex::new(Vec::new()),
         })
     }
 
@@ -327,7 +371,7 @@ impl Engine {
 
     /// This node's best-effort cancel sender (the API queues its cancels here too).
     pub fn cancels(&self) -> &Canceller {
-        &self.cancels
+        &self.calls.cancels
     }
 
     /// Start the loops. Stop with [`Engine::shutdown`].
@@ -343,7 +387,7 @@ impl Engine {
         if let Err(e) = self.heartbeat_once().await {
             tracing::warn!(error = %e, "first heartbeat failed; retrying");
         }
-        let mut tasks = self.tasks.lock().await;
+        let mut tasks = self.life.tasks.lock().await;
         let tick = Duration::from_millis(self.cfg.tick_ms);
         tasks.push(self.spawn_loop("generator", Duration::from_millis(1000), |e| async move {
             e.generate_once().await.map(|_| ())
@@ -354,12 +398,12 @@ impl Engine {
             loop {
                 if full {
                     // The last claim took all it asked for: more may be due already.
-                    if e.cancel.is_cancelled() {
+                    if e.life.cancel.is_cancelled() {
                         break;
                     }
                 } else {
                     tokio::select! {
-                        _ = e.cancel.cancelled() => break,
+                        _ = e.life.cancel.cancelled() => break,
                         _ = tokio::time::sleep(tick) => {}
                         _ = e.wake.notified() => {}
                     }
@@ -393,7 +437,7 @@ impl Engine {
             let every = Duration::from_millis(e.cfg.heartbeat_ms);
             loop {
                 tokio::select! {
-                    _ = e.cancel.cancelled() => break,
+                    _ = e.life.cancel.cancelled() => break,
                     _ = tokio::time::sleep(every) => {}
                 }
                 if let Err(err) = e.heartbeat_once().await {
@@ -419,7 +463,7 @@ impl Engine {
             let mut backoff = every;
             loop {
                 tokio::select! {
-                    _ = e.cancel.cancelled() => break,
+                    _ = e.life.cancel.cancelled() => break,
                     _ = tokio::time::sleep(backoff) => {}
                 }
                 match step(e.clone()).await {
@@ -447,14 +491,14 @@ impl Engine {
     /// finishes them), and hand back the timer's claimed runs that were not dispatched.
     /// Deliveries already committed go on; [`Engine::drain`] waits for them.
     pub async fn stop(self: &Arc<Self>) {
-        self.cancel.cancel();
-        for t in self.tasks.lock().await.drain(..) {
+        self.life.cancel.cancel();
+        for t in self.life.tasks.lock().await.drain(..) {
             let _ = t.await;
         }
         if let Err(e) = self.store.node_leave(&self.cfg.node_id).await {
             tracing::warn!(error = %e, "could not mark this node as leaving");
         }
-        let held = self.timer.drain();
+        let held = self.fire.timer.drain();
         if !held.is_empty() {
             match self.store.run_release(&self.cfg.node_id, &held, self.now_ms()).await {
                 Ok(n) => tracing::info!(released = n, "handed back claimed runs"),
@@ -470,8 +514,8 @@ impl Engine {
     /// still waiting for a delivery permit), then mark the node `left` again (a heartbeat
     /// that was under way during [`Engine::stop`] may have written `alive` after it).
     pub async fn drain(self: &Arc<Self>, grace: Duration) {
-        self.deliveries.close();
-        if tokio::time::timeout(grace, self.deliveries.wait()).await.is_err() {
+        self.fire.deliveries.close();
+        if tokio::time::timeout(grace, self.fire.deliveries.wait()).await.is_err() {
             tracing::warn!("deliveries still in flight after the grace period");
         }
         if let Err(e) = self.store.node_leave(&self.cfg.node_id).await {
@@ -482,20 +526,20 @@ impl Engine {
     /// `n` staging permits at once: runs taken from the timer until they are delivered.
     pub(crate) async fn staged_permits(&self, n: usize) -> tokio::sync::OwnedSemaphorePermit {
         let n = n.min(self.cfg.capacity.max(self.cfg.max_inflight)).max(1) as u32;
-        self.staged.clone().acquire_many_owned(n).await.expect("the semaphore is never closed")
+        self.fire.staged.clone().acquire_many_owned(n).await.expect("the semaphore is never closed")
     }
 
     /// Is a delivery slot free now?
     pub(crate) fn inflight_free(&self) -> bool {
-        self.inflight.available_permits() > 0
+        self.fire.inflight.available_permits() > 0
     }
 
     pub(crate) async fn inflight_permit(&self) -> tokio::sync::OwnedSemaphorePermit {
-        self.inflight.clone().acquire_owned().await.expect("the semaphore is never closed")
+        self.fire.inflight.clone().acquire_owned().await.expect("the semaphore is never closed")
     }
 
     pub(crate) fn cancel_token(&self) -> &CancellationToken {
-        &self.cancel
+        &self.life.cancel
     }
 
     /// How far ahead of their instant runs leave the timer for dispatch now: a quarter
@@ -511,21 +555,21 @@ impl Engine {
     pub fn dispatch_lead_ms(&self) -> i64 {
         use std::sync::atomic::Ordering::Relaxed;
         let max = self.cfg.max_dispatch_lead_ms;
-        let base = lead_for(self.dispatch_took_ms.load(Relaxed), max);
-        let per_run_us = self.dispatch_per_run_us.load(Relaxed);
+        let base = lead_for(self.lead.dispatch_took_ms.load(Relaxed), max);
+        let per_run_us = self.lead.dispatch_per_run_us.load(Relaxed);
         if max <= 0 || per_run_us <= 0 {
             return base;
         }
         // Counting the runs due soon walks the timer's per-instant counts under its lock:
         // at most once per HERD_RECOUNT_MS, not for every batch popped.
         let now = self.now_ms();
-        let herd_ms = if now - self.herd_counted_at.load(Relaxed) < HERD_RECOUNT_MS {
-            self.herd_ms.load(Relaxed)
+        let herd_ms = if now - self.lead.herd_counted_at.load(Relaxed) < HERD_RECOUNT_MS {
+            self.lead.herd_ms.load(Relaxed)
         } else {
-            let herd = self.timer.due_by(now + max) as i64;
+            let herd = self.fire.timer.due_by(now + max) as i64;
             let ms = herd * per_run_us / 1000 / DISPATCH_SLOTS as i64;
-            self.herd_ms.store(ms, Relaxed);
-            self.herd_counted_at.store(now, Relaxed);
+            self.lead.herd_ms.store(ms, Relaxed);
+            self.lead.herd_counted_at.store(now, Relaxed);
             ms
         };
         (base + herd_ms + herd_ms / 4).clamp(0, max)
@@ -539,6 +583,7 @@ impl Engine {
         }
         let sample = took_ms * 1000 / runs as i64;
         let _ = self
+            .lead
             .dispatch_per_run_us
             .fetch_update(Relaxed, Relaxed, |old| Some(if old == 0 { sample } else { old + (sample - old) / 8 }));
     }
@@ -548,7 +593,7 @@ impl Engine {
     /// during a transaction, set it to exercise the lead).
     pub fn note_dispatch_took(&self, took_ms: i64) {
         use std::sync::atomic::Ordering::Relaxed;
-        let _ = self.dispatch_took_ms.fetch_update(Relaxed, Relaxed, |old| Some(decayed_max(old, took_ms)));
+        let _ = self.lead.dispatch_took_ms.fetch_update(Relaxed, Relaxed, |old| Some(decayed_max(old, took_ms)));
     }
 
     /// What this engine has done since it was created.
@@ -570,7 +615,7 @@ impl Engine {
 
     /// Runs waiting in this node's timer.
     pub fn timer_len(&self) -> usize {
-        self.timer.len()
+        self.fire.timer.len()
     }
 
     /// Is the operator switch that stops schedules from firing on their own on?

@@ -215,7 +215,7 @@ impl Engine {
         let mut ask_store: Vec<(String, i64, i64)> = Vec::new();
         let unwritten = |job: &str, before: i64| written.get(job).is_some_and(|w| *w < before);
         let probe = decide(fires, &specs, now, |job, at, before| {
-            if unwritten(job, before) || self.timer.holds_later_fire(job, at, before) {
+            if unwritten(job, before) || self.fire.timer.holds_later_fire(job, at, before) {
                 return true;
             }
             ask_store.push((job.to_string(), at, before));
@@ -238,7 +238,7 @@ impl Engine {
             if !later.is_empty() {
                 settled = decide(fires, &specs, now, |job, at, before| {
                     unwritten(job, before)
-                        || self.timer.holds_later_fire(job, at, before)
+                        || self.fire.timer.holds_later_fire(job, at, before)
                         || later.contains(&(job.to_string(), at))
                 });
             }

@@ -173,7 +173,7 @@ impl Engine {
                 finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, now).await?,
                 FinishOutcome::Applied { .. }
             ) {
-                self.cancels.cancel_run(&run);
+                self.calls.cancels.cancel_run(&run);
                 n += 1;
             }
         }

@@ -98,7 +98,7 @@ impl Engine {
         };
         let executors = self.store.executor_list(&a.id).await?;
         let cands = candidates(a, &executors, now, self.cfg.executor_offline_ms);
-        Ok(match self.routes.lock().await.plan(Route::Sharding, job.handler.as_deref(), &job.id, &cands) {
+        Ok(match self.fire.routes.lock().await.plan(Route::Sharding, job.handler.as_deref(), &job.id, &cands) {
             Ok(plan) => (app, plan.targets, plan.trail),
             Err(no) => (app, Vec::new(), no.trail),
         })
@@ -211,10 +211,11 @@ impl Engine {
         let now = self.now_ms();
         let remaining = (shard.deadline_ms.unwrap_or(now + job.timeout_ms) - now).max(1);
         let resp = self
+            .calls
             .client
             .post_signed(app, address, &d.webhook_id, &body, &headers, Duration::from_millis(remaining as u64))
             .await;
-        self.routes.lock().await.record_use(&job.id, exec_id, self.now_ms());
+        self.fire.routes.lock().await.record_use(&job.id, exec_id, self.now_ms());
         let answer = read_answer(resp).await;
         let failed =
             |reason, message: String| ExecutorResult { succeeded: false, reason, output: None, message: Some(message) };
@@ -252,7 +253,7 @@ impl Engine {
         self.set_shard_trail(run, d, exec_id, address, &trail).await?;
         if self.after_finish(job, run, shard.shard_index, shard.attempt, result).await? && timed_out {
             // The shard attempt may still be running there: a cancel, in the background.
-            self.cancels.cancel(CancelTarget::Shard {
+            self.calls.cancels.cancel(CancelTarget::Shard {
                 app: app.clone(),
                 run_id: run.id.clone(),
                 shard_index: shard.shard_index,
@@ -299,7 +300,7 @@ impl Engine {
             return Ok(false);
         };
         if run.state == RunState::Failed {
-            self.cancels.cancel_run(&run);
+            self.calls.cancels.cancel_run(&run);
         }
         if !children.is_empty() {
             self.wake.notify_one(); // child runs are due now
@@ -380,7 +381,7 @@ impl Engine {
             if self.after_finish(&job, &run, shard.shard_index, shard.attempt, result).await? {
                 // Failed by this node: its executor gets a cancel in the background.
                 if let (Some(address), Ok(Some(app))) = (&shard.address, self.store.app_by_id(&job.app_id).await) {
-                    self.cancels.cancel(CancelTarget::Shard {
+                    self.calls.cancels.cancel(CancelTarget::Shard {
                         app,
                         run_id: run.id.clone(),
                         shard_index: shard.shard_index,

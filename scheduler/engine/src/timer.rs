@@ -390,7 +390,7 @@ impl Engine {
     /// as it asked for: more may be due, so the claimer goes again without waiting a tick,
     /// and claiming keeps up with any rate the rest of the node sustains).
     pub async fn claim_round(&self) -> Result<(usize, bool)> {
-        let room = self.cfg.capacity.saturating_sub(self.timer.len());
+        let room = self.cfg.capacity.saturating_sub(self.fire.timer.len());
         if room == 0 || self.clock_skewed() {
             return Ok((0, false));
         }
@@ -402,7 +402,7 @@ impl Engine {
         // earliest run is older than the grace), its overdue fires are almost all in its timer
         // already; claiming them would add a write to each exactly when the node is short of
         // time, so then it waits as long as a claim's lease.
-        let behind = self.timer.next_due().is_some_and(|d| d < now - self.cfg.affinity_grace_ms);
+        let behind = self.fire.timer.next_due().is_some_and(|d| d < now - self.cfg.affinity_grace_ms);
         let own_backstop = now - if behind { self.cfg.lease_ms } else { self.cfg.affinity_grace_ms };
         Counters::add(&self.counters.claim_calls, 1);
         let claimed = self
@@ -431,7 +431,7 @@ impl Engine {
             .count();
         Counters::add(&self.counters.claimed_foreign, foreign as u64);
         let mut queued = self.take_into_timer(claimed).await;
-        let room = self.cfg.capacity.saturating_sub(self.timer.len()).min(self.cfg.claim_batch.max(1));
+        let room = self.cfg.capacity.saturating_sub(self.fire.timer.len()).min(self.cfg.claim_batch.max(1));
         if include_schedule && room > 0 {
             let peeked = self.peek(owned, now, room).await?;
             full |= peeked.len() == room;
@@ -454,7 +454,7 @@ impl Engine {
     /// claim, as a backstop.
     async fn peek(&self, owned: u64, now: i64, room: usize) -> Result<Vec<Run>> {
         let (after_ms, after_id) = {
-            let mut c = self.peek_cursor.lock().expect("cursor lock");
+            let mut c = self.membership.peek_cursor.lock().expect("cursor lock");
             if c.mask != owned {
                 *c = PeekCursor { mask: owned, at_ms: now - self.cfg.affinity_grace_ms, id: String::new() };
             }
@@ -471,7 +471,7 @@ impl Engine {
             })
             .await?;
         if let Some(last) = runs.last() {
-            let mut c = self.peek_cursor.lock().expect("cursor lock");
+            let mut c = self.membership.peek_cursor.lock().expect("cursor lock");
             // Only for the buckets it was read for (the read itself only goes forward).
             if c.mask == owned {
                 c.at_ms = last.scheduled_at_ms;
@@ -517,9 +517,9 @@ impl Engine {
                 RunState::Retrying => run.next_attempt_at_ms.unwrap_or(now),
                 _ => run.scheduled_at_ms,
             };
-            self.timer.push_run(due, &run);
+            self.fire.timer.push_run(due, &run);
             if late_ids.contains(run.id.as_str()) {
-                self.timer.settled(&run.id);
+                self.fire.timer.settled(&run.id);
             }
             queued += 1;
         }
@@ -543,7 +543,7 @@ impl Engine {
             if self.cancel_token().is_cancelled() {
                 break;
             }
-            let slot = self.batch_slots.clone().acquire_owned().await.expect("the semaphore is never closed");
+            let slot = self.fire.batch_slots.clone().acquire_owned().await.expect("the semaphore is never closed");
             let popped_at = self.now_ms();
             // Runs whose instant has come are committed only while a delivery slot is free, so
             // none waits long for one after its commit (its deadline runs from then); runs due
@@ -552,7 +552,7 @@ impl Engine {
             let horizon = if self.inflight_free() { popped_at + self.dispatch_lead_ms() } else { popped_at - 1 };
             // Waiting serial runs renew their claim when a third of its lease is left.
             let batch = crate::DISPATCH_BATCH.min(self.cfg.capacity.max(1));
-            let due = self.timer.pop_due_max(horizon, self.cfg.lease_ms / 3, batch, popped_at - LATE_POP_MS);
+            let due = self.fire.timer.pop_due_max(horizon, self.cfg.lease_ms / 3, batch, popped_at - LATE_POP_MS);
             if due.is_empty() {
                 break;
             }
@@ -560,7 +560,7 @@ impl Engine {
             Counters::add(&self.counters.dispatched, due.len() as u64);
             let permits = self.staged_permits(due.len()).await;
             let e = self.clone();
-            let h = self.deliveries.spawn(async move {
+            let h = self.fire.deliveries.spawn(async move {
                 e.dispatch_popped(due, permits, wait, popped_at).await;
                 drop(slot);
             });
@@ -605,7 +605,7 @@ impl Engine {
                 if kept.contains(&p.id) {
                     go.push(p);
                 } else {
-                    self.timer.after_dispatch(&p.id, now, now + self.cfg.lease_ms);
+                    self.fire.timer.after_dispatch(&p.id, now, now + self.cfg.lease_ms);
                 }
             }
         }
@@ -620,7 +620,7 @@ impl Engine {
             tracing::warn!(run_id = %first, runs = count, error = %err, "dispatch failed; the runs' leases will bring them back");
             let now = self.now_ms();
             for id in &ids {
-                self.timer.after_dispatch(id, now, now + self.cfg.lease_ms);
+                self.fire.timer.after_dispatch(id, now, now + self.cfg.lease_ms);
             }
         }
     }
@@ -628,7 +628,7 @@ impl Engine {
     pub(crate) async fn timer_loop(self: Arc<Self>) {
         loop {
             let now = self.now_ms();
-            let sleep_ms = match self.timer.next_due().map(|due| due - self.dispatch_lead_ms()) {
+            let sleep_ms = match self.fire.timer.next_due().map(|due| due - self.dispatch_lead_ms()) {
                 Some(due) if due <= now => 0,
                 Some(due) => (due - now).min(self.cfg.tick_ms as i64),
                 None => self.cfg.tick_ms as i64,
@@ -643,7 +643,7 @@ impl Engine {
                 return;
             }
             self.fire_due(false).await;
-            self.load.maybe_report(self.now_ms(), || self.timer.due_by(self.now_ms()));
+            self.load.maybe_report(self.now_ms(), || self.fire.timer.due_by(self.now_ms()));
         }
     }
 
