@@ -102,7 +102,8 @@ fn run_of(j: &Job, fire_key: &str, at: i64) -> Run {
     r
 }
 
-pub async fn migrations_are_idempotent_and_clock_is_sane(s: S) {
+/// The database's clock agrees with ours (running the migrations twice is `migrate.rs`'s).
+pub async fn the_database_clock_is_sane(s: S) {
     s.ping().await.unwrap();
     let db_now = s.db_now_ms().await.unwrap();
     let sys_now = chrono::Utc::now().timestamp_millis();

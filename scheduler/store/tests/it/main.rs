@@ -2,6 +2,7 @@
 //! each on a fresh database.
 
 mod conformance;
+mod migrate;
 mod shards;
 
 /// Generate `sqlite::NAME` and `mysql::NAME` tests from `conformance::NAME(store)`
@@ -31,7 +32,7 @@ macro_rules! for_each_database {
 }
 
 for_each_database!(
-    migrations_are_idempotent_and_clock_is_sane,
+    the_database_clock_is_sane,
     tenants_are_unique_by_name_and_paginate,
     api_keys_are_found_by_hash_and_scoped_to_their_tenant,
     apps_are_unique_per_tenant_and_isolated,
@@ -67,6 +68,37 @@ mod shard {
         a_due_shard_retry_is_started_by_one_caller,
         a_sharded_run_succeeds_with_all_shards_and_fails_with_one,
         reapers_see_shards_not_whole_sharded_runs,
+    );
+}
+
+/// Migrations (`migrate.rs`): `migrations::sqlite::NAME` and `migrations::mysql::NAME`, each
+/// from `migrate::NAME(dialect)` on a database nothing has opened yet.
+mod migrations {
+    macro_rules! on_both {
+        ($($name:ident),+ $(,)?) => {
+            mod sqlite {
+                $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::migrate::$name(sundial_store::Dialect::Sqlite).await;
+                })+
+            }
+            mod mysql {
+                $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::migrate::$name(sundial_store::Dialect::MySql).await;
+                })+
+            }
+        };
+    }
+
+    on_both!(
+        two_stores_opening_at_once_migrate_once,
+        an_edited_migration_is_refused,
+        a_database_from_a_newer_release_is_refused,
+        a_database_from_before_checksums_is_adopted,
+        running_the_migrations_twice_applies_nothing,
+        a_held_migration_lock_is_waited_for_and_bounded,
+        a_file_is_applied_whole_with_semicolons_in_strings_and_comments,
     );
 }
 
