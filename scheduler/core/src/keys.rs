@@ -39,13 +39,27 @@ pub fn generate_signing_secret() -> String {
 mod tests {
     use super::*;
     #[test]
-    fn keys_are_random_and_hashes_stable() {
+    fn the_stored_hash_is_sha256_hex_of_the_key() {
+        // Known answers, from `printf %s KEY | sha256sum`.
+        assert_eq!(
+            hash_api_key("sk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+            "12576e7a680e2c3225b7d080cd3e1484262cfd95d5596652e4649a8325ac8ea8"
+        );
+        assert_eq!(hash_api_key(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    }
+
+    #[test]
+    fn keys_and_secrets_are_32_random_bytes() {
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
         let a = generate_api_key();
         assert!(a.starts_with("sk_") && a.len() == 46, "{a}");
+        assert_eq!(URL_SAFE_NO_PAD.decode(&a[3..]).unwrap().len(), 32, "{a}");
         assert_ne!(a, generate_api_key());
-        assert_eq!(hash_api_key(&a), hash_api_key(&a));
-        assert_ne!(hash_api_key(&a), a);
+        assert_eq!(display_prefix(&a), a[..10]);
         let s = generate_signing_secret();
+        assert!(s.starts_with("whsec_"), "{s}");
+        assert_eq!(STANDARD.decode(&s[6..]).unwrap().len(), 32, "{s}");
+        assert_ne!(s, generate_signing_secret());
         assert!(crate::signing::SigningKey::parse(&s).is_ok());
     }
 }

@@ -268,7 +268,7 @@ mod tests {
         }
     }
 
-    const T0: i64 = 1_790_000_000_000; // 2026-09-21T13:33:20Z
+    const T0: i64 = 1_790_000_000_000; // 2026-09-21T14:13:20Z
 
     #[test]
     fn fixed_rate_counts_from_the_anchor_not_from_now() {
@@ -300,7 +300,14 @@ mod tests {
         let mut s = spec(ScheduleKind::Once);
         s.at = Some("2026-12-24T18:00:00+01:00".into());
         let sch = Schedule::parse(&s, T0).unwrap();
-        assert_eq!(sch.fires_after(T0, 5).len(), 1);
+        // `date -u -d '2026-12-24T18:00:00+01:00' +%s` = 1798131600: one fire, at that instant.
+        const AT: i64 = 1_798_131_600_000;
+        assert_eq!(sch.fires_after(T0, 5), vec![AT]);
+        assert_eq!(sch.fires_after(AT - 1, 5), vec![AT]);
+        assert_eq!(sch.fires_after(AT, 5), Vec::<i64>::new(), "strictly after");
+        assert_eq!(sch.fires_between(T0, AT - 1, 5), Vec::<i64>::new());
+        assert_eq!(sch.fires_between(T0, AT, 5), vec![AT]);
+        assert_eq!(sch.format(AT), "2026-12-24T17:00:00.000+00:00");
         assert_eq!(Schedule::parse(&spec(ScheduleKind::Manual), T0).unwrap().fires_after(T0, 5), Vec::<i64>::new());
     }
 

@@ -18,6 +18,21 @@ pub enum StoreError {
     BadUrl(String),
     #[error("migration {version} ({name}) failed: {source}")]
     Migration { version: i64, name: String, source: sqlx::Error },
+    /// An applied migration's file differs from what was applied (its recorded SHA-256).
+    #[error(
+        "migration {version:04} {name} was edited after it was applied (recorded checksum {recorded}, \
+         file checksum {current}); restore the file or write a new migration"
+    )]
+    MigrationEdited { version: i64, name: String, recorded: String, current: String },
+    /// The database records a migration this binary does not have: a newer release migrated it.
+    #[error(
+        "the database records migration {version:04} {name}, which this binary does not know (it knows up to \
+         {latest:04}): a newer Sundial migrated this database; run that release or a later one"
+    )]
+    MigrationUnknown { version: i64, name: String, latest: i64 },
+    /// The migration lock could not be taken (another node kept it too long, or the server refused).
+    #[error("cannot take the migration lock: {0}")]
+    MigrationLock(String),
     #[error("stored data is not what the schema promises: {0}")]
     Corrupt(String),
     #[error("database error: {0}")]

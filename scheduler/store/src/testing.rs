@@ -73,6 +73,77 @@ impl TestDb {
     }
 }
 
+/// A fresh database that nothing has opened yet (no tables, not migrated), for tests of
+/// opening and migrating: a new MariaDB database, or a SQLite file in a temp dir.
+pub struct EmptyDb {
+    pub url: String,
+    pub dialect: Dialect,
+    mysql_db: Option<String>,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl EmptyDb {
+    pub async fn new(dialect: Dialect) -> EmptyDb {
+        sqlx::any::install_default_drivers();
+        match dialect {
+            Dialect::MySql => {
+                let (url, name) = TestDb::mysql_empty_url().await;
+                EmptyDb { url, dialect, mysql_db: Some(name), dir: None }
+            }
+            Dialect::Sqlite => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let url = format!("sqlite://{}", dir.path().join("sundial.db").display());
+                EmptyDb { url, dialect, mysql_db: None, dir: Some(dir) }
+            }
+        }
+    }
+
+    /// Options for a store on this database: a small pool, and no SQLite lock file, so
+    /// several stores can open one file at once (as processes without it would).
+    pub fn options(&self) -> ConnectOptions {
+        let mut opts = ConnectOptions::new(&self.url);
+        opts.max_connections = 2;
+        opts.lock_sqlite_file = false;
+        opts
+    }
+
+    /// The MariaDB database's name (`None` for SQLite).
+    pub fn mysql_database(&self) -> Option<&str> {
+        self.mysql_db.as_deref()
+    }
+
+    /// A plain connection to the database, for SQL the store does not offer
+    /// (creating the SQLite file if missing).
+    pub async fn connect_raw(&self) -> sqlx::AnyConnection {
+        let url = match self.dialect {
+            Dialect::MySql => self.url.clone(),
+            Dialect::Sqlite => format!("{}?mode=rwc", self.url),
+        };
+        sqlx::AnyConnection::connect(&url).await.expect("connect to the test database")
+    }
+
+    /// Drop the MariaDB database (SQLite files go with the temp dir).
+    pub async fn cleanup(self) {
+        if let Some(name) = &self.mysql_db {
+            drop_mysql_database(name).await;
+        }
+        drop(self.dir);
+    }
+}
+
+pub use crate::migrate::{Migration, lock_name as migration_lock_name};
+
+/// Apply `migrations` (a test's own files, not the shipped ones) with the store's migrator,
+/// as `SqlStore::migrate` applies the shipped ones.
+pub async fn run_migrations(
+    conn: &mut sqlx::AnyConnection,
+    dialect: Dialect,
+    now_ms: i64,
+    migrations: &[Migration],
+) -> crate::Result<Vec<i64>> {
+    crate::migrate::run_these(conn, dialect, now_ms, crate::migrate::DEFAULT_LOCK_WAIT, migrations).await
+}
+
 pub async fn drop_mysql_database(name: &str) {
     if let Ok(mut conn) = sqlx::AnyConnection::connect(&format!("{}/mysql", mysql_server_url())).await {
         let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}"))).execute(&mut conn).await;

@@ -19,7 +19,8 @@ async fn missing_or_unknown_keys_are_401(app: &TestApp) {
     assert_error(&app.get("/api/v1/apps", "sk_not_a_key").await, StatusCode::UNAUTHORIZED, "unauthorized", None);
     let basic =
         app.http.get(format!("{}/api/v1/apps", app.base)).header("authorization", "Basic abc").send().await.unwrap();
-    assert_eq!(basic.status(), StatusCode::UNAUTHORIZED);
+    let status = basic.status();
+    assert_error(&(status, basic.json().await.unwrap()), StatusCode::UNAUTHORIZED, "unauthorized", None);
 }
 
 async fn operator_keys_manage_tenants_only(app: &TestApp) {

@@ -153,8 +153,13 @@ async fn an_async_result_completes_the_run_once(app: &TestApp) {
     assert_eq!(run_detail(app, &s.key, &run_id).await["state"], "running");
     let path = format!("/api/v1/runs/{run_id}/result");
     let ok = json!({"attempt": 1, "status": "succeeded", "output": {"rows": 3}});
-    // A bad signature, an unknown app, a stale timestamp: 401 and nothing changes.
+    // A bad signature, an unknown app, a stale timestamp: 401 `bad_signature` saying which
+    // check refused it, and nothing changes.
     let bytes = serde_json::to_vec(&ok).unwrap();
+    let refused = |resp: reqwest::Response| async move {
+        let status = resp.status();
+        (status, resp.json::<Value>().await.unwrap_or(Value::Null))
+    };
     let forged = app
         .http
         .post(format!("{}{}", app.base, path))
@@ -166,12 +171,23 @@ async fn an_async_result_completes_the_run_once(app: &TestApp) {
         .send()
         .await
         .unwrap();
-    assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
+    let v = refused(forged).await;
+    assert_error(&v, StatusCode::UNAUTHORIZED, "bad_signature", None);
+    assert!(v.1["message"].as_str().unwrap().contains("no signature"), "{}", v.1);
     let mut stale = app.http.post(format!("{}{}", app.base, path)).body(bytes.clone());
     for (k, v) in signed_headers(&s.secret, &s.app_id, "m-stale", &bytes, app.clock.now_ms() / 1000 - 301) {
         stale = stale.header(k, v);
     }
-    assert_eq!(stale.send().await.unwrap().status(), StatusCode::UNAUTHORIZED);
+    let v = refused(stale.send().await.unwrap()).await;
+    assert_error(&v, StatusCode::UNAUTHORIZED, "bad_signature", None);
+    assert!(v.1["message"].as_str().unwrap().contains("tolerance"), "{}", v.1);
+    let mut unknown = app.http.post(format!("{}{}", app.base, path)).body(bytes.clone());
+    for (k, v) in signed_headers(&s.secret, "app_nope", "m-unknown", &bytes, app.clock.now_ms() / 1000) {
+        unknown = unknown.header(k, v);
+    }
+    let v = refused(unknown.send().await.unwrap()).await;
+    assert_error(&v, StatusCode::UNAUTHORIZED, "bad_signature", None);
+    assert!(v.1["message"].as_str().unwrap().contains("unknown app"), "{}", v.1);
     // A signed body that is JSON but not an object (serde would read `[1, "succeeded"]` as
     // attempt and status): 422 naming the body.
     let (st, v) = callback(app, &s, &path, "m-array", json!([1, "succeeded"])).await;
@@ -181,8 +197,9 @@ async fn an_async_result_completes_the_run_once(app: &TestApp) {
         "{v}"
     );
     assert_eq!(run_detail(app, &s.key, &run_id).await["state"], "running", "refused calls changed nothing");
-    // The result is accepted once; the same result again is idempotent.
-    let (st, v) = callback(app, &s, &path, "m1", ok.clone()).await;
+    // The result is accepted once (under the forged call's webhook-id: a refused call
+    // records no id); the same result again is idempotent.
+    let (st, v) = callback(app, &s, &path, "m0", ok.clone()).await;
     assert_eq!(
         (st, v["state"].clone(), v["duplicate"].clone()),
         (StatusCode::OK, json!("succeeded"), json!(false)),
@@ -191,13 +208,13 @@ async fn an_async_result_completes_the_run_once(app: &TestApp) {
     let (st, v) = callback(app, &s, &path, "m2", ok.clone()).await;
     assert_eq!((st, v["duplicate"].clone()), (StatusCode::OK, json!(true)));
     // A replayed webhook-id is refused by signature check, whatever it carries.
-    let (st, v) = callback(app, &s, &path, "m1", ok.clone()).await;
+    let (st, v) = callback(app, &s, &path, "m0", ok.clone()).await;
     assert_eq!((st, v["code"].clone()), (StatusCode::UNAUTHORIZED, json!("replayed")));
     // A different result for the finished attempt, or another attempt: 409, never applied.
     let (st, v) = callback(app, &s, &path, "m3", json!({"attempt": 1, "status": "failed"})).await;
     assert_eq!((st, v["code"].clone()), (StatusCode::CONFLICT, json!("not_current")));
-    let (st, _) = callback(app, &s, &path, "m4", json!({"attempt": 2, "status": "succeeded"})).await;
-    assert_eq!(st, StatusCode::CONFLICT);
+    let (st, v) = callback(app, &s, &path, "m4", json!({"attempt": 2, "status": "succeeded"})).await;
+    assert_eq!((st, v["code"].clone()), (StatusCode::CONFLICT, json!("not_current")), "{v}");
     let detail = run_detail(app, &s.key, &run_id).await;
     assert_eq!((detail["state"].clone(), detail["output"].clone()), (json!("succeeded"), json!({"rows": 3})));
     // Logs from the executor land on the run.
@@ -474,8 +491,8 @@ async fn registered_executors_route_fail_over_and_go_offline(app: &TestApp) {
     app.engine.tick().await.unwrap();
     let d = run_detail(app, &s.key, run["id"].as_str().unwrap()).await;
     assert_eq!((d["state"].clone(), d["reason"].clone()), (json!("retrying"), json!("no_executor")), "{d}");
-    let (st, _) = callback(app, &s, "/api/v1/executors/heartbeat", "hb-2", json!({"executor_id": "exe_nope"})).await;
-    assert_eq!(st, StatusCode::NOT_FOUND);
+    let (st, v) = callback(app, &s, "/api/v1/executors/heartbeat", "hb-2", json!({"executor_id": "exe_nope"})).await;
+    assert_eq!((st, v["code"].clone()), (StatusCode::NOT_FOUND, json!("not_found")), "{v}");
     let (st, v) =
         callback(app, &s, "/api/v1/executors/register", "reg-3", json!({"address": "ftp://x", "handlers": []})).await;
     assert_eq!((st, v["details"]["field"].clone()), (StatusCode::UNPROCESSABLE_ENTITY, json!("address")));
@@ -525,7 +542,7 @@ async fn the_reaper_times_out_silent_runs_and_cancels_them(app: &TestApp) {
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].body, json!({"run_id": run_id, "attempt": 1}));
     // A late result for the timed-out attempt is refused.
-    let (st, _) = callback(
+    let (st, v) = callback(
         app,
         &s,
         &format!("/api/v1/runs/{run_id}/result"),
@@ -533,7 +550,7 @@ async fn the_reaper_times_out_silent_runs_and_cancels_them(app: &TestApp) {
         json!({"attempt": 1, "status": "succeeded"}),
     )
     .await;
-    assert_eq!(st, StatusCode::CONFLICT);
+    assert_eq!((st, v["code"].clone()), (StatusCode::CONFLICT, json!("not_current")), "{v}");
 }
 
 async fn stop_drops_future_fires_and_start_does_not_catch_up(app: &TestApp) {

@@ -44,11 +44,19 @@ pub struct ConnectOptions {
     /// SQLite only: hold an exclusive lock file beside the database for the life of
     /// the store, refusing a second server on the same file.
     pub lock_sqlite_file: bool,
+    /// How long `open`/`migrate` waits for another node's (or process's) migration
+    /// before failing with [`StoreError::MigrationLock`].
+    pub migrate_lock_wait: Duration,
 }
 
 impl ConnectOptions {
     pub fn new(url: impl Into<String>) -> Self {
-        Self { url: url.into(), max_connections: 10, lock_sqlite_file: true }
+        Self {
+            url: url.into(),
+            max_connections: 10,
+            lock_sqlite_file: true,
+            migrate_lock_wait: migrate::DEFAULT_LOCK_WAIT,
+        }
     }
 }
 
@@ -56,6 +64,7 @@ impl ConnectOptions {
 pub struct SqlStore {
     pool: AnyPool,
     dialect: Dialect,
+    migrate_lock_wait: Duration,
     _lock: Option<File>,
 }
 
@@ -104,7 +113,12 @@ impl SqlStore {
                 })
                 .connect(&url)
                 .await?;
-            return Ok(SqlStore { pool, dialect: Dialect::MySql, _lock: None });
+            return Ok(SqlStore {
+                pool,
+                dialect: Dialect::MySql,
+                migrate_lock_wait: opts.migrate_lock_wait,
+                _lock: None,
+            });
         }
         let Some(path) = sqlite_path(&opts.url) else {
             return Err(StoreError::BadUrl(opts.url.clone()));
@@ -151,7 +165,7 @@ impl SqlStore {
             })
             .connect(&url)
             .await?;
-        Ok(SqlStore { pool, dialect: Dialect::Sqlite, _lock: lock })
+        Ok(SqlStore { pool, dialect: Dialect::Sqlite, migrate_lock_wait: opts.migrate_lock_wait, _lock: lock })
     }
 
     /// Connect and apply pending migrations.
@@ -161,10 +175,11 @@ impl SqlStore {
         Ok(store)
     }
 
-    /// Apply pending migrations; returns the versions applied.
+    /// Check the applied migrations and apply the pending ones; returns the versions
+    /// applied. Refuses an edited or unknown applied migration (see `migrate.rs`).
     pub async fn migrate(&self, now_ms: i64) -> Result<Vec<i64>> {
         let mut conn = self.pool.acquire().await?;
-        migrate::run(&mut conn, self.dialect, now_ms).await
+        migrate::run(&mut conn, self.dialect, now_ms, self.migrate_lock_wait).await
     }
 
     pub async fn close(&self) {

@@ -1,10 +1,12 @@
-//! The database itself ([`DbStore`]): migrations, the clock, and SQLite's file lock and WAL.
+//! The database itself ([`DbStore`]): the clock, and SQLite's file lock and WAL (the
+//! migrations are `migrate.rs`'s).
 
 use crate::fixtures::*;
 
-for_each_database!(migrations_are_idempotent_and_clock_is_sane);
+for_each_database!(the_database_clock_is_sane);
 
-pub async fn migrations_are_idempotent_and_clock_is_sane(s: S) {
+/// The database's clock agrees with ours (running the migrations twice is `migrate.rs`'s).
+pub async fn the_database_clock_is_sane(s: S) {
     s.ping().await.unwrap();
     let db_now = s.db_now_ms().await.unwrap();
     let sys_now = chrono::Utc::now().timestamp_millis();

@@ -31,9 +31,41 @@ mod fixtures;
 mod apps;
 mod database;
 mod jobs;
+mod migrate;
 mod nodes;
 mod retention;
 mod runs;
 mod seen;
 mod shards;
 mod tenants;
+
+/// Migrations (`migrate.rs`): `migrations::sqlite::NAME` and `migrations::mysql::NAME`, each
+/// from `migrate::NAME(dialect)` on a database nothing has opened yet.
+mod migrations {
+    macro_rules! on_both {
+        ($($name:ident),+ $(,)?) => {
+            mod sqlite {
+                $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::migrate::$name(sundial_store::Dialect::Sqlite).await;
+                })+
+            }
+            mod mysql {
+                $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::migrate::$name(sundial_store::Dialect::MySql).await;
+                })+
+            }
+        };
+    }
+
+    on_both!(
+        two_stores_opening_at_once_migrate_once,
+        an_edited_migration_is_refused,
+        a_database_from_a_newer_release_is_refused,
+        a_database_from_before_checksums_is_adopted,
+        running_the_migrations_twice_applies_nothing,
+        a_held_migration_lock_is_waited_for_and_bounded,
+        a_file_is_applied_whole_with_semicolons_in_strings_and_comments,
+    );
+}
