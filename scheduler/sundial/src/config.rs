@@ -210,4 +210,19 @@ mod tests {
         assert_eq!(Settings::default().resolve().unwrap().max_dispatch_lead_ms, 2_000);
         assert_eq!(Settings::default().resolve().unwrap().timer_capacity, 50_000);
     }
+
+    /// The engine's settings default to the engine's own defaults, from one place
+    /// (`EngineConfig::new`): a change there is a change here.
+    #[test]
+    fn engine_settings_default_to_the_engines_defaults() {
+        let r = Settings::default().resolve().unwrap();
+        let e = sundial_engine::EngineConfig::new("");
+        assert_eq!(r.horizon_ms, e.horizon_ms);
+        assert_eq!(r.claim_window_ms, e.claim_window_ms);
+        assert_eq!(r.timer_capacity, e.capacity);
+        assert_eq!(r.max_inflight, e.max_inflight);
+        assert_eq!(r.retention_days * 86_400_000, e.retention_ms);
+        assert_eq!(r.affinity_grace_ms, e.affinity_grace_ms);
+        assert_eq!(r.max_dispatch_lead_ms, e.max_dispatch_lead_ms);
+    }
 }
