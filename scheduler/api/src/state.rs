@@ -10,11 +10,18 @@ pub struct ApiConfig {
     pub max_body_bytes: usize,
     /// How long a rotated-out app secret still verifies signatures, ms.
     pub secret_grace_ms: i64,
+    /// Where deliveries may go: endpoints and executor addresses it refuses (IP literals,
+    /// `localhost`) are refused at registration.
+    pub outbound: sundial_core::outbound::OutboundPolicy,
 }
 
 impl Default for ApiConfig {
     fn default() -> Self {
-        Self { max_body_bytes: 1024 * 1024, secret_grace_ms: 24 * 3_600_000 }
+        Self {
+            max_body_bytes: 1024 * 1024,
+            secret_grace_ms: 24 * 3_600_000,
+            outbound: sundial_core::outbound::OutboundPolicy::default(),
+        }
     }
 }
 

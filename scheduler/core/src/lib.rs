@@ -15,6 +15,7 @@ pub mod error;
 pub mod ids;
 pub mod job;
 pub mod keys;
+pub mod outbound;
 pub mod route;
 pub mod run_state;
 pub mod schedule;

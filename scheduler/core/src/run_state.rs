@@ -26,11 +26,22 @@ pub enum FailReason {
     Discarded,
     /// No online executor could take the attempt.
     NoExecutor,
+    /// The executor's address is refused by the operator's outbound address policy.
+    AddressRefused,
+    /// The executor's answer was larger than `max_answer_bytes`.
+    AnswerTooLarge,
 }
 
 impl FailReason {
-    pub const ALL: &'static [FailReason] =
-        &[FailReason::Error, FailReason::Timeout, FailReason::Lost, FailReason::Discarded, FailReason::NoExecutor];
+    pub const ALL: &'static [FailReason] = &[
+        FailReason::Error,
+        FailReason::Timeout,
+        FailReason::Lost,
+        FailReason::Discarded,
+        FailReason::NoExecutor,
+        FailReason::AddressRefused,
+        FailReason::AnswerTooLarge,
+    ];
 
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -39,6 +50,8 @@ impl FailReason {
             FailReason::Lost => "lost",
             FailReason::Discarded => "discarded",
             FailReason::NoExecutor => "no_executor",
+            FailReason::AddressRefused => "address_refused",
+            FailReason::AnswerTooLarge => "answer_too_large",
         }
     }
 }
@@ -246,8 +259,15 @@ mod tests {
         (Skipped,     [NO,           NO,          NO,                NO,                NO,            NO,              NO,             NO,           NO,              NO,            NO]),
     ];
 
-    const REASONS: [FailReason; 5] =
-        [FailReason::Error, FailReason::Timeout, FailReason::Lost, FailReason::Discarded, FailReason::NoExecutor];
+    const REASONS: [FailReason; 7] = [
+        FailReason::Error,
+        FailReason::Timeout,
+        FailReason::Lost,
+        FailReason::Discarded,
+        FailReason::NoExecutor,
+        FailReason::AddressRefused,
+        FailReason::AnswerTooLarge,
+    ];
 
     /// Every concrete event for a column: one for most, every reason for the
     /// two `AttemptFailed` columns.
@@ -368,7 +388,10 @@ mod tests {
             ]
         );
         let reasons: Vec<&str> = REASONS.iter().map(|r| r.as_str()).collect();
-        assert_eq!(reasons, ["error", "timeout", "lost", "discarded", "no_executor"]);
+        assert_eq!(
+            reasons,
+            ["error", "timeout", "lost", "discarded", "no_executor", "address_refused", "answer_too_large"]
+        );
         assert_eq!(FailReason::ALL, REASONS);
     }
 

@@ -246,7 +246,7 @@ impl Engine {
                     )
                     .await;
                 self.fire.routes.lock().await.record_use(&job.id, &target.id, self.now_ms());
-                match read_answer(resp).await {
+                match read_answer(resp, self.cfg.max_answer_bytes).await {
                     Answer::Offline => {
                         trail.push(TrailEntry::new(target, "executor_offline"));
                         if !target.id.starts_with("static:") {

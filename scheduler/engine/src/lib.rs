@@ -89,6 +89,11 @@ pub struct EngineConfig {
     /// so that the `dispatching` commit is done by the fire's instant and the delivery
     /// goes out on time; the delivery itself waits for the instant. 0 turns it off.
     pub max_dispatch_lead_ms: i64,
+    /// An executor's answer larger than this fails the attempt `answer_too_large` (it is
+    /// not read into memory).
+    pub max_answer_bytes: usize,
+    /// Where deliveries and cancels may go ([`sundial_core::outbound`]).
+    pub outbound: sundial_core::outbound::OutboundPolicy,
 }
 
 impl EngineConfig {
@@ -113,6 +118,8 @@ impl EngineConfig {
             affinity_grace_ms: 2_000,
             retention_every_ms: 60_000,
             max_dispatch_lead_ms: 2_000,
+            max_answer_bytes: 1024 * 1024,
+            outbound: sundial_core::outbound::OutboundPolicy::default(),
         }
     }
 }
@@ -323,7 +330,7 @@ pub(crate) struct Lifecycle {
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>, clock: SharedClock, cfg: EngineConfig, wake: Arc<Notify>) -> Arc<Engine> {
-        let client = DeliveryClient::new(clock.clone()).for_node(&cfg.node_id);
+        let client = DeliveryClient::with_policy(clock.clone(), cfg.outbound).for_node(&cfg.node_id);
         let started_at_ms = clock.now_ms();
         Arc::new(Engine {
             fire: FirePath {

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sundial_core::clock::SharedClock;
+use sundial_core::outbound::{OutboundPolicy, Refused};
 use sundial_core::route::Candidate;
 use sundial_core::run_state::FailReason;
 use sundial_core::signing::{self, SigningKey};
@@ -31,26 +32,92 @@ pub struct ExecutorResult {
     pub message: Option<String>,
 }
 
-/// The HTTP client for deliveries and cancels, with the clock that stamps signatures.
+/// The HTTP client for deliveries and cancels, with the clock that stamps signatures and
+/// the operator's outbound address policy ([`OutboundPolicy`]): names are resolved by
+/// [`PolicyResolver`], which drops refused addresses at connect time (so a name that
+/// resolves elsewhere later, DNS rebinding, is still judged), IP literals are judged before
+/// the request, redirects are never followed, and no system proxy is used (a proxy would
+/// connect on Sundial's behalf, out of the policy's sight).
 #[derive(Debug, Clone)]
 pub struct DeliveryClient {
     http: reqwest::Client,
     clock: SharedClock,
+    policy: OutboundPolicy,
     /// Sent as `sundial-node` (which node dispatched: for executors' logs and for telling
     /// a redelivery by another node from a repeat).
     node_id: Option<String>,
 }
 
+/// Why an outbound call was not made or did not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The URL's address is refused by the outbound policy (judged before sending).
+    #[error("{0}")]
+    Refused(#[from] Refused),
+    #[error(transparent)]
+    Http(#[from] reqwest::Error),
+}
+
+/// Every name an executor URL holds resolves through the policy: refused addresses are
+/// dropped, and a name left with none fails the connection with [`AddressRefused`].
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyResolver {
+    pub policy: OutboundPolicy,
+}
+
+/// A name whose every address the outbound policy refused.
+#[derive(Debug, thiserror::Error)]
+#[error("`{host}` resolves to {refused}")]
+pub struct AddressRefused {
+    pub host: String,
+    pub refused: Refused,
+}
+
+impl reqwest::dns::Resolve for PolicyResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let policy = self.policy;
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let found: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let mut refused = None;
+            let allowed: Vec<std::net::SocketAddr> = found
+                .into_iter()
+                .filter(|a| match policy.check(a.ip()) {
+                    Ok(()) => true,
+                    Err(r) => {
+                        refused.get_or_insert(r);
+                        false
+                    }
+                })
+                .collect();
+            match (allowed.is_empty(), refused) {
+                (true, Some(refused)) => {
+                    Err(Box::new(AddressRefused { host, refused }) as Box<dyn std::error::Error + Send + Sync>)
+                }
+                _ => Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs),
+            }
+        })
+    }
+}
+
 impl DeliveryClient {
+    /// A client with the default outbound policy (loopback allowed, private ranges not).
     pub fn new(clock: SharedClock) -> Self {
+        Self::with_policy(clock, OutboundPolicy::default())
+    }
+
+    pub fn with_policy(clock: SharedClock, policy: OutboundPolicy) -> Self {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .pool_idle_timeout(Duration::from_secs(60))
             .tcp_nodelay(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(PolicyResolver { policy })
             .user_agent(concat!("sundial/", env!("CARGO_PKG_VERSION")))
             .build()
             .expect("HTTP client builds");
-        Self { http, clock, node_id: None }
+        Self { http, clock, policy, node_id: None }
     }
 
     /// Name the sending node in every call (`sundial-node` header).
@@ -59,7 +126,7 @@ impl DeliveryClient {
         self
     }
 
-    /// POST a JSON body signed with the app's valid secrets.
+    /// POST a JSON body signed with the app's valid secrets, if the policy allows the URL.
     pub async fn post_signed(
         &self,
         app: &App,
@@ -68,7 +135,8 @@ impl DeliveryClient {
         body: &[u8],
         extra: &[(&str, String)],
         timeout: Duration,
-    ) -> reqwest::Result<reqwest::Response> {
+    ) -> Result<reqwest::Response, CallError> {
+        self.policy.check_url(url)?;
         let now = self.clock.now_ms();
         let ts = now.div_euclid(1000);
         let keys: Vec<SigningKey> =
@@ -88,7 +156,7 @@ impl DeliveryClient {
         for (k, v) in extra {
             req = req.header(*k, v);
         }
-        req.body(body.to_vec()).send().await
+        Ok(req.body(body.to_vec()).send().await?)
     }
 }
 
@@ -107,29 +175,105 @@ pub(crate) enum Answer {
     Failed(FailReason, String),
 }
 
-pub(crate) async fn read_answer(resp: reqwest::Result<reqwest::Response>) -> Answer {
+/// Read an executor's answer to a delivery, at most `limit` bytes of its body (a larger
+/// one fails the attempt `answer_too_large` without being read into memory):
+/// - `202`: accepted, the result comes by callback (the body is not read);
+/// - another `2xx`: an empty body is success with no output; otherwise the body must be a
+///   JSON object `{"status"?: "succeeded" | "failed", "output"?: any, "message"?: string}`
+///   (`status` defaults to `succeeded`), and anything else fails the attempt saying why;
+/// - `503 {"code": "executor_offline"}`, `410 {"code": "handler_retired"}`: as documented;
+/// - a redirect (`3xx`) is not followed, and fails the attempt, as does any other status.
+pub(crate) async fn read_answer(resp: Result<reqwest::Response, CallError>, limit: usize) -> Answer {
     let resp = match resp {
         Ok(r) => r,
-        Err(e) => return Answer::Failed(e_reason(&e), e_message(&e)),
+        Err(CallError::Refused(r)) => return Answer::Failed(FailReason::AddressRefused, r.to_string()),
+        Err(CallError::Http(e)) => return Answer::Failed(e_reason(&e), e_message(&e)),
     };
     let status = resp.status().as_u16();
-    let body: Value = resp.json().await.unwrap_or(Value::Null);
-    let code = body.get("code").and_then(Value::as_str);
-    match (status, code) {
-        (200, _) => {
-            let succeeded = body.get("status").and_then(Value::as_str) != Some("failed");
-            Answer::Done(ExecutorResult {
-                succeeded,
-                reason: FailReason::Error,
-                output: body.get("output").cloned(),
-                message: body.get("message").and_then(Value::as_str).map(String::from),
-            })
-        }
-        (202, _) => Answer::Accepted,
-        (503, Some("executor_offline")) => Answer::Offline,
-        (410, Some("handler_retired")) => Answer::Retired,
-        (s, _) => Answer::Failed(FailReason::Error, format!("executor answered HTTP {s}")),
+    if status == 202 {
+        return Answer::Accepted;
     }
+    let body = match read_bounded(resp, limit).await {
+        Ok(b) => b,
+        Err(Bounded::TooLarge) => {
+            return Answer::Failed(
+                FailReason::AnswerTooLarge,
+                format!("the executor's answer (HTTP {status}) is larger than max_answer_bytes = {limit}"),
+            );
+        }
+        Err(Bounded::Http(e)) => return Answer::Failed(e_reason(&e), e_message(&e)),
+    };
+    let code = || serde_json::from_slice::<Value>(&body).ok().and_then(|v| v.get("code")?.as_str().map(String::from));
+    match status {
+        200..=299 => match parse_result(&body) {
+            Ok(result) => Answer::Done(result),
+            Err(why) => Answer::Failed(FailReason::Error, format!("the executor answered HTTP {status} with {why}")),
+        },
+        503 if code().as_deref() == Some("executor_offline") => Answer::Offline,
+        410 if code().as_deref() == Some("handler_retired") => Answer::Retired,
+        300..=399 => Answer::Failed(
+            FailReason::Error,
+            format!("executor answered HTTP {status} (a redirect: Sundial does not follow redirects)"),
+        ),
+        s => Answer::Failed(FailReason::Error, format!("executor answered HTTP {s}")),
+    }
+}
+
+/// The synchronous answer's body, as the protocol defines it.
+#[derive(Debug, serde::Deserialize)]
+struct AnswerBody {
+    #[serde(default)]
+    status: Option<AnswerStatus>,
+    #[serde(default)]
+    output: Option<Value>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum AnswerStatus {
+    Succeeded,
+    Failed,
+}
+
+/// A `2xx` body read as a result: empty is success with no output.
+fn parse_result(body: &[u8]) -> Result<ExecutorResult, String> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(ExecutorResult { succeeded: true, reason: FailReason::Error, output: None, message: None });
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|e| format!("a body that is not JSON ({e})"))?;
+    if !value.is_object() {
+        return Err("a JSON body that is not an object (expected {\"status\", \"output\", \"message\"})".into());
+    }
+    let a: AnswerBody =
+        serde_json::from_value(value).map_err(|e| format!("an answer that does not match the protocol: {e}"))?;
+    Ok(ExecutorResult {
+        succeeded: a.status != Some(AnswerStatus::Failed),
+        reason: FailReason::Error,
+        output: a.output,
+        message: a.message,
+    })
+}
+
+enum Bounded {
+    TooLarge,
+    Http(reqwest::Error),
+}
+
+/// The body, up to `limit` bytes: a declared or streamed length past it stops the read.
+async fn read_bounded(mut resp: reqwest::Response, limit: usize) -> Result<Vec<u8>, Bounded> {
+    if resp.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(Bounded::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(Bounded::Http)? {
+        if body.len() + chunk.len() > limit {
+            return Err(Bounded::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 pub(crate) fn candidates(
@@ -197,6 +341,8 @@ pub(crate) enum ExchangeFailure {
     NoAnswer,
     /// The connection broke after the request was sent (reset, closed early).
     Broken,
+    /// Every address the executor's name resolved to is refused by the outbound policy.
+    AddressRefused,
 }
 
 impl ExchangeFailure {
@@ -206,6 +352,9 @@ impl ExchangeFailure {
     }
 
     fn classify(is_connect: bool, is_timeout: bool, e: &(dyn std::error::Error + 'static)) -> Self {
+        if chain(e).any(|c| c.downcast_ref::<AddressRefused>().is_some()) {
+            return ExchangeFailure::AddressRefused;
+        }
         let kernel_timeout = chain(e)
             .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut));
         match (is_connect, is_timeout) {
@@ -220,6 +369,7 @@ impl ExchangeFailure {
     pub(crate) fn reason(self) -> FailReason {
         match self {
             ExchangeFailure::NoAnswer => FailReason::Timeout,
+            ExchangeFailure::AddressRefused => FailReason::AddressRefused,
             _ => FailReason::Error,
         }
     }
@@ -244,6 +394,7 @@ impl ExchangeFailure {
             ExchangeFailure::Broken => format!(
                 "the connection failed before an answer: {cause} (the request was sent: the executor may have received it)"
             ),
+            ExchangeFailure::AddressRefused => format!("not sent: {cause}"),
         }
     }
 }
@@ -488,5 +639,38 @@ mod tests {
         let f = ExchangeFailure::classify(false, false, &reset);
         assert_eq!(f, ExchangeFailure::Broken);
         assert!(f.message(&root_cause(&reset)).contains("may have received"));
+    }
+
+    /// The resolver judges every address a name resolves to, at connect time: `localhost`
+    /// is refused when loopback is, and allowed by the default policy.
+    #[tokio::test]
+    async fn names_are_judged_on_the_addresses_they_resolve_to() {
+        use reqwest::dns::Resolve;
+        use std::str::FromStr;
+        let closed = PolicyResolver { policy: OutboundPolicy { allow_loopback: false, allow_private: false } };
+        let err = match closed.resolve(reqwest::dns::Name::from_str("localhost").unwrap()).await {
+            Ok(_) => panic!("localhost resolved under a policy refusing loopback"),
+            Err(e) => e,
+        };
+        let refused = err.downcast_ref::<AddressRefused>().expect("an AddressRefused");
+        assert_eq!(refused.refused.class, sundial_core::outbound::AddressClass::Loopback);
+        assert!(err.to_string().contains("`localhost` resolves to 127.0.0.1"), "{err}");
+        let open = PolicyResolver { policy: OutboundPolicy::default() };
+        let addrs: Vec<_> = open.resolve(reqwest::dns::Name::from_str("localhost").unwrap()).await.unwrap().collect();
+        assert!(!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()), "{addrs:?}");
+    }
+
+    #[test]
+    fn a_2xx_body_is_read_strictly() {
+        let ok = parse_result(b"").unwrap();
+        assert!(ok.succeeded && ok.output.is_none(), "an empty body is success with no output");
+        assert!(parse_result(b" \n").unwrap().succeeded);
+        let r = parse_result(br#"{"status": "failed", "message": "boom", "output": [1]}"#).unwrap();
+        assert_eq!((r.succeeded, r.message.as_deref(), r.output), (false, Some("boom"), Some(serde_json::json!([1]))));
+        assert!(parse_result(br#"{"output": 3}"#).unwrap().succeeded, "status defaults to succeeded");
+        assert!(parse_result(b"OK").unwrap_err().contains("not JSON"));
+        assert!(parse_result(b"[1, 2]").unwrap_err().contains("not an object"));
+        assert!(parse_result(br#"{"status": "ok"}"#).unwrap_err().contains("does not match the protocol"));
+        assert!(parse_result(br#"{"message": 5}"#).unwrap_err().contains("does not match the protocol"));
     }
 }

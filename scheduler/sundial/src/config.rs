@@ -75,6 +75,16 @@ pub struct Settings {
     /// of its instant (as much as recent dispatch transactions took); 0 turns it off.
     #[arg(long, env = "SUNDIAL_MAX_DISPATCH_LEAD_MS")]
     pub max_dispatch_lead_ms: Option<i64>,
+    /// Largest executor answer read, in bytes; a larger one fails the attempt `answer_too_large`.
+    #[arg(long, env = "SUNDIAL_MAX_ANSWER_BYTES")]
+    pub max_answer_bytes: Option<usize>,
+    /// Outbound address policy: may deliveries and cancels go to loopback addresses? (`true`/`false`)
+    #[arg(long, env = "SUNDIAL_OUTBOUND_ALLOW_LOOPBACK")]
+    pub outbound_allow_loopback: Option<bool>,
+    /// Outbound address policy: may deliveries and cancels go to private networks (10/8,
+    /// 172.16/12, 192.168/16, 100.64/10, fc00::/7)? (`true`/`false`)
+    #[arg(long, env = "SUNDIAL_OUTBOUND_ALLOW_PRIVATE")]
+    pub outbound_allow_private: Option<bool>,
 }
 
 /// Settings with every default applied.
@@ -97,6 +107,8 @@ pub struct Resolved {
     pub retention_days: i64,
     pub affinity_grace_ms: i64,
     pub max_dispatch_lead_ms: i64,
+    pub max_answer_bytes: usize,
+    pub outbound: sundial_core::outbound::OutboundPolicy,
 }
 
 impl Settings {
@@ -146,6 +158,22 @@ impl Settings {
         );
         let max_inflight = self.max_inflight.or(file.max_inflight).unwrap_or(engine_defaults.max_inflight);
         anyhow::ensure!(max_inflight >= 1, "max_inflight: must be at least 1");
+        let max_answer_bytes =
+            self.max_answer_bytes.or(file.max_answer_bytes).unwrap_or(engine_defaults.max_answer_bytes);
+        anyhow::ensure!(
+            (1024..=64 * 1024 * 1024).contains(&max_answer_bytes),
+            "max_answer_bytes: must be 1024-67108864"
+        );
+        let outbound = sundial_core::outbound::OutboundPolicy {
+            allow_loopback: self
+                .outbound_allow_loopback
+                .or(file.outbound_allow_loopback)
+                .unwrap_or(engine_defaults.outbound.allow_loopback),
+            allow_private: self
+                .outbound_allow_private
+                .or(file.outbound_allow_private)
+                .unwrap_or(engine_defaults.outbound.allow_private),
+        };
         Ok(Resolved {
             listen: self.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.into()),
             database_url,
@@ -167,6 +195,8 @@ impl Settings {
             retention_days,
             affinity_grace_ms,
             max_dispatch_lead_ms,
+            max_answer_bytes,
+            outbound,
         })
     }
 }
@@ -224,5 +254,7 @@ mod tests {
         assert_eq!(r.retention_days * 86_400_000, e.retention_ms);
         assert_eq!(r.affinity_grace_ms, e.affinity_grace_ms);
         assert_eq!(r.max_dispatch_lead_ms, e.max_dispatch_lead_ms);
+        assert_eq!(r.max_answer_bytes, e.max_answer_bytes);
+        assert_eq!(r.outbound, e.outbound);
     }
 }

@@ -84,6 +84,8 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     engine_cfg.retention_ms = cfg.retention_days * 86_400_000;
     engine_cfg.affinity_grace_ms = cfg.affinity_grace_ms;
     engine_cfg.max_dispatch_lead_ms = cfg.max_dispatch_lead_ms;
+    engine_cfg.max_answer_bytes = cfg.max_answer_bytes;
+    engine_cfg.outbound = cfg.outbound;
     let listener = TcpListener::bind(&cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     engine_cfg.address = format!("http://{addr}");
@@ -91,7 +93,11 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     let state = AppState::new(
         store.clone(),
         clock.clone(),
-        ApiConfig { max_body_bytes: cfg.max_body_bytes, secret_grace_ms: cfg.secret_grace_secs * 1000 },
+        ApiConfig {
+            max_body_bytes: cfg.max_body_bytes,
+            secret_grace_ms: cfg.secret_grace_secs * 1000,
+            outbound: cfg.outbound,
+        },
         wake,
     )
     .with_cancels(engine.cancels().clone());

@@ -14,14 +14,21 @@ use crate::wire::*;
 
 const MAX_ENDPOINTS: usize = 100;
 
-fn parse_endpoints(endpoints: &[String]) -> FieldResult<Vec<String>> {
+/// Static endpoints: valid http(s) URLs that the outbound address policy does not refuse
+/// where that can be known now (IP literals, `localhost`; names are judged at connect time).
+fn parse_endpoints(st: &AppState, endpoints: &[String]) -> FieldResult<Vec<String>> {
     if endpoints.len() > MAX_ENDPOINTS {
         return Err(FieldError::invalid("endpoints", format!("at most {MAX_ENDPOINTS} endpoints")));
     }
     endpoints
         .iter()
         .enumerate()
-        .map(|(i, e)| WebhookUrl::parse(&format!("endpoints[{i}]"), e).map(|u| u.as_str().to_string()))
+        .map(|(i, e)| {
+            let field = format!("endpoints[{i}]");
+            let url = WebhookUrl::parse(&field, e)?;
+            st.config.outbound.check_url(url.as_str()).map_err(|r| FieldError::invalid(&field, r.to_string()))?;
+            Ok(url.as_str().to_string())
+        })
         .collect()
 }
 
@@ -41,7 +48,7 @@ pub async fn create(
     caller.require_admin()?;
     let name = Name::parse("name", &body.name)?;
     let description = bounded_text("description", body.description.as_deref().unwrap_or(""), 2000)?;
-    let endpoints = parse_endpoints(body.endpoints.as_deref().unwrap_or(&[]))?;
+    let endpoints = parse_endpoints(&st, body.endpoints.as_deref().unwrap_or(&[]))?;
     let now = st.now_ms();
     let app = App {
         id: new_id(ids::APP),
@@ -97,7 +104,7 @@ pub async fn update(
 ) -> ApiResult<axum::Json<AppOut>> {
     caller.require_editor()?;
     let description = body.description.as_deref().map(|d| bounded_text("description", d, 2000)).transpose()?;
-    let endpoints = body.endpoints.as_deref().map(parse_endpoints).transpose()?;
+    let endpoints = body.endpoints.as_deref().map(|e| parse_endpoints(&st, e)).transpose()?;
     let mut app = load(&st, &caller, &id).await?;
     if let Some(d) = description {
         app.description = d;

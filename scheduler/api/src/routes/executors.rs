@@ -5,6 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use sundial_core::error::FieldError;
 use sundial_core::ids::{self, new_id};
 use sundial_core::job::{DEFAULT_TIMEOUT_MS, FailureSpec, MisfireSpec, parse_handler};
 use sundial_core::run_state::FailReason;
@@ -189,6 +190,7 @@ pub async fn register(
 ) -> ApiResult<axum::Json<Registered>> {
     let (app, req): (_, RegisterRequest) = verify(&st, &headers, &body).await?;
     let address = WebhookUrl::parse("address", &req.address)?;
+    st.config.outbound.check_url(address.as_str()).map_err(|r| FieldError::invalid("address", r.to_string()))?;
     if req.handlers.len() > MAX_HANDLERS {
         return Err(ApiError::field(
             "handlers",

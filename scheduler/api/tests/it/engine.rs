@@ -34,6 +34,8 @@ crate::on_both_databases!(
     a_node_far_behind_settles_its_backlog_by_policy_and_is_on_time_again,
     cancels_an_executor_never_answers_hold_up_nothing,
     an_overdue_run_is_reaped_by_its_buckets_owner_only,
+    answers_are_read_strictly_bounded_and_never_redirected,
+    outbound_addresses_are_judged_at_registration_and_at_connect_time,
 );
 
 struct Setup {
@@ -1284,4 +1286,95 @@ async fn an_overdue_run_is_reaped_by_its_buckets_owner_only(app: &TestApp) {
     assert_eq!(state(app, &s.key, &run_a).await, "failed");
     let c = s.exec.wait_cancels(2).await;
     assert_eq!(c.len(), 2, "one cancel per timed-out attempt, from the node that failed it");
+}
+
+/// What each answer means (issue 16): an empty `2xx` is success with no output; a `200`
+/// that is not JSON, not an object, or not the protocol's shape fails the attempt saying
+/// so (it counted as `succeeded`); an answer over `max_answer_bytes` fails it
+/// `answer_too_large`; a redirect is not followed (it was followed, as a GET).
+async fn answers_are_read_strictly_bounded_and_never_redirected(app: &TestApp) {
+    let s = setup(app).await;
+    let internal = TestExecutor::start(&s.secret, app.clock.clone()).await;
+    let job = app.job(&s.key, manual("strict", json!({"failure": {"policy": "discard"}}))).await;
+    let job_id = job["id"].as_str().unwrap().to_string();
+    let big = vec![b' '; 1024 * 1024 + 1];
+    let cases: Vec<(Answer, &str, Option<&str>, &str)> = vec![
+        (Answer::Raw(200, Vec::new(), None), "succeeded", None, ""),
+        (Answer::Raw(204, Vec::new(), None), "succeeded", None, ""),
+        (Answer::Raw(200, b"OK".to_vec(), None), "failed", Some("error"), "not JSON"),
+        (Answer::Raw(200, b"[1, 2]".to_vec(), None), "failed", Some("error"), "not an object"),
+        (
+            Answer::Raw(200, br#"{"status": "ok"}"#.to_vec(), None),
+            "failed",
+            Some("error"),
+            "does not match the protocol",
+        ),
+        (Answer::Raw(200, big, None), "failed", Some("answer_too_large"), "max_answer_bytes"),
+        (
+            Answer::Raw(302, Vec::new(), Some(format!("{}/internal", internal.url))),
+            "failed",
+            Some("error"),
+            "does not follow redirects",
+        ),
+    ];
+    for (answer, state_want, reason, says) in cases {
+        s.exec.then(answer.clone());
+        let run_id = trigger(app, &s.key, &job_id).await;
+        app.engine.tick().await.unwrap();
+        let d = run_detail(app, &s.key, &run_id).await;
+        assert_eq!(d["state"], json!(state_want), "{answer:?}: {d}");
+        assert_eq!(d["reason"], reason.map_or(Value::Null, |r| json!(r)), "{answer:?}: {d}");
+        if state_want == "succeeded" {
+            assert_eq!(d["output"], Value::Null, "{d}");
+        } else {
+            assert!(d["message"].as_str().unwrap_or_default().contains(says), "{answer:?}: {d}");
+        }
+    }
+    assert!(internal.received.lock().unwrap().is_empty(), "the redirect's target was never called");
+}
+
+/// The outbound address policy (SSRF): a link-local/metadata endpoint or a private
+/// executor address is refused at registration (422 naming the field, nothing stored);
+/// a node whose policy refuses loopback sends nothing to a loopback endpoint and fails the
+/// attempt `address_refused`.
+async fn outbound_addresses_are_judged_at_registration_and_at_connect_time(app: &TestApp) {
+    let s = setup(app).await;
+    let got = app
+        .post(
+            "/api/v1/apps",
+            &s.key,
+            json!({"name": "meta", "endpoints": ["http://169.254.169.254/latest/meta-data/"]}),
+        )
+        .await;
+    assert_error(&got, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("endpoints[0]"));
+    assert!(got.1["message"].as_str().unwrap().contains("link-local"), "{}", got.1);
+    let (_, apps) = app.get("/api/v1/apps", &s.key).await;
+    assert_eq!(apps["items"].as_array().unwrap().len(), 1, "nothing stored: {apps}");
+    let got = app.patch("/api/v1/apps/billing", &s.key, json!({"endpoints": ["http://[::ffff:a9fe:a9fe]/x"]})).await;
+    assert_error(&got, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("endpoints[0]"));
+    let body = serde_json::to_vec(&json!({"address": "http://10.0.0.5:8080/hook", "handlers": ["h"]})).unwrap();
+    let mut req = app.http.post(format!("{}/api/v1/executors/register", app.base)).body(body.clone());
+    for (k, v) in signed_headers(&s.secret, &s.app_id, "reg-private", &body, app.clock.now_ms() / 1000) {
+        req = req.header(k, v);
+    }
+    let resp = req.send().await.unwrap();
+    let got = (resp.status(), resp.json::<Value>().await.unwrap());
+    assert_error(&got, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("address"));
+    assert!(got.1["message"].as_str().unwrap().contains("outbound_allow_private"), "{}", got.1);
+    // At send time: a node whose policy refuses loopback never calls the (loopback) executor.
+    let mut cfg = sundial_engine::EngineConfig::new("node_closed");
+    cfg.outbound = sundial_core::outbound::OutboundPolicy { allow_loopback: false, allow_private: false };
+    let closed = sundial_engine::Engine::new(
+        app.db.store(),
+        std::sync::Arc::new(app.clock.clone()),
+        cfg,
+        std::sync::Arc::new(Default::default()),
+    );
+    let job = app.job(&s.key, manual("refused", json!({"failure": {"policy": "discard"}}))).await;
+    let run_id = trigger(app, &s.key, job["id"].as_str().unwrap()).await;
+    closed.tick().await.unwrap();
+    let d = run_detail(app, &s.key, &run_id).await;
+    assert_eq!((d["state"].clone(), d["reason"].clone()), (json!("failed"), json!("address_refused")), "{d}");
+    assert!(d["message"].as_str().unwrap().contains("loopback"), "{d}");
+    assert!(s.exec.deliveries().is_empty(), "nothing was sent");
 }

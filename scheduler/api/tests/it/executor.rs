@@ -22,6 +22,8 @@ pub enum Answer {
     Accept,
     /// Any other status with a JSON body.
     Status(u16, Value),
+    /// A status, a raw body, and a `Location` header if given.
+    Raw(u16, Vec<u8>, Option<String>),
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +95,13 @@ impl TestExecutor {
                     Answer::Accept => StatusCode::ACCEPTED.into_response(),
                     Answer::Status(code, body) => {
                         (StatusCode::from_u16(code).unwrap(), axum::Json(body)).into_response()
+                    }
+                    Answer::Raw(code, body, location) => {
+                        let mut r = (StatusCode::from_u16(code).unwrap(), body).into_response();
+                        if let Some(l) = location {
+                            r.headers_mut().insert("location", l.parse().unwrap());
+                        }
+                        r
                     }
                 }
             }

@@ -36,7 +36,7 @@ pub async fn spawn_app(dialect: Dialect) -> TestApp {
     let state = AppState::new(
         db.store(),
         Arc::new(clock.clone()),
-        ApiConfig { max_body_bytes: MAX_BODY, secret_grace_ms: GRACE_MS },
+        ApiConfig { max_body_bytes: MAX_BODY, secret_grace_ms: GRACE_MS, ..Default::default() },
         wake.clone(),
     );
     // The engine is not started: tests turn it by hand (`engine.tick()`) with the manual clock.
