@@ -16,6 +16,7 @@ pub mod ids;
 pub mod job;
 pub mod keys;
 pub mod outbound;
+pub mod protocol;
 pub mod route;
 pub mod run_state;
 pub mod schedule;

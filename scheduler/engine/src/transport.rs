@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sundial_core::clock::SharedClock;
 use sundial_core::outbound::{OutboundPolicy, Refused};
+use sundial_core::protocol;
 use sundial_core::route::Candidate;
 use sundial_core::run_state::FailReason;
 use sundial_core::signing::{self, SigningKey};
@@ -219,24 +220,6 @@ pub(crate) async fn read_answer(resp: Result<reqwest::Response, CallError>, limi
     }
 }
 
-/// The synchronous answer's body, as the protocol defines it.
-#[derive(Debug, serde::Deserialize)]
-struct AnswerBody {
-    #[serde(default)]
-    status: Option<AnswerStatus>,
-    #[serde(default)]
-    output: Option<Value>,
-    #[serde(default)]
-    message: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum AnswerStatus {
-    Succeeded,
-    Failed,
-}
-
 /// A `2xx` body read as a result: empty is success with no output.
 fn parse_result(body: &[u8]) -> Result<ExecutorResult, String> {
     if body.iter().all(u8::is_ascii_whitespace) {
@@ -246,10 +229,10 @@ fn parse_result(body: &[u8]) -> Result<ExecutorResult, String> {
     if !value.is_object() {
         return Err("a JSON body that is not an object (expected {\"status\", \"output\", \"message\"})".into());
     }
-    let a: AnswerBody =
+    let a: protocol::Answer =
         serde_json::from_value(value).map_err(|e| format!("an answer that does not match the protocol: {e}"))?;
     Ok(ExecutorResult {
-        succeeded: a.status != Some(AnswerStatus::Failed),
+        succeeded: a.status != Some(protocol::AnswerStatus::Failed),
         reason: FailReason::Error,
         output: a.output,
         message: a.message,
@@ -301,28 +284,28 @@ pub(crate) fn candidates(
     statics.chain(registered).collect()
 }
 
-/// The JSON body of a delivery.
-pub fn delivery_body(run: &Run, job: &Job) -> Value {
+/// The body of a delivery ([`protocol::Delivery`]).
+pub fn delivery_body(run: &Run, job: &Job) -> protocol::Delivery {
     shard_delivery_body(run, job, run.attempt, 0, 1)
 }
 
-/// The JSON body of a delivery of one shard attempt (`attempt` is the shard's).
-pub(crate) fn shard_delivery_body(run: &Run, job: &Job, attempt: i64, index: i64, total: i64) -> Value {
-    let mut body = json!({
-        "run_id": run.id,
-        "job_id": job.id,
-        "job": job.name,
-        "handler": job.handler,
-        "params": run.params.clone().unwrap_or_else(|| job.params.clone()),
-        "attempt": attempt,
-        "scheduled_at": rfc3339_utc(run.scheduled_at_ms),
-        "trigger": run.trigger,
-        "shard": {"index": index, "total": total},
-    });
-    if let Some(parent) = &run.parent_run_id {
-        body["parent"] = json!({"run_id": parent, "output": run.parent_output});
+/// The body of a delivery of one shard attempt (`attempt` is the shard's).
+pub(crate) fn shard_delivery_body(run: &Run, job: &Job, attempt: i64, index: i64, total: i64) -> protocol::Delivery {
+    protocol::Delivery {
+        run_id: run.id.clone(),
+        job_id: job.id.clone(),
+        job: job.name.clone(),
+        handler: job.handler.clone(),
+        params: run.params.clone().unwrap_or_else(|| job.params.clone()),
+        attempt,
+        scheduled_at: rfc3339_utc(run.scheduled_at_ms),
+        trigger: run.trigger,
+        shard: protocol::ShardRef { index, total },
+        parent: run
+            .parent_run_id
+            .as_ref()
+            .map(|p| protocol::ParentRef { run_id: p.clone(), output: run.parent_output.clone() }),
     }
-    body
 }
 
 /// How a failed HTTP exchange with an executor ended, as far as the client can tell.
@@ -526,7 +509,9 @@ async fn send_cancel(store: &dyn Store, client: &DeliveryClient, target: CancelT
                 return false;
             };
             let url = format!("{}/cancel", address.trim_end_matches('/'));
-            let body = json!({"run_id": run.id, "attempt": run.attempt}).to_string();
+            let body =
+                serde_json::to_string(&protocol::Cancel { run_id: run.id.clone(), attempt: run.attempt, shard: None })
+                    .expect("JSON");
             let msg_id = format!("msg_cancel_{}_{}", run.id, run.attempt);
             match client.post_signed(&app, &url, &msg_id, body.as_bytes(), &[], CANCEL_TIMEOUT).await {
                 Ok(r) => {
@@ -557,7 +542,9 @@ async fn cancel_shard_attempt(
     address: &str,
 ) -> bool {
     let url = format!("{}/cancel", address.trim_end_matches('/'));
-    let body = json!({"run_id": run_id, "attempt": attempt, "shard": shard_index}).to_string();
+    let body =
+        serde_json::to_string(&protocol::Cancel { run_id: run_id.to_string(), attempt, shard: Some(shard_index) })
+            .expect("JSON");
     let msg_id = format!("msg_cancel_{run_id}_{shard_index}_{attempt}");
     match client.post_signed(app, &url, &msg_id, body.as_bytes(), &[], CANCEL_TIMEOUT).await {
         Ok(r) => {

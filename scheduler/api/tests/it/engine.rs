@@ -123,6 +123,20 @@ async fn a_fixed_rate_job_fires_on_time_signed_and_succeeds(app: &TestApp) {
     assert_eq!(r.body["params"], json!({"n": 1}));
     assert_eq!(r.body["shard"], json!({"index": 0, "total": 1}));
     assert_eq!(r.body["trigger"], "schedule");
+    // The body is exactly the published `Delivery` message (the spec's `webhooks.delivery`).
+    let typed: sundial_core::protocol::Delivery = serde_json::from_value(r.body.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&typed).unwrap(), r.body);
+    let spec: Value = serde_json::from_str(&sundial_api::openapi::document()).unwrap();
+    let schema = &spec["components"]["schemas"]["Delivery"];
+    let documented: std::collections::BTreeSet<&str> =
+        schema["properties"].as_object().unwrap().keys().map(String::as_str).collect();
+    let sent: std::collections::BTreeSet<&str> = r.body.as_object().unwrap().keys().map(String::as_str).collect();
+    assert!(sent.is_subset(&documented), "undocumented fields: {:?}", sent.difference(&documented));
+    for h in spec["webhooks"]["delivery"]["post"]["parameters"].as_array().unwrap() {
+        if h["required"] == json!(true) {
+            assert!(r.headers.contains_key(h["name"].as_str().unwrap()), "documented header {} sent", h["name"]);
+        }
+    }
     let detail = run_detail(app, &s.key, run_id).await;
     assert_eq!(detail["state"], "succeeded", "{detail}");
     assert_eq!(detail["fire_key"], format!("s:{T0}"));

@@ -1,6 +1,7 @@
 //! The checked-in OpenAPI document matches the code, and the server serves it.
 
 use reqwest::StatusCode;
+use serde_json::Value;
 
 use crate::helpers::*;
 
@@ -68,6 +69,52 @@ fn the_document_describes_every_route_error_and_the_auth_scheme() {
 
 /// The spec's bounds are literals (utoipa's attributes take no constants): they must be the
 /// constants the code enforces.
+/// The executor protocol is part of the document: a delivery and a cancel under OpenAPI 3.1
+/// `webhooks`, with their signed headers, typed bodies and answers, every `$ref` resolving.
+#[test]
+fn the_spec_carries_the_executor_protocol() {
+    let doc: Value = serde_json::from_str(&sundial_api::openapi::document()).unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "webhooks need OpenAPI 3.1");
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    let delivery = &doc["webhooks"]["delivery"]["post"];
+    let cancel = &doc["webhooks"]["cancel"]["post"];
+    let names = |op: &Value| -> Vec<String> {
+        op["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap().to_string()).collect()
+    };
+    for h in ["webhook-id", "webhook-timestamp", "webhook-signature", "sundial-app-id"] {
+        assert!(names(delivery).contains(&h.to_string()) && names(cancel).contains(&h.to_string()), "{h}");
+    }
+    for h in ["sundial-run-id", "sundial-attempt", "sundial-scheduled-at", "sundial-shard"] {
+        assert!(names(delivery).contains(&h.to_string()), "{h}");
+    }
+    let body_ref =
+        |op: &Value| op["requestBody"]["content"]["application/json"]["schema"]["$ref"].as_str().unwrap().to_string();
+    assert_eq!(body_ref(delivery), "#/components/schemas/Delivery");
+    assert_eq!(body_ref(cancel), "#/components/schemas/Cancel");
+    for code in ["200", "202", "410", "503"] {
+        assert!(delivery["responses"][code].is_object(), "answer {code} documented");
+    }
+    // Every $ref in the document resolves.
+    fn refs<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(r)) = m.get("$ref") {
+                    out.push(r);
+                }
+                m.values().for_each(|x| refs(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    refs(&doc, &mut all);
+    for r in all {
+        let name = r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("unexpected ref {r}"));
+        assert!(schemas.contains_key(name), "dangling {r}");
+    }
+}
+
 #[test]
 fn the_documented_bounds_are_the_enforced_ones() {
     use sundial_core::schedule::{MAX_EVERY_MS, MAX_PREVIEW, MIN_EVERY_MS};

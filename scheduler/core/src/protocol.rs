@@ -1,0 +1,141 @@
+//! The executor protocol's messages, typed: what Sundial POSTs to an executor (a delivery,
+//! a cancel) and what the executor answers. The engine builds and reads exactly these, and
+//! the API publishes them in the OpenAPI document under `webhooks` (with their headers), so
+//! the spec carries the whole protocol. The executor's own calls to Sundial (register,
+//! heartbeat, result, logs) are ordinary API operations.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::types::TriggerKind;
+
+/// Headers of every delivery and cancel, besides the Standard Webhooks three
+/// (`webhook-id`, `webhook-timestamp`, `webhook-signature`).
+pub mod headers {
+    /// The app the call is signed for.
+    pub const APP_ID: &str = "sundial-app-id";
+    /// The node that sent it.
+    pub const NODE: &str = "sundial-node";
+    /// Delivery only: the run, its attempt (the shard's), its scheduled instant, `index/total`.
+    pub const RUN_ID: &str = "sundial-run-id";
+    pub const ATTEMPT: &str = "sundial-attempt";
+    pub const SCHEDULED_AT: &str = "sundial-scheduled-at";
+    pub const SHARD: &str = "sundial-shard";
+}
+
+/// The JSON body of a delivery (`POST` to the executor's URL).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Delivery {
+    pub run_id: String,
+    pub job_id: String,
+    /// The job's name.
+    pub job: String,
+    /// The job's handler, for executors that serve several.
+    pub handler: Option<String>,
+    /// The run's parameters (the job's, or those given when it was triggered): any JSON value.
+    pub params: Value,
+    /// This attempt's number (for a shard: the shard's attempt), from 1.
+    pub attempt: i64,
+    /// The instant the run is for (RFC 3339, UTC).
+    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
+    pub scheduled_at: String,
+    pub trigger: TriggerKind,
+    pub shard: ShardRef,
+    /// For a run fired by its parent's success: the parent run and its output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentRef>,
+}
+
+/// Which shard of the run this delivery is (`{"index": 0, "total": 1}` for an unsharded run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ShardRef {
+    pub index: i64,
+    pub total: i64,
+}
+
+/// The parent run of a child run, with its output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ParentRef {
+    pub run_id: String,
+    /// Any JSON value, or null.
+    pub output: Option<Value>,
+}
+
+/// The executor's synchronous answer (`200`, or any `2xx` but `202`): every field is
+/// optional, and an empty body means success with no output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Answer {
+    /// `succeeded` (the default) or `failed`.
+    #[serde(default)]
+    pub status: Option<AnswerStatus>,
+    /// Any JSON value: kept as the run's output, passed to child runs.
+    #[serde(default)]
+    pub output: Option<Value>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerStatus {
+    Succeeded,
+    Failed,
+}
+
+/// The body of an executor's `410` (`handler_retired`) or `503` (`executor_offline`) answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AnswerCode {
+    pub code: String,
+}
+
+/// The body of a best-effort cancel (`POST {executor URL}/cancel`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Cancel {
+    pub run_id: String,
+    /// The attempt to stop (for a shard: the shard's attempt).
+    pub attempt: i64,
+    /// The shard, for a sharded run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The wire form executors rely on (the README's protocol section shows it).
+    #[test]
+    fn the_wire_form_is_the_documented_one() {
+        let d = Delivery {
+            run_id: "run_1".into(),
+            job_id: "job_1".into(),
+            job: "nightly".into(),
+            handler: None,
+            params: json!([1, 2]),
+            attempt: 1,
+            scheduled_at: "2026-11-25T00:00:00.000Z".into(),
+            trigger: TriggerKind::Schedule,
+            shard: ShardRef { index: 0, total: 1 },
+            parent: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&d).unwrap(),
+            json!({"run_id": "run_1", "job_id": "job_1", "job": "nightly", "handler": null, "params": [1, 2],
+                "attempt": 1, "scheduled_at": "2026-11-25T00:00:00.000Z", "trigger": "schedule",
+                "shard": {"index": 0, "total": 1}})
+        );
+        let c = Cancel { run_id: "run_1".into(), attempt: 2, shard: None };
+        assert_eq!(serde_json::to_value(&c).unwrap(), json!({"run_id": "run_1", "attempt": 2}));
+        let a: Answer = serde_json::from_value(json!({"status": "failed", "message": "boom"})).unwrap();
+        assert_eq!(a.status, Some(AnswerStatus::Failed));
+        assert!(serde_json::from_value::<Answer>(json!({"status": "ok"})).is_err());
+    }
+}
