@@ -10,7 +10,7 @@ use sundial_core::job::{DEFAULT_TIMEOUT_MS, FailureSpec, MisfireSpec, parse_hand
 use sundial_core::run_state::FailReason;
 use sundial_core::schedule::ScheduleSpec;
 use sundial_core::types::*;
-use sundial_store::{Executor, FinishOutcome, Job, Run, ShardFinishOutcome};
+use sundial_store::{Executor, FinishOutcome, Job, Run, ShardFinishOutcome, StoreError};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -227,8 +227,17 @@ pub async fn register(
         .await?;
     let mut jobs_created = Vec::new();
     for h in &handlers {
-        let job = registration_job(&app.id, &app.tenant_id, h, now);
-        if st.store.job_insert_if_absent(&job).await? {
+        let mut job = registration_job(&app.id, &app.tenant_id, h, now);
+        let created = match st.store.job_insert_if_absent(&job).await {
+            // The handler's name is taken by another job of the tenant (a person's, or another
+            // app's handler of the same name): the new job is `<name>-<job id>`, unique since ids are.
+            Err(StoreError::Conflict { what: "job_name", .. }) => {
+                job.name = format!("{}-{}", &job.name[..job.name.len().min(99 - job.id.len())], job.id);
+                st.store.job_insert_if_absent(&job).await?
+            }
+            other => other?,
+        };
+        if created {
             jobs_created.push(job.id);
         }
     }

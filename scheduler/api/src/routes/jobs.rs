@@ -297,6 +297,7 @@ pub async fn trigger(
     let now = st.now_ms();
     let at = req.at.as_deref().map(|a| sundial_core::time::parse_rfc3339("at", a)).transpose()?.unwrap_or(now);
     if let Some(p) = &req.params {
+        sundial_core::job::check_params(p)?;
         let size = serde_json::to_vec(p).map(|v| v.len()).unwrap_or(usize::MAX);
         if size > sundial_core::job::MAX_PARAMS_BYTES {
             return Err(ApiError::field(

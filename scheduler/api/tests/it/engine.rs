@@ -34,6 +34,7 @@ crate::on_both_databases!(
     a_node_far_behind_settles_its_backlog_by_policy_and_is_on_time_again,
     cancels_an_executor_never_answers_hold_up_nothing,
     an_overdue_run_is_reaped_by_its_buckets_owner_only,
+    a_registration_job_whose_name_is_taken_gets_a_free_one,
 );
 
 struct Setup {
@@ -1284,4 +1285,32 @@ async fn an_overdue_run_is_reaped_by_its_buckets_owner_only(app: &TestApp) {
     assert_eq!(state(app, &s.key, &run_a).await, "failed");
     let c = s.exec.wait_cancels(2).await;
     assert_eq!(c.len(), 2, "one cancel per timed-out attempt, from the node that failed it");
+}
+
+/// A handler registration creates a job named after the handler; when a job of the tenant
+/// already has that name, the new job is `<handler>-<job id>` instead of failing the
+/// registration, and registering again creates nothing.
+async fn a_registration_job_whose_name_is_taken_gets_a_free_one(app: &TestApp) {
+    let s = setup(app).await;
+    let mine = app.job(&s.key, manual("report.build", json!({}))).await;
+    let body = json!({"address": s.exec.url, "handlers": ["report.build", "mail.send"]});
+    let (st, r) = callback(app, &s, "/api/v1/executors/register", "reg-taken-1", body.clone()).await;
+    assert_eq!(st, StatusCode::OK, "{r}");
+    let created = r["jobs_created"].as_array().unwrap();
+    assert_eq!(created.len(), 2, "{r}");
+    let mut names = Vec::new();
+    for id in created {
+        let (_, job) = app.get(&format!("/api/v1/jobs/{}", id.as_str().unwrap()), &s.key).await;
+        assert_eq!(job["source"], "registration");
+        names.push(job["name"].as_str().unwrap().to_string());
+    }
+    assert_eq!(names[0], format!("report.build-{}", created[0].as_str().unwrap()));
+    assert_eq!(names[1], "mail.send");
+    let (_, still) = app.get(&format!("/api/v1/jobs/{}", mine["id"].as_str().unwrap()), &s.key).await;
+    assert_eq!(still["name"], "report.build");
+    app.clock.advance(1);
+    let (st, again) = callback(app, &s, "/api/v1/executors/register", "reg-taken-2", body).await;
+    assert_eq!(st, StatusCode::OK, "{again}");
+    assert!(again["jobs_created"].as_array().unwrap().is_empty(), "{again}");
+    assert_eq!(app.job_count(&s.key).await, 3);
 }
