@@ -110,7 +110,7 @@ pub struct JobInput {
     #[serde(default)]
     pub script: Option<String>,
     pub schedule: ScheduleSpec,
-    /// Any JSON value, passed to every run. At most 64 KiB.
+    /// A JSON object, passed to every run as `params` (default `{}`). At most 64 KiB.
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub params: Option<Value>,

@@ -179,8 +179,7 @@ fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> J
 }
 
 /// Register (or re-register) an executor of an app. Signed with the app secret.
-#[utoipa::path(post, path = "/api/v1/executors/register", tag = "executors", request_body = RegisterRequest, security(()),
-    params(("sundial-app-id" = String, Header), ("webhook-id" = String, Header), ("webhook-timestamp" = String, Header), ("webhook-signature" = String, Header)),
+#[utoipa::path(post, path = "/api/v1/executors/register", operation_id = "register_executor", tag = "executors", request_body = RegisterRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
     responses((status = 200, body = Registered), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn register(
     State(st): State<AppState>,
@@ -252,7 +251,7 @@ pub async fn register(
 }
 
 /// Heartbeat (every 3 s), optionally with metadata (every 30 s). Signed.
-#[utoipa::path(post, path = "/api/v1/executors/heartbeat", tag = "executors", request_body = HeartbeatRequest, security(()),
+#[utoipa::path(post, path = "/api/v1/executors/heartbeat", operation_id = "heartbeat_executor", tag = "executors", request_body = HeartbeatRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
     responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn heartbeat(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
     let (app, req): (_, HeartbeatRequest) = verify(&st, &headers, &body).await?;
@@ -280,7 +279,7 @@ pub async fn heartbeat(State(st): State<AppState>, headers: HeaderMap, body: Byt
 }
 
 /// Deregister on shutdown: the executor is offline at once. Signed.
-#[utoipa::path(post, path = "/api/v1/executors/deregister", tag = "executors", request_body = DeregisterRequest, security(()),
+#[utoipa::path(post, path = "/api/v1/executors/deregister", operation_id = "deregister_executor", tag = "executors", request_body = DeregisterRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
     responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn deregister(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
     let (app, req): (_, DeregisterRequest) = verify(&st, &headers, &body).await?;
@@ -338,7 +337,7 @@ async fn run_of_app(st: &AppState, app: &sundial_store::App, run_id: &str) -> Ap
 /// An attempt's result, for a delivery answered `202`. Signed. The same result again
 /// is accepted (200, `duplicate`); a result for an attempt that is not current, or a
 /// different result for a finished attempt, is refused with 409 and changes nothing.
-#[utoipa::path(post, path = "/api/v1/runs/{id}/result", tag = "executors", request_body = ResultRequest, security(()),
+#[utoipa::path(post, path = "/api/v1/runs/{id}/result", operation_id = "report_run_result", tag = "executors", request_body = ResultRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
     params(("id" = String, Path)),
     responses((status = 200, body = ResultAccepted), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn result(
@@ -460,7 +459,7 @@ pub struct LogsRequest {
 
 /// Log lines (and a liveness signal) from the executor working on a run. Signed.
 /// Liveness does not extend the job's timeout.
-#[utoipa::path(post, path = "/api/v1/runs/{id}/logs", tag = "executors", request_body = LogsRequest, security(()),
+#[utoipa::path(post, path = "/api/v1/runs/{id}/logs", operation_id = "append_run_logs", tag = "executors", request_body = LogsRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
     params(("id" = String, Path)),
     responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn logs(
@@ -503,7 +502,7 @@ pub async fn logs(
     Ok(axum::Json(Ack { ok: true }))
 }
 
-/// The executors of an app and their state.
+/// An executor of an app and its state.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ExecutorOut {
     pub id: String,
@@ -524,7 +523,8 @@ pub struct ExecutorList {
     pub items: Vec<ExecutorOut>,
 }
 
-#[utoipa::path(get, path = "/api/v1/apps/{id}/executors", tag = "apps", params(("id" = String, Path, description = "App id or name")),
+/// List an app's executors and their state.
+#[utoipa::path(get, path = "/api/v1/apps/{id}/executors", operation_id = "list_app_executors", tag = "apps", params(("id" = String, Path, description = "App id or name")),
     responses((status = 200, body = ExecutorList), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn list(
     State(st): State<AppState>,
