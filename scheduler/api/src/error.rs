@@ -87,6 +87,7 @@ impl From<FieldError> for ApiError {
             "missing_field" => "missing_field",
             "unknown_variant" => "unknown_variant",
             "invalid_cron" => "invalid_cron",
+            "wrong_type" => "wrong_type",
             _ => "invalid_field",
         };
         ApiError::field(&e.field, code, e.message)
@@ -96,9 +97,13 @@ impl From<FieldError> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Conflict { what, message } => {
-                ApiError::conflict("conflict", message).with_details(json!({"conflict": what}))
-            }
+            // A name taken in the tenant (`app_name`, `job_name`, …) names the field.
+            StoreError::Conflict { what, message } => match what.strip_suffix("_name") {
+                Some(_) => {
+                    ApiError::conflict("conflict", message).with_details(json!({"conflict": what, "field": "name"}))
+                }
+                None => ApiError::conflict("conflict", message).with_details(json!({"conflict": what})),
+            },
             StoreError::Stale(what) => ApiError::conflict(
                 "stale",
                 format!("the {what} was changed by another request meanwhile; reload it and try again"),

@@ -1,15 +1,47 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations. The copy
-//! checked in at `openapi/openapi.json` is compared with this by a test.
+//! checked in at `openapi/openapi.json` is compared with this by a test, and
+//! `scripts/spec-check` feeds it to client generators and a linter.
+//!
+//! [`document`] refines what the derive cannot say, in one place: every instant (a string
+//! property named `at` or `…_at`, `times`, the `from`/`to` queries) is `format: date-time`;
+//! the JSON values the API passes through are "any JSON value" ([`ANY_JSON`]) or "a JSON
+//! object" ([`JSON_OBJECT`]) instead of an empty object; and the signed executor calls
+//! name the Standard Webhooks headers as security schemes.
 
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::schema::{AdditionalProperties, KnownFormat, Schema, SchemaFormat, SchemaType, Type};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{RefOr, path::Operation};
 use utoipa::{Modify, OpenApi};
 
 use crate::error::ErrorBody;
 use crate::routes::*;
 
-struct BearerAuth;
+struct SecuritySchemes;
 
-impl Modify for BearerAuth {
+/// The executor calls' headers (Standard Webhooks, signed with the app secret), each a
+/// security scheme so generators and readers see what to send; an operation requires all four.
+const SIGNED: [(&str, &str, &str); 4] = [
+    (
+        "webhook_signature",
+        "webhook-signature",
+        "Standard Webhooks signature: `v1,<base64 HMAC-SHA256(key, \"{webhook-id}.{webhook-timestamp}.{body}\")>`, \
+         key = the base64-decoded app secret after `whsec_` (during a rotation the previous secret also verifies). \
+         Sent with `webhook-id`, `webhook-timestamp` and `sundial-app-id`.",
+    ),
+    (
+        "webhook_id",
+        "webhook-id",
+        "A fresh unique id per call (e.g. `msg_<random>`); a repeated id is refused as a replay (401 `replayed`).",
+    ),
+    (
+        "webhook_timestamp",
+        "webhook-timestamp",
+        "Unix seconds when signed; more than 5 minutes off the server's clock is refused (401).",
+    ),
+    ("sundial_app_id", "sundial-app-id", "The id of the app whose secret signed the call."),
+];
+
+impl Modify for SecuritySchemes {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
@@ -21,16 +53,44 @@ impl Modify for BearerAuth {
                     .build(),
             ),
         );
+        for (scheme, header, description) in SIGNED {
+            components.add_security_scheme(
+                scheme,
+                SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(header, description))),
+            );
+        }
     }
 }
+
+/// Properties that hold any JSON value an executor sent: (schema, property).
+pub const ANY_JSON: &[(&str, &str)] = &[
+    ("RunOut", "output"),
+    ("AttemptOut", "output"),
+    ("AttemptOut", "trail"),
+    ("ShardOut", "output"),
+    ("ResultRequest", "output"),
+];
+
+/// Properties that hold a JSON object with any members: (schema, property).
+pub const JSON_OBJECT: &[(&str, &str)] = &[
+    ("ErrorBody", "details"),
+    ("JobInput", "params"),
+    ("JobOut", "params"),
+    ("RunOut", "params"),
+    ("TriggerRequest", "params"),
+    ("RegisterRequest", "metadata"),
+    ("HeartbeatRequest", "metadata"),
+    ("ExecutorOut", "metadata"),
+];
 
 #[derive(OpenApi)]
 #[openapi(
     info(
         title = "Sundial",
         description = "A distributed job scheduler: jobs fire on time and are delivered to executors, signed webhook endpoints in any language.",
-        license(name = "Apache-2.0")
+        license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
+    servers((url = "http://127.0.0.1:7700", description = "A local `sundial serve` (its default listen address)")),
     paths(
         tenants::create, tenants::list, tenants::get,
         keys::create, keys::list, keys::delete,
@@ -48,7 +108,7 @@ impl Modify for BearerAuth {
         sundial_core::protocol::Answer, sundial_core::protocol::AnswerStatus, sundial_core::protocol::AnswerCode,
         sundial_core::protocol::Cancel, sundial_core::types::TriggerKind,
     )),
-    modifiers(&BearerAuth),
+    modifiers(&SecuritySchemes),
     security(("api_key" = [])),
     tags(
         (name = "tenants", description = "Isolated business lines (operator key)"),
@@ -78,6 +138,12 @@ pub fn document() -> String {
         let ops = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
         for op in ops.into_iter().flatten() {
             document_extractor_errors(op);
+            instants_in_queries(op);
+        }
+    }
+    if let Some(components) = doc.components.as_mut() {
+        for (name, schema) in components.schemas.iter_mut() {
+            refine_schema(name, schema);
         }
     }
     let mut value = serde_json::to_value(&doc).expect("OpenAPI serialises");
@@ -201,7 +267,9 @@ fn document_extractor_errors(op: &mut utoipa::openapi::path::Operation) {
             "401" => "No valid API key, or for executor calls no valid signature (`bad_signature`, `replayed`)",
             "403" => "The key's role may not do this",
             "404" => "No such object in this tenant",
-            "409" => "The object's state or version does not allow it",
+            "409" => {
+                "The object's state or version does not allow it, or its name is taken (`details.field` is `name`)"
+            }
             "413" => "The body is over the size limit (`payload_too_large`)",
             "422" => "A field is invalid: `details.field` names it and `details.problem` says why",
             "503" => "Not ready",
@@ -211,6 +279,64 @@ fn document_extractor_errors(op: &mut utoipa::openapi::path::Operation) {
             && r.description.is_empty()
         {
             r.description = meaning.to_string();
+        }
+    }
+}
+
+fn object_mut(schema: &mut RefOr<Schema>) -> Option<&mut utoipa::openapi::schema::Object> {
+    match schema {
+        RefOr::T(Schema::Object(o)) => Some(o),
+        _ => None,
+    }
+}
+
+fn is_string(o: &utoipa::openapi::schema::Object) -> bool {
+    match &o.schema_type {
+        SchemaType::Type(Type::String) => true,
+        SchemaType::Array(types) => types.contains(&Type::String),
+        _ => false,
+    }
+}
+
+fn date_time() -> Option<SchemaFormat> {
+    Some(SchemaFormat::KnownFormat(KnownFormat::DateTime))
+}
+
+/// Instants, any-JSON values and JSON objects of one component schema (see the module doc).
+fn refine_schema(name: &str, schema: &mut RefOr<Schema>) {
+    let Some(o) = object_mut(schema) else { return };
+    for (prop, value) in o.properties.iter_mut() {
+        let listed = |list: &[(&str, &str)]| list.iter().any(|(s, p)| *s == name && *p == prop.as_str());
+        let (any_json, json_object) = (listed(ANY_JSON), listed(JSON_OBJECT));
+        let Some(p) = object_mut(value) else { continue };
+        if any_json {
+            let description = p.description.take();
+            *p = utoipa::openapi::schema::Object::with_type(SchemaType::AnyValue);
+            p.description = description;
+        } else if json_object {
+            p.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(true)));
+        } else if (prop == "at" || prop.ends_with("_at")) && is_string(p) {
+            p.format = date_time();
+        }
+    }
+    // `Preview.times`: an array of instants.
+    if let Some(RefOr::T(Schema::Array(a))) = o.properties.get_mut("times")
+        && let utoipa::openapi::schema::ArrayItems::RefOrSchema(items) = &mut a.items
+        && let Some(item) = object_mut(items)
+    {
+        item.format = date_time();
+    }
+}
+
+/// The `from`/`to` queries (of `list_runs`) are instants.
+fn instants_in_queries(op: &mut Operation) {
+    use utoipa::openapi::path::ParameterIn;
+    for p in op.parameters.iter_mut().flatten() {
+        if p.parameter_in == ParameterIn::Query
+            && matches!(p.name.as_str(), "from" | "to")
+            && let Some(schema) = p.schema.as_mut().and_then(object_mut)
+        {
+            schema.format = date_time();
         }
     }
 }

@@ -17,6 +17,24 @@ pub const DEFAULT_BACKOFF_BASE_MS: i64 = 1_000;
 /// … and the longest (exponential backoff doubles up to it).
 pub const DEFAULT_BACKOFF_MAX_MS: i64 = 300_000;
 pub const MAX_PARAMS_BYTES: usize = 64 * 1024;
+
+/// Job and trigger parameters are a JSON object: executors in any language read them as
+/// a map, and generated clients type them so (an array or a number would break every
+/// typed client reading the job).
+pub fn check_params(params: &Value) -> Result<(), FieldError> {
+    if !params.is_object() {
+        let kind = match params {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        };
+        return Err(FieldError::new("params", "wrong_type", format!("must be a JSON object, not {kind}")));
+    }
+    Ok(())
+}
 pub const MAX_CHILDREN: usize = 50;
 
 /// What a fire missed by more than `threshold_ms` does.
@@ -92,7 +110,7 @@ pub struct JobInput {
     #[serde(default)]
     pub script: Option<String>,
     pub schedule: ScheduleSpec,
-    /// Any JSON value, passed to every run. At most 64 KiB.
+    /// A JSON object, passed to every run as `params` (default `{}`). At most 64 KiB.
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub params: Option<Value>,
@@ -250,6 +268,7 @@ impl JobDef {
         };
         let schedule = Schedule::parse(&input.schedule, now_ms).map_err(|e| e.within("schedule"))?;
         let params = input.params.clone().unwrap_or(Value::Object(Default::default()));
+        check_params(&params)?;
         let size = serde_json::to_vec(&params).map(|v| v.len()).unwrap_or(usize::MAX);
         if size > MAX_PARAMS_BYTES {
             return Err(FieldError::invalid(

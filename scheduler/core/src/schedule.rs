@@ -16,9 +16,10 @@ pub const MIN_EVERY_MS: i64 = 1_000;
 pub const MAX_EVERY_MS: i64 = 366 * 24 * 3_600_000;
 pub const MAX_PREVIEW: usize = 100;
 
-/// A schedule as sent by a user and stored with the job.
+/// A schedule as sent by a user and stored with the job. One flat struct, so a field that
+/// does not apply to the kind is refused by name; the OpenAPI document describes it as a
+/// `oneOf` per `kind` (see `openapi_schema` below).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleSpec {
     /// `cron`, `fixed_rate`, `once` or `manual`.
@@ -31,7 +32,6 @@ pub struct ScheduleSpec {
     pub timezone: Option<String>,
     /// Interval in milliseconds (kind `fixed_rate`), one second to 366 days.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(minimum = 1000, maximum = 31622400000i64))]
     pub every_ms: Option<i64>,
     /// RFC 3339 instant fixed-rate fires count from (`anchor + k·every_ms`); default: when the job was created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,6 +248,116 @@ impl Schedule {
             }
         }
         out
+    }
+}
+
+/// The OpenAPI schema of [`ScheduleSpec`]: a `oneOf` of one object per `kind`
+/// (`CronSchedule`, `FixedRateSchedule`, `OnceSchedule`, `ManualSchedule`) with `kind` as
+/// the discriminator, each listing only the fields its kind accepts (what
+/// [`Schedule::parse`] enforces), so generated clients get one precise type per kind.
+#[cfg(feature = "openapi")]
+mod openapi_schema {
+    use utoipa::openapi::schema::{
+        Discriminator, KnownFormat, ObjectBuilder, OneOfBuilder, Schema, SchemaFormat, Type,
+    };
+    use utoipa::openapi::{Ref, RefOr};
+
+    use super::{MAX_EVERY_MS, MIN_EVERY_MS, ScheduleSpec};
+
+    const KINDS: [(&str, &str); 4] = [
+        ("cron", "CronSchedule"),
+        ("fixed_rate", "FixedRateSchedule"),
+        ("once", "OnceSchedule"),
+        ("manual", "ManualSchedule"),
+    ];
+
+    fn string(description: &str) -> ObjectBuilder {
+        ObjectBuilder::new().schema_type(Type::String).description(Some(description))
+    }
+
+    fn instant(description: &str) -> ObjectBuilder {
+        string(description).format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
+    }
+
+    fn variant(kind: &str) -> Schema {
+        let (description, required, fields): (&str, &[&str], Vec<(&str, ObjectBuilder)>) = match kind {
+            "cron" => (
+                "Fires on a cron expression, read in a time zone.",
+                &["expression"],
+                vec![
+                    (
+                        "expression",
+                        string(
+                            "5 fields (Unix), 6 with seconds, 7 with year; Quartz `? L W #`; `@hourly`-style macros.",
+                        ),
+                    ),
+                    ("timezone", string("IANA time zone the expression is read in; default `UTC`.")),
+                ],
+            ),
+            "fixed_rate" => (
+                "Fires every `every_ms` milliseconds, on a grid counted from `anchor`.",
+                &["every_ms"],
+                vec![
+                    (
+                        "every_ms",
+                        ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                            .minimum(Some(MIN_EVERY_MS))
+                            .maximum(Some(MAX_EVERY_MS))
+                            .description(Some("Interval in milliseconds, one second to 366 days.")),
+                    ),
+                    (
+                        "anchor",
+                        instant(
+                            "RFC 3339 instant fires count from (`anchor + k·every_ms`); default: when the job was created.",
+                        ),
+                    ),
+                ],
+            ),
+            "once" => ("Fires once, at `at`.", &["at"], vec![("at", instant("RFC 3339 instant of the single fire."))]),
+            _ => ("Never fires on its own; runs only when triggered.", &[], vec![]),
+        };
+        let mut o = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(description))
+            .property("kind", ObjectBuilder::new().schema_type(Type::String).enum_values(Some([kind])))
+            .required("kind");
+        for r in required {
+            o = o.required(*r);
+        }
+        let window = match kind {
+            "manual" => vec![],
+            _ => vec![
+                ("start_at", instant("RFC 3339: no fire before this instant (inclusive).")),
+                ("end_at", instant("RFC 3339: no fire at or after this instant.")),
+            ],
+        };
+        for (name, schema) in fields.into_iter().chain(window) {
+            o = o.property(name, schema);
+        }
+        o.additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false))).build().into()
+    }
+
+    impl utoipa::PartialSchema for ScheduleSpec {
+        fn schema() -> RefOr<Schema> {
+            let mut discriminator = Discriminator::new("kind");
+            let mut one_of = OneOfBuilder::new()
+                .description(Some("When a job fires: one object per `kind` (`cron`, `fixed_rate`, `once`, `manual`)."));
+            for (kind, name) in KINDS {
+                discriminator.mapping.insert(kind.to_string(), format!("#/components/schemas/{name}"));
+                one_of = one_of.item(Ref::from_schema_name(name));
+            }
+            RefOr::T(Schema::OneOf(one_of.discriminator(Some(discriminator)).build()))
+        }
+    }
+
+    impl utoipa::ToSchema for ScheduleSpec {
+        fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+            for (kind, name) in KINDS {
+                schemas.push((name.to_string(), variant(kind).into()));
+            }
+        }
     }
 }
 

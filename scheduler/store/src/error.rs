@@ -79,6 +79,41 @@ pub(crate) fn conflict_on(what: &'static str, message: impl Into<String>) -> imp
     }
 }
 
+/// Which unique key of `jobs` a violation hit: `job_name` (`uq_jobs_tenant_name`, migration
+/// 0010) or `job_registration` (`uq_jobs_registration`). Read from the key named in the
+/// driver's message — MySQL/MariaDB: `Duplicate entry '…' for key '[jobs.]uq_jobs_tenant_name'`,
+/// SQLite: `UNIQUE constraint failed: jobs.tenant_id, jobs.name` — never from the duplicated
+/// value, which is a user's name and may contain anything.
+pub(crate) fn job_unique_key(message: &str) -> &'static str {
+    let key = message.rsplit_once("for key").map_or(message, |(_, key)| key);
+    if key.contains("registration") {
+        "job_registration"
+    } else if key.contains("name") {
+        "job_name"
+    } else {
+        "job_id"
+    }
+}
+
+/// [`conflict_on`] for `jobs`, whose unique keys are told apart by [`job_unique_key`].
+pub(crate) fn job_conflict(name: &str) -> impl FnOnce(sqlx::Error) -> StoreError {
+    let name = name.to_string();
+    move |e| match &e {
+        sqlx::Error::Database(d) if d.is_unique_violation() => match job_unique_key(d.message()) {
+            "job_name" => StoreError::Conflict {
+                what: "job_name",
+                message: format!("a job named `{name}` exists in this tenant"),
+            },
+            "job_registration" => StoreError::Conflict {
+                what: "job_registration",
+                message: "a job for this app and handler exists".into(),
+            },
+            _ => StoreError::Conflict { what: "job_id", message: "a job with this id exists".into() },
+        },
+        _ => StoreError::Database(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::borrow::Cow;
@@ -135,5 +170,20 @@ mod tests {
         }
         assert!(!duplicate.is_deadlock() && !duplicate.is_retryable());
         assert!(!StoreError::Stale("x").is_deadlock());
+    }
+
+    #[test]
+    fn a_jobs_unique_violation_is_told_apart_by_its_key_not_its_value() {
+        use super::job_unique_key;
+        assert_eq!(job_unique_key("Duplicate entry 'ten_1-nightly' for key 'uq_jobs_tenant_name'"), "job_name");
+        assert_eq!(
+            job_unique_key("Duplicate entry 'ten_1-registration' for key 'jobs.uq_jobs_tenant_name'"),
+            "job_name"
+        );
+        assert_eq!(job_unique_key("Duplicate entry 'app_1:name' for key 'uq_jobs_registration'"), "job_registration");
+        assert_eq!(job_unique_key("UNIQUE constraint failed: jobs.tenant_id, jobs.name"), "job_name");
+        assert_eq!(job_unique_key("UNIQUE constraint failed: jobs.registration_key"), "job_registration");
+        assert_eq!(job_unique_key("UNIQUE constraint failed: jobs.id"), "job_id");
+        assert_eq!(job_unique_key("Duplicate entry 'job_1' for key 'PRIMARY'"), "job_id");
     }
 }

@@ -114,6 +114,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0009_node_load.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0009_node_load.sql"),
     },
+    Migration {
+        version: 10,
+        name: "unique_job_names",
+        mysql: include_str!("../../../migrations/mysql/0010_unique_job_names.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0010_unique_job_names.sql"),
+    },
 ];
 
 impl Migration {

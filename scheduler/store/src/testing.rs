@@ -131,7 +131,7 @@ impl EmptyDb {
     }
 }
 
-pub use crate::migrate::{Migration, lock_name as migration_lock_name};
+pub use crate::migrate::{MIGRATIONS, Migration, lock_name as migration_lock_name};
 
 /// Apply `migrations` (a test's own files, not the shipped ones) with the store's migrator,
 /// as `SqlStore::migrate` applies the shipped ones.

@@ -37,7 +37,7 @@ async fn load(st: &AppState, caller: &TenantCaller, id: &str) -> ApiResult<App> 
 }
 
 /// Create an app (executor group) with a fresh signing secret (admin).
-#[utoipa::path(post, path = "/api/v1/apps", tag = "apps", request_body = AppCreate,
+#[utoipa::path(post, path = "/api/v1/apps", operation_id = "create_app", tag = "apps", request_body = AppCreate,
     responses((status = 201, body = AppWithSecret), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create(
@@ -69,7 +69,7 @@ pub async fn create(
 }
 
 /// List the tenant's apps.
-#[utoipa::path(get, path = "/api/v1/apps", tag = "apps", params(PageQuery),
+#[utoipa::path(get, path = "/api/v1/apps", operation_id = "list_apps", tag = "apps", params(PageQuery),
     responses((status = 200, body = AppList), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn list(
     State(st): State<AppState>,
@@ -83,7 +83,7 @@ pub async fn list(
 }
 
 /// One app, by id or name. The secret is not shown.
-#[utoipa::path(get, path = "/api/v1/apps/{id}", tag = "apps", params(("id" = String, Path, description = "App id or name")),
+#[utoipa::path(get, path = "/api/v1/apps/{id}", operation_id = "get_app", tag = "apps", params(("id" = String, Path, description = "App id or name")),
     responses((status = 200, body = AppOut), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn get(
     State(st): State<AppState>,
@@ -94,7 +94,7 @@ pub async fn get(
 }
 
 /// Change an app's description or static endpoints (editor).
-#[utoipa::path(patch, path = "/api/v1/apps/{id}", tag = "apps", params(("id" = String, Path, description = "App id or name")), request_body = AppUpdate,
+#[utoipa::path(patch, path = "/api/v1/apps/{id}", operation_id = "update_app", tag = "apps", params(("id" = String, Path, description = "App id or name")), request_body = AppUpdate,
     responses((status = 200, body = AppOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn update(
     State(st): State<AppState>,
@@ -120,7 +120,7 @@ pub async fn update(
 }
 
 /// Rotate the signing secret (admin). The previous secret keeps verifying for a grace period.
-#[utoipa::path(post, path = "/api/v1/apps/{id}/rotate-secret", tag = "apps", params(("id" = String, Path, description = "App id or name")),
+#[utoipa::path(post, path = "/api/v1/apps/{id}/rotate-secret", operation_id = "rotate_app_secret", tag = "apps", params(("id" = String, Path, description = "App id or name")),
     responses((status = 200, body = AppWithSecret), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn rotate_secret(
     State(st): State<AppState>,
@@ -142,7 +142,7 @@ pub async fn rotate_secret(
 }
 
 /// Delete an app (admin); refused while jobs use it.
-#[utoipa::path(delete, path = "/api/v1/apps/{id}", tag = "apps", params(("id" = String, Path, description = "App id or name")),
+#[utoipa::path(delete, path = "/api/v1/apps/{id}", operation_id = "delete_app", tag = "apps", params(("id" = String, Path, description = "App id or name")),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<StatusCode> {
     caller.require_admin()?;

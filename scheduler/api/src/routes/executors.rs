@@ -11,7 +11,7 @@ use sundial_core::job::{DEFAULT_TIMEOUT_MS, FailureSpec, MisfireSpec, parse_hand
 use sundial_core::run_state::FailReason;
 use sundial_core::schedule::ScheduleSpec;
 use sundial_core::types::*;
-use sundial_store::{Executor, FinishOutcome, Job, Run, ShardFinishOutcome};
+use sundial_store::{Executor, FinishOutcome, Job, Run, ShardFinishOutcome, StoreError};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -180,8 +180,7 @@ fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> J
 }
 
 /// Register (or re-register) an executor of an app. Signed with the app secret.
-#[utoipa::path(post, path = "/api/v1/executors/register", tag = "executors", request_body = RegisterRequest, security(()),
-    params(("sundial-app-id" = String, Header), ("webhook-id" = String, Header), ("webhook-timestamp" = String, Header), ("webhook-signature" = String, Header)),
+#[utoipa::path(post, path = "/api/v1/executors/register", operation_id = "register_executor", tag = "executors", request_body = RegisterRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
     responses((status = 200, body = Registered), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn register(
     State(st): State<AppState>,
@@ -229,8 +228,17 @@ pub async fn register(
         .await?;
     let mut jobs_created = Vec::new();
     for h in &handlers {
-        let job = registration_job(&app.id, &app.tenant_id, h, now);
-        if st.store.job_insert_if_absent(&job).await? {
+        let mut job = registration_job(&app.id, &app.tenant_id, h, now);
+        let created = match st.store.job_insert_if_absent(&job).await {
+            // The handler's name is taken by another job of the tenant (a person's, or another
+            // app's handler of the same name): the new job is `<name>-<job id>`, unique since ids are.
+            Err(StoreError::Conflict { what: "job_name", .. }) => {
+                job.name = format!("{}-{}", &job.name[..job.name.len().min(99 - job.id.len())], job.id);
+                st.store.job_insert_if_absent(&job).await?
+            }
+            other => other?,
+        };
+        if created {
             jobs_created.push(job.id);
         }
     }
@@ -245,7 +253,7 @@ pub async fn register(
 }
 
 /// Heartbeat (every 3 s), optionally with metadata (every 30 s). Signed.
-#[utoipa::path(post, path = "/api/v1/executors/heartbeat", tag = "executors", request_body = HeartbeatRequest, security(()),
+#[utoipa::path(post, path = "/api/v1/executors/heartbeat", operation_id = "heartbeat_executor", tag = "executors", request_body = HeartbeatRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
     responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn heartbeat(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
     let (app, req): (_, HeartbeatRequest) = verify(&st, &headers, &body).await?;
@@ -273,7 +281,7 @@ pub async fn heartbeat(State(st): State<AppState>, headers: HeaderMap, body: Byt
 }
 
 /// Deregister on shutdown: the executor is offline at once. Signed.
-#[utoipa::path(post, path = "/api/v1/executors/deregister", tag = "executors", request_body = DeregisterRequest, security(()),
+#[utoipa::path(post, path = "/api/v1/executors/deregister", operation_id = "deregister_executor", tag = "executors", request_body = DeregisterRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
     responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn deregister(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<axum::Json<Ack>> {
     let (app, req): (_, DeregisterRequest) = verify(&st, &headers, &body).await?;
@@ -331,7 +339,7 @@ async fn run_of_app(st: &AppState, app: &sundial_store::App, run_id: &str) -> Ap
 /// An attempt's result, for a delivery answered `202`. Signed. The same result again
 /// is accepted (200, `duplicate`); a result for an attempt that is not current, or a
 /// different result for a finished attempt, is refused with 409 and changes nothing.
-#[utoipa::path(post, path = "/api/v1/runs/{id}/result", tag = "executors", request_body = ResultRequest, security(()),
+#[utoipa::path(post, path = "/api/v1/runs/{id}/result", operation_id = "report_run_result", tag = "executors", request_body = ResultRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
     params(("id" = String, Path)),
     responses((status = 200, body = ResultAccepted), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn result(
@@ -453,7 +461,7 @@ pub struct LogsRequest {
 
 /// Log lines (and a liveness signal) from the executor working on a run. Signed.
 /// Liveness does not extend the job's timeout.
-#[utoipa::path(post, path = "/api/v1/runs/{id}/logs", tag = "executors", request_body = LogsRequest, security(()),
+#[utoipa::path(post, path = "/api/v1/runs/{id}/logs", operation_id = "append_run_logs", tag = "executors", request_body = LogsRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
     params(("id" = String, Path)),
     responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn logs(
@@ -496,7 +504,7 @@ pub async fn logs(
     Ok(axum::Json(Ack { ok: true }))
 }
 
-/// The executors of an app and their state.
+/// An executor of an app and its state.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ExecutorOut {
     pub id: String,
@@ -517,7 +525,8 @@ pub struct ExecutorList {
     pub items: Vec<ExecutorOut>,
 }
 
-#[utoipa::path(get, path = "/api/v1/apps/{id}/executors", tag = "apps", params(("id" = String, Path, description = "App id or name")),
+/// List an app's executors and their state.
+#[utoipa::path(get, path = "/api/v1/apps/{id}/executors", operation_id = "list_app_executors", tag = "apps", params(("id" = String, Path, description = "App id or name")),
     responses((status = 200, body = ExecutorList), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn list(
     State(st): State<AppState>,

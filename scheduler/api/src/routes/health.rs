@@ -5,13 +5,13 @@ use crate::state::AppState;
 use crate::wire::Health;
 
 /// The process is alive.
-#[utoipa::path(get, path = "/healthz", tag = "health", responses((status = 200, body = Health)))]
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "health", responses((status = 200, body = Health)))]
 pub async fn healthz() -> axum::Json<Health> {
     axum::Json(Health { status: "ok".into() })
 }
 
 /// The database is reachable.
-#[utoipa::path(get, path = "/readyz", tag = "health", responses((status = 200, body = Health), (status = 503, body = Health)))]
+#[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "health", responses((status = 200, body = Health), (status = 503, body = Health)))]
 pub async fn readyz(State(st): State<AppState>) -> (StatusCode, axum::Json<Health>) {
     // Answer within 2 s even while the pool waits for a connection that will not come.
     let ping = tokio::time::timeout(std::time::Duration::from_secs(2), st.store.ping()).await;

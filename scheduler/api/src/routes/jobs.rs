@@ -61,9 +61,9 @@ async fn to_row(st: &AppState, caller: &TenantCaller, def: JobDef, id: String, n
 }
 
 /// Create a job (editor).
-#[utoipa::path(post, path = "/api/v1/jobs", tag = "jobs", request_body = JobInput,
+#[utoipa::path(post, path = "/api/v1/jobs", operation_id = "create_job", tag = "jobs", request_body = JobInput,
     responses((status = 201, body = JobOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create(
     State(st): State<AppState>,
     caller: TenantCaller,
@@ -81,7 +81,7 @@ pub async fn create(
 }
 
 /// List jobs, filtered by app, state or name.
-#[utoipa::path(get, path = "/api/v1/jobs", tag = "jobs", params(JobListQuery),
+#[utoipa::path(get, path = "/api/v1/jobs", operation_id = "list_jobs", tag = "jobs", params(JobListQuery),
     responses((status = 200, body = JobList), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn list(
     State(st): State<AppState>,
@@ -109,7 +109,7 @@ pub async fn list(
 }
 
 /// One job.
-#[utoipa::path(get, path = "/api/v1/jobs/{id}", tag = "jobs", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/jobs/{id}", operation_id = "get_job", tag = "jobs", params(("id" = String, Path)),
     responses((status = 200, body = JobOut), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn get(
     State(st): State<AppState>,
@@ -122,7 +122,7 @@ pub async fn get(
 
 /// Replace a job's definition (editor). Send `If-Match: <version>` to refuse the
 /// update (409) if someone else changed the job since you read it.
-#[utoipa::path(put, path = "/api/v1/jobs/{id}", tag = "jobs", params(("id" = String, Path), ("If-Match" = Option<i64>, Header, description = "Expected version")),
+#[utoipa::path(put, path = "/api/v1/jobs/{id}", operation_id = "replace_job", tag = "jobs", params(("id" = String, Path), ("If-Match" = Option<i64>, Header, description = "Expected version")),
     request_body = JobInput,
     responses((status = 200, body = JobOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
@@ -179,7 +179,7 @@ pub async fn replace(
 }
 
 /// Delete a job with its child edges and its runs that have not started (editor).
-#[utoipa::path(delete, path = "/api/v1/jobs/{id}", tag = "jobs", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/api/v1/jobs/{id}", operation_id = "delete_job", tag = "jobs", params(("id" = String, Path)),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<StatusCode> {
     caller.require_editor()?;
@@ -201,7 +201,7 @@ async fn set_state(st: AppState, caller: TenantCaller, id: String, state: JobSta
 }
 
 /// Start firing on schedule from now on (no catch-up of the stopped period).
-#[utoipa::path(post, path = "/api/v1/jobs/{id}/start", tag = "jobs", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/start", operation_id = "start_job", tag = "jobs", params(("id" = String, Path)),
     responses((status = 200, body = JobOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn start(
     State(st): State<AppState>,
@@ -212,7 +212,7 @@ pub async fn start(
 }
 
 /// Stop firing on schedule. Manual triggers still work.
-#[utoipa::path(post, path = "/api/v1/jobs/{id}/stop", tag = "jobs", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/stop", operation_id = "stop_job", tag = "jobs", params(("id" = String, Path)),
     responses((status = 200, body = JobOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn stop(
     State(st): State<AppState>,
@@ -236,7 +236,7 @@ fn preview_of(schedule: &Schedule, now: i64, count: usize) -> Preview {
 }
 
 /// The job's next fire times from now.
-#[utoipa::path(get, path = "/api/v1/jobs/{id}/preview", tag = "jobs", params(("id" = String, Path), PreviewQuery),
+#[utoipa::path(get, path = "/api/v1/jobs/{id}/preview", operation_id = "preview_job", tag = "jobs", params(("id" = String, Path), PreviewQuery),
     responses((status = 200, body = Preview), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn preview(
     State(st): State<AppState>,
@@ -252,7 +252,7 @@ pub async fn preview(
 }
 
 /// Validate a schedule and show its next fire times, before creating a job.
-#[utoipa::path(post, path = "/api/v1/schedules/preview", tag = "jobs", request_body = SchedulePreviewRequest,
+#[utoipa::path(post, path = "/api/v1/schedules/preview", operation_id = "preview_schedule", tag = "jobs", request_body = SchedulePreviewRequest,
     responses((status = 200, body = Preview), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn preview_schedule(
     State(st): State<AppState>,
@@ -268,7 +268,7 @@ pub async fn preview_schedule(
 
 /// Fire a job now or at a given time, with optional parameters (editor). With an
 /// `Idempotency-Key` header, repeating the call returns the run the first one created.
-#[utoipa::path(post, path = "/api/v1/jobs/{id}/trigger", tag = "jobs", request_body = TriggerRequest,
+#[utoipa::path(post, path = "/api/v1/jobs/{id}/trigger", operation_id = "trigger_job", tag = "jobs", request_body = TriggerRequest,
     params(("id" = String, Path), ("Idempotency-Key" = Option<String>, Header, description = "Up to 200 characters")),
     responses((status = 201, body = RunOut), (status = 200, body = RunOut, description = "The run an earlier call with the same Idempotency-Key created"),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
@@ -297,6 +297,7 @@ pub async fn trigger(
     let now = st.now_ms();
     let at = req.at.as_deref().map(|a| sundial_core::time::parse_rfc3339("at", a)).transpose()?.unwrap_or(now);
     if let Some(p) = &req.params {
+        sundial_core::job::check_params(p)?;
         let size = serde_json::to_vec(p).map(|v| v.len()).unwrap_or(usize::MAX);
         if size > sundial_core::job::MAX_PARAMS_BYTES {
             return Err(ApiError::field(

@@ -12,7 +12,7 @@ use crate::state::AppState;
 use crate::wire::*;
 
 /// Create an API key in the caller's tenant (admin).
-#[utoipa::path(post, path = "/api/v1/keys", tag = "keys", request_body = KeyCreate,
+#[utoipa::path(post, path = "/api/v1/keys", operation_id = "create_key", tag = "keys", request_body = KeyCreate,
     responses((status = 201, body = KeyCreated), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create(
     State(st): State<AppState>,
@@ -39,7 +39,7 @@ pub async fn create(
 }
 
 /// List the tenant's API keys (admin). Keys themselves are never shown again.
-#[utoipa::path(get, path = "/api/v1/keys", tag = "keys", params(PageQuery),
+#[utoipa::path(get, path = "/api/v1/keys", operation_id = "list_keys", tag = "keys", params(PageQuery),
     responses((status = 200, body = KeyList), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
 pub async fn list(
     State(st): State<AppState>,
@@ -54,7 +54,7 @@ pub async fn list(
 }
 
 /// Revoke an API key (admin). The tenant's last admin key cannot be revoked.
-#[utoipa::path(delete, path = "/api/v1/keys/{id}", tag = "keys", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/api/v1/keys/{id}", operation_id = "delete_key", tag = "keys", params(("id" = String, Path)),
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<StatusCode> {
     caller.require_admin()?;

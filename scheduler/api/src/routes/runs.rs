@@ -10,7 +10,7 @@ use crate::state::AppState;
 use crate::wire::*;
 
 /// List runs, newest scheduled first, filtered by job, state and scheduled time.
-#[utoipa::path(get, path = "/api/v1/runs", tag = "runs", params(RunListQuery),
+#[utoipa::path(get, path = "/api/v1/runs", operation_id = "list_runs", tag = "runs", params(RunListQuery),
     responses((status = 200, body = RunList), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn list(
     State(st): State<AppState>,
@@ -36,7 +36,7 @@ pub async fn list(
 
 /// One run with its shards (for the `sharding` route), attempts (executor, dispatch trail,
 /// timings, result) and log lines.
-#[utoipa::path(get, path = "/api/v1/runs/{id}", tag = "runs", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/runs/{id}", operation_id = "get_run", tag = "runs", params(("id" = String, Path)),
     responses((status = 200, body = RunDetail), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn get(
     State(st): State<AppState>,
@@ -64,7 +64,7 @@ pub async fn get(
 
 /// Cancel a run that has not finished (editor). A delivered attempt gets a signed
 /// best-effort cancel at its executor; for a sharded run, every shard still out does.
-#[utoipa::path(post, path = "/api/v1/runs/{id}/cancel", tag = "runs", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/api/v1/runs/{id}/cancel", operation_id = "cancel_run", tag = "runs", params(("id" = String, Path)),
     responses((status = 200, body = RunOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn cancel(
     State(st): State<AppState>,
@@ -90,7 +90,7 @@ pub async fn cancel(
 
 /// Skip the backoff of a `retrying` run: its next attempt starts now; for a sharded run,
 /// every shard waiting out its backoff goes now (editor).
-#[utoipa::path(post, path = "/api/v1/runs/{id}/retry", tag = "runs", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/api/v1/runs/{id}/retry", operation_id = "retry_run", tag = "runs", params(("id" = String, Path)),
     responses((status = 200, body = RunOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn retry(
     State(st): State<AppState>,

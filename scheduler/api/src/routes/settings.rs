@@ -9,7 +9,7 @@ use crate::state::AppState;
 use crate::wire::SchedulingSettings;
 
 /// The operator switch: are schedules paused cluster-wide?
-#[utoipa::path(get, path = "/api/v1/settings/scheduling", tag = "settings",
+#[utoipa::path(get, path = "/api/v1/settings/scheduling", operation_id = "get_scheduling_settings", tag = "settings",
     responses((status = 200, body = SchedulingSettings), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
 pub async fn get(State(st): State<AppState>, _op: OperatorCaller) -> ApiResult<axum::Json<SchedulingSettings>> {
     let paused = st.store.setting_get(SETTING_SCHEDULES_PAUSED).await?.as_deref() == Some("true");
@@ -18,7 +18,7 @@ pub async fn get(State(st): State<AppState>, _op: OperatorCaller) -> ApiResult<a
 
 /// Pause (or resume) every schedule, cluster-wide, while manual and API triggers
 /// keep working (operator key).
-#[utoipa::path(put, path = "/api/v1/settings/scheduling", tag = "settings", request_body = SchedulingSettings,
+#[utoipa::path(put, path = "/api/v1/settings/scheduling", operation_id = "set_scheduling_settings", tag = "settings", request_body = SchedulingSettings,
     responses((status = 200, body = SchedulingSettings), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn put(
     State(st): State<AppState>,
@@ -61,7 +61,7 @@ pub struct NodeList {
 }
 
 /// The nodes of the cluster, their state and load (operator key).
-#[utoipa::path(get, path = "/api/v1/nodes", tag = "settings",
+#[utoipa::path(get, path = "/api/v1/nodes", operation_id = "list_nodes", tag = "settings",
     responses((status = 200, body = NodeList), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
 pub async fn nodes(State(st): State<AppState>, _op: OperatorCaller) -> ApiResult<axum::Json<NodeList>> {
     let db_now = st.store.db_now_ms().await?;

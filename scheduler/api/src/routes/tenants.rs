@@ -12,7 +12,7 @@ use crate::state::AppState;
 use crate::wire::*;
 
 /// Create a tenant and its first admin key (operator key only).
-#[utoipa::path(post, path = "/api/v1/tenants", tag = "tenants", request_body = TenantCreate,
+#[utoipa::path(post, path = "/api/v1/tenants", operation_id = "create_tenant", tag = "tenants", request_body = TenantCreate,
     responses((status = 201, body = TenantCreated), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create(
@@ -45,7 +45,7 @@ pub async fn create(
 }
 
 /// List tenants (operator key only).
-#[utoipa::path(get, path = "/api/v1/tenants", tag = "tenants", params(PageQuery),
+#[utoipa::path(get, path = "/api/v1/tenants", operation_id = "list_tenants", tag = "tenants", params(PageQuery),
     responses((status = 200, body = TenantList), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
 pub async fn list(
     State(st): State<AppState>,
@@ -59,7 +59,7 @@ pub async fn list(
 }
 
 /// One tenant (operator key only).
-#[utoipa::path(get, path = "/api/v1/tenants/{id}", tag = "tenants", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/tenants/{id}", operation_id = "get_tenant", tag = "tenants", params(("id" = String, Path)),
     responses((status = 200, body = TenantOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn get(
     State(st): State<AppState>,

@@ -14,6 +14,8 @@ crate::on_both_databases!(
     child_cycles_are_refused,
     stale_updates_are_refused,
     schedules_that_would_never_fire_are_refused,
+    job_names_are_unique_within_a_tenant,
+    params_must_be_a_json_object,
 );
 
 fn with(mut base: Value, path: &[&str], value: Value) -> Value {
@@ -316,4 +318,65 @@ async fn schedules_that_would_never_fire_are_refused(app: &TestApp) {
     // A time still ahead is fine.
     body["schedule"]["at"] = json!("2026-03-28T12:05:00Z");
     assert_eq!(app.put(&path, &t.admin, body).await.0, StatusCode::OK);
+}
+
+/// A job's name is unique within its tenant: a second job of that name, or a rename onto
+/// it, is 409 naming the field `name`, and changes nothing. Another tenant has its own names.
+async fn job_names_are_unique_within_a_tenant(app: &TestApp) {
+    let t = app.tenant("acme").await;
+    app.app(&t.admin, "billing").await;
+    app.app(&t.admin, "mail").await;
+    let nightly = app.job(&t.admin, cron_job("nightly", "billing")).await;
+    for body in [cron_job("nightly", "billing"), cron_job("nightly", "mail")] {
+        let got = app.post("/api/v1/jobs", &t.admin, body).await;
+        assert_error(&got, StatusCode::CONFLICT, "conflict", Some("name"));
+        assert!(got.1["message"].as_str().unwrap().contains("`nightly`"), "{}", got.1);
+    }
+    assert_eq!(app.job_count(&t.admin).await, 1, "no duplicate was written");
+    let other = app.tenant("other").await;
+    app.app(&other.admin, "billing").await;
+    app.job(&other.admin, cron_job("nightly", "billing")).await;
+    // A rename through PUT onto a taken name: 409, the job as it was.
+    let weekly = app.job(&t.admin, cron_job("weekly", "billing")).await;
+    let path = format!("/api/v1/jobs/{}", weekly["id"].as_str().unwrap());
+    let mut renamed = cron_job("nightly", "billing");
+    renamed["timeout_ms"] = json!(5000);
+    assert_error(&app.put(&path, &t.admin, renamed.clone()).await, StatusCode::CONFLICT, "conflict", Some("name"));
+    let (_, now) = app.get(&path, &t.admin).await;
+    assert_eq!(now, weekly, "the refused rename changed nothing");
+    // Keeping its own name, or taking a free one, works.
+    assert_eq!(app.put(&path, &t.admin, cron_job("weekly", "billing")).await.0, StatusCode::OK);
+    renamed["name"] = json!("monthly");
+    let (s, v) = app.put(&path, &t.admin, renamed).await;
+    assert_eq!((s, v["name"].as_str()), (StatusCode::OK, Some("monthly")), "{v}");
+    let (_, first) = app.get(&format!("/api/v1/jobs/{}", nightly["id"].as_str().unwrap()), &t.admin).await;
+    assert_eq!(first["name"], "nightly");
+}
+
+/// `params` is a JSON object (absent or null: `{}`), on jobs and on triggers; anything else
+/// is 422 `wrong_type` naming `params`, and writes nothing.
+async fn params_must_be_a_json_object(app: &TestApp) {
+    let t = app.tenant("acme").await;
+    app.app(&t.admin, "billing").await;
+    let not_objects = [json!([1, 2]), json!(1), json!("x"), json!(true)];
+    for p in &not_objects {
+        let body = with(cron_job("nightly", "billing"), &["params"], p.clone());
+        let got = app.post("/api/v1/jobs", &t.admin, body).await;
+        assert_error(&got, StatusCode::UNPROCESSABLE_ENTITY, "wrong_type", Some("params"));
+    }
+    assert_eq!(app.job_count(&t.admin).await, 0, "no refused job was written");
+    let null = app.job(&t.admin, with(cron_job("nightly", "billing"), &["params"], Value::Null)).await;
+    assert_eq!(null["params"], json!({}));
+    let path = format!("/api/v1/jobs/{}", null["id"].as_str().unwrap());
+    let put = app.put(&path, &t.admin, with(cron_job("nightly", "billing"), &["params"], json!([1]))).await;
+    assert_error(&put, StatusCode::UNPROCESSABLE_ENTITY, "wrong_type", Some("params"));
+    assert_eq!(app.get(&path, &t.admin).await.1, null, "the refused update changed nothing");
+    let (_, runs_before) = app.get("/api/v1/runs?limit=200", &t.admin).await;
+    for p in &not_objects {
+        let got = app.post(&format!("{path}/trigger"), &t.admin, json!({"params": p})).await;
+        assert_error(&got, StatusCode::UNPROCESSABLE_ENTITY, "wrong_type", Some("params"));
+    }
+    assert_eq!(app.get("/api/v1/runs?limit=200", &t.admin).await.1, runs_before, "no refused trigger made a run");
+    let (s, run) = app.post(&format!("{path}/trigger"), &t.admin, json!({"params": {"a": [1, 2]}})).await;
+    assert_eq!((s, run["params"].clone()), (StatusCode::CREATED, json!({"a": [1, 2]})), "{run}");
 }

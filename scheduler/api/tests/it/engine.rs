@@ -36,6 +36,7 @@ crate::on_both_databases!(
     an_overdue_run_is_reaped_by_its_buckets_owner_only,
     answers_are_read_strictly_bounded_and_never_redirected,
     outbound_addresses_are_judged_at_registration_and_at_connect_time,
+    a_registration_job_whose_name_is_taken_gets_a_free_one,
 );
 
 struct Setup {
@@ -1391,4 +1392,32 @@ async fn outbound_addresses_are_judged_at_registration_and_at_connect_time(app: 
     assert_eq!((d["state"].clone(), d["reason"].clone()), (json!("failed"), json!("address_refused")), "{d}");
     assert!(d["message"].as_str().unwrap().contains("loopback"), "{d}");
     assert!(s.exec.deliveries().is_empty(), "nothing was sent");
+}
+
+/// A handler registration creates a job named after the handler; when a job of the tenant
+/// already has that name, the new job is `<handler>-<job id>` instead of failing the
+/// registration, and registering again creates nothing.
+async fn a_registration_job_whose_name_is_taken_gets_a_free_one(app: &TestApp) {
+    let s = setup(app).await;
+    let mine = app.job(&s.key, manual("report.build", json!({}))).await;
+    let body = json!({"address": s.exec.url, "handlers": ["report.build", "mail.send"]});
+    let (st, r) = callback(app, &s, "/api/v1/executors/register", "reg-taken-1", body.clone()).await;
+    assert_eq!(st, StatusCode::OK, "{r}");
+    let created = r["jobs_created"].as_array().unwrap();
+    assert_eq!(created.len(), 2, "{r}");
+    let mut names = Vec::new();
+    for id in created {
+        let (_, job) = app.get(&format!("/api/v1/jobs/{}", id.as_str().unwrap()), &s.key).await;
+        assert_eq!(job["source"], "registration");
+        names.push(job["name"].as_str().unwrap().to_string());
+    }
+    assert_eq!(names[0], format!("report.build-{}", created[0].as_str().unwrap()));
+    assert_eq!(names[1], "mail.send");
+    let (_, still) = app.get(&format!("/api/v1/jobs/{}", mine["id"].as_str().unwrap()), &s.key).await;
+    assert_eq!(still["name"], "report.build");
+    app.clock.advance(1);
+    let (st, again) = callback(app, &s, "/api/v1/executors/register", "reg-taken-2", body).await;
+    assert_eq!(st, StatusCode::OK, "{again}");
+    assert!(again["jobs_created"].as_array().unwrap().is_empty(), "{again}");
+    assert_eq!(app.job_count(&s.key).await, 3);
 }

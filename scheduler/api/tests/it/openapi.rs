@@ -130,8 +130,142 @@ fn the_documented_bounds_are_the_enforced_ones() {
     }
     let count = &doc["components"]["schemas"]["SchedulePreviewRequest"]["properties"]["count"];
     assert_eq!(count["maximum"], MAX_PREVIEW as i64);
-    let every = &doc["components"]["schemas"]["ScheduleSpec"]["properties"]["every_ms"];
+    let every = &doc["components"]["schemas"]["FixedRateSchedule"]["properties"]["every_ms"];
     assert_eq!((every["minimum"].clone(), every["maximum"].clone()), (MIN_EVERY_MS.into(), MAX_EVERY_MS.into()));
+}
+
+/// operationIds become method names in every generated client: unique, snake_case, and
+/// these exact names (renaming one breaks every client; add new ones here).
+#[test]
+fn operation_ids_are_unique_and_stable_and_every_operation_is_summarised() {
+    let doc: serde_json::Value = serde_json::from_str(&sundial_api::openapi::document()).unwrap();
+    let mut ids = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path}: operationId"));
+            assert!(id.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{id}: snake_case");
+            assert!(op["summary"].as_str().is_some_and(|s| !s.is_empty()), "{method} {path}: summary");
+            ids.push(id.to_string());
+        }
+    }
+    ids.sort();
+    let mut unique = ids.clone();
+    unique.dedup();
+    assert_eq!(ids, unique, "operationIds are unique");
+    let stable = [
+        "append_run_logs",
+        "cancel_run",
+        "create_app",
+        "create_job",
+        "create_key",
+        "create_tenant",
+        "delete_app",
+        "delete_job",
+        "delete_key",
+        "deregister_executor",
+        "get_app",
+        "get_job",
+        "get_run",
+        "get_scheduling_settings",
+        "get_tenant",
+        "healthz",
+        "heartbeat_executor",
+        "list_app_executors",
+        "list_apps",
+        "list_jobs",
+        "list_keys",
+        "list_nodes",
+        "list_runs",
+        "list_tenants",
+        "preview_job",
+        "preview_schedule",
+        "readyz",
+        "register_executor",
+        "replace_job",
+        "report_run_result",
+        "retry_run",
+        "rotate_app_secret",
+        "set_scheduling_settings",
+        "start_job",
+        "stop_job",
+        "trigger_job",
+        "update_app",
+    ];
+    assert_eq!(ids, stable);
+    assert_eq!(doc["servers"][0]["url"], "http://127.0.0.1:7700");
+}
+
+/// The types say what the server does: instants are date-times, a schedule is one object
+/// per kind, params are an object, passed-through JSON is any value, and the signed calls
+/// name their headers.
+#[test]
+fn the_document_types_are_as_precise_as_the_api() {
+    let doc: serde_json::Value = serde_json::from_str(&sundial_api::openapi::document()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    for (schema, prop) in [
+        ("JobOut", "created_at"),
+        ("RunOut", "finished_at"),
+        ("LogLine", "at"),
+        ("AppOut", "previous_secret_expires_at"),
+    ] {
+        assert_eq!(schemas[schema]["properties"][prop]["format"], "date-time", "{schema}.{prop}");
+    }
+    assert_eq!(schemas["Preview"]["properties"]["times"]["items"]["format"], "date-time");
+    let from = doc["paths"]["/api/v1/runs"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "from")
+        .unwrap();
+    assert_eq!(from["schema"]["format"], "date-time");
+    // Every string property named like an instant is one.
+    for (name, schema) in schemas.as_object().unwrap() {
+        for (prop, p) in schema["properties"].as_object().into_iter().flatten() {
+            if (prop == "at" || prop.ends_with("_at")) && p.get("type").is_some() {
+                assert_eq!(p["format"], "date-time", "{name}.{prop}");
+            }
+        }
+    }
+    let spec = &schemas["ScheduleSpec"];
+    assert_eq!(spec["discriminator"]["propertyName"], "kind");
+    assert_eq!(spec["oneOf"].as_array().unwrap().len(), 4);
+    assert_eq!(schemas["CronSchedule"]["required"], serde_json::json!(["kind", "expression"]));
+    assert_eq!(schemas["OnceSchedule"]["properties"]["kind"]["enum"], serde_json::json!(["once"]));
+    assert_eq!(schemas["ManualSchedule"]["properties"].as_object().unwrap().len(), 1, "manual has only `kind`");
+    for (schema, prop) in sundial_api::openapi::JSON_OBJECT {
+        let p = &schemas[schema]["properties"][prop];
+        assert_eq!(p["additionalProperties"], true, "{schema}.{prop}: {p}");
+        assert!(p["type"] == "object" || p["type"] == serde_json::json!(["object", "null"]), "{schema}.{prop}: {p}");
+    }
+    for (schema, prop) in sundial_api::openapi::ANY_JSON {
+        let p = &schemas[schema]["properties"][prop];
+        assert!(p.is_object() && p.get("type").is_none() && p.get("$ref").is_none(), "{schema}.{prop}: {p}");
+    }
+    let schemes = &doc["components"]["securitySchemes"];
+    for (scheme, header) in [
+        ("webhook_signature", "webhook-signature"),
+        ("webhook_id", "webhook-id"),
+        ("webhook_timestamp", "webhook-timestamp"),
+        ("sundial_app_id", "sundial-app-id"),
+    ] {
+        assert_eq!(
+            (schemes[scheme]["type"].as_str(), schemes[scheme]["in"].as_str()),
+            (Some("apiKey"), Some("header"))
+        );
+        assert_eq!(schemes[scheme]["name"], header);
+    }
+    for (path, method) in [
+        ("/api/v1/executors/register", "post"),
+        ("/api/v1/executors/heartbeat", "post"),
+        ("/api/v1/executors/deregister", "post"),
+        ("/api/v1/runs/{id}/result", "post"),
+        ("/api/v1/runs/{id}/logs", "post"),
+    ] {
+        let security = &doc["paths"][path][method]["security"];
+        assert_eq!(security.as_array().unwrap().len(), 1, "{path}: one requirement, all four headers");
+        let names: Vec<&String> = security[0].as_object().unwrap().keys().collect();
+        assert_eq!(names.len(), 4, "{path}: {security}");
+    }
 }
 
 crate::on_both_databases!(served_at_openapi_json);

@@ -6,7 +6,7 @@ use sqlx::{Any, Transaction};
 use sundial_core::types::JobState;
 
 use super::{IDS, SqlStore, col, fetch_in_with, json_col, parse_col, to_json};
-use crate::error::conflict_on;
+use crate::error::job_conflict;
 use crate::{Job, JobFilter, JobStore, Page, Result, Script, StoreError};
 
 pub(super) fn job_row(r: &AnyRow) -> Result<Job> {
@@ -147,7 +147,7 @@ impl JobStore for SqlStore {
         .bind(j.updated_at_ms)
         .execute(&mut *tx)
         .await
-        .map_err(conflict_on("job_registration", "a job for this app and handler exists"))?;
+        .map_err(job_conflict(&j.name))?;
         write_children(&mut tx, &j.tenant_id, &j.id, children, j.created_at_ms).await?;
         tx.commit().await?;
         Ok(())
@@ -231,7 +231,8 @@ impl JobStore for SqlStore {
         .bind(&j.tenant_id)
         .bind(expected_version)
         .execute(&mut *tx)
-        .await?;
+        .await
+        .map_err(job_conflict(&j.name))?;
         if r.rows_affected() == 0 {
             let exists = sqlx::query("SELECT 1 FROM jobs WHERE id = ? AND tenant_id = ?")
                 .bind(&j.id)

@@ -12,6 +12,7 @@ for_each_database!(
     job_filters_and_state_changes,
     child_edges_refuse_cycles_and_foreign_jobs,
     registration_jobs_are_unique_per_app_and_handler,
+    job_names_are_unique_within_a_tenant,
     job_delete_removes_edges_and_unstarted_runs,
 );
 
@@ -118,13 +119,61 @@ pub async fn registration_jobs_are_unique_per_app_and_handler(s: S) {
     r1.source = JobSource::Registration;
     r1.registration_key = Some(format!("{}:h", a.id));
     s.job_insert(&r1, &[]).await.unwrap();
-    let mut r2 = job_of(&a, "h");
+    let mut r2 = job_of(&a, "h2");
     r2.source = JobSource::Registration;
     r2.registration_key = Some(format!("{}:h", a.id));
     assert!(matches!(s.job_insert(&r2, &[]).await, Err(StoreError::Conflict { what: "job_registration", .. })));
     // People may create more jobs on the same handler.
     job(&s, &a, "h-too").await;
     job(&s, &a, "h-three").await;
+}
+
+pub async fn job_names_are_unique_within_a_tenant(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let b = app(&s, &t, "b").await;
+    let nightly = job(&s, &a, "nightly").await;
+    // Another job of the same name is refused, also on another app of the tenant, and writes nothing.
+    for app in [&a, &b] {
+        let dup = job_of(app, "nightly");
+        let err = s.job_insert(&dup, &[]).await.unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Conflict { what: "job_name", message } if message.contains("`nightly`")),
+            "{err:?}"
+        );
+        assert_eq!(s.job_get(&t.id, &dup.id).await.unwrap(), None);
+    }
+    // Another tenant has its own names.
+    let t2 = tenant(&s, "t2").await;
+    let a2 = app(&s, &t2, "a").await;
+    job(&s, &a2, "nightly").await;
+    // A rename onto a taken name is refused and changes nothing; onto a free one it works.
+    let weekly = job(&s, &a, "weekly").await;
+    let mut renamed = weekly.clone();
+    renamed.name = "nightly".into();
+    renamed.version = 2;
+    let err = s.job_update(&renamed, Some(&[]), 1).await.unwrap_err();
+    assert!(matches!(err, StoreError::Conflict { what: "job_name", .. }), "{err:?}");
+    assert_eq!(s.job_get(&t.id, &weekly.id).await.unwrap(), Some(weekly.clone()));
+    renamed.name = "monthly".into();
+    assert!(s.job_update(&renamed, None, 1).await.unwrap());
+    // The freed name can be taken again; the job keeping its own name is no conflict.
+    job(&s, &b, "weekly").await;
+    let mut same = nightly.clone();
+    same.timeout_ms = 5_000;
+    same.version = 2;
+    assert!(s.job_update(&same, None, 1).await.unwrap());
+    // Registration conflicts stay told apart from name conflicts.
+    let mut r1 = job_of(&a, "reg");
+    r1.registration_key = Some(format!("{}:reg", a.id));
+    s.job_insert(&r1, &[]).await.unwrap();
+    let mut r2 = job_of(&a, "reg-2");
+    r2.registration_key = r1.registration_key.clone();
+    assert!(matches!(s.job_insert(&r2, &[]).await, Err(StoreError::Conflict { what: "job_registration", .. })));
+    assert!(!s.job_insert_if_absent(&r2).await.unwrap());
+    let mut r3 = job_of(&a, "reg");
+    r3.registration_key = Some(format!("{}:other", a.id));
+    assert!(matches!(s.job_insert_if_absent(&r3).await, Err(StoreError::Conflict { what: "job_name", .. })));
 }
 
 pub async fn job_delete_removes_edges_and_unstarted_runs(s: S) {

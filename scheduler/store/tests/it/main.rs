@@ -67,5 +67,6 @@ mod migrations {
         running_the_migrations_twice_applies_nothing,
         a_held_migration_lock_is_waited_for_and_bounded,
         a_file_is_applied_whole_with_semicolons_in_strings_and_comments,
+        duplicate_job_names_are_renamed_by_the_unique_names_migration,
     );
 }

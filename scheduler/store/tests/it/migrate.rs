@@ -9,8 +9,10 @@ use sha2::{Digest, Sha256};
 use sqlx::{AnyConnection, Row};
 use sundial_core::ids::{self, new_id};
 use sundial_store::prelude::*;
-use sundial_store::testing::{EmptyDb, Migration, run_migrations};
+use sundial_store::testing::{EmptyDb, MIGRATIONS, Migration, run_migrations};
 use sundial_store::{Dialect, SqlStore, StoreError, Tenant};
+
+use crate::fixtures::{app_of, job_of};
 
 const NOW: i64 = 1_790_000_000_000;
 
@@ -80,13 +82,14 @@ fn all_recorded(dialect: Dialect) -> Vec<(i64, String, Option<String>)> {
     files(dialect).into_iter().map(|(v, n, c)| (v, n, Some(c))).collect()
 }
 
-/// Undo migration 0009 (its columns and its row), as if the database predated it.
+/// Undo migration 0010 (its index and its row), as if the database predated it.
 async fn undo_latest(conn: &mut AnyConnection, dialect: Dialect) {
-    assert_eq!(*versions(dialect).last().unwrap(), 9, "undo the latest migration here");
-    for column in ["lateness_ms", "backlog", "misfired"] {
-        exec(conn, &format!("ALTER TABLE nodes DROP COLUMN {column}")).await;
+    assert_eq!(*versions(dialect).last().unwrap(), 10, "undo the latest migration here");
+    match dialect {
+        Dialect::MySql => exec(conn, "ALTER TABLE jobs DROP INDEX uq_jobs_tenant_name").await,
+        Dialect::Sqlite => exec(conn, "DROP INDEX uq_jobs_tenant_name").await,
     }
-    exec(conn, "DELETE FROM sundial_migrations WHERE version = 9").await;
+    exec(conn, "DELETE FROM sundial_migrations WHERE version = 10").await;
 }
 
 /// Connect two stores, then migrate both at once (connecting takes longer than migrating,
@@ -118,7 +121,7 @@ pub async fn two_stores_opening_at_once_migrate_once(dialect: Dialect) {
     assert_eq!(recorded(&mut raw).await, all_recorded(dialect), "every migration once, with its checksum");
     // An upgrade: the bookkeeping table exists, so nothing but the lock orders the two.
     undo_latest(&mut raw, dialect).await;
-    assert_eq!(migrate_two_at_once(&db).await, [vec![], vec![9]], "exactly one store applies 0009");
+    assert_eq!(migrate_two_at_once(&db).await, [vec![], vec![10]], "exactly one store applies 0010");
     assert_eq!(recorded(&mut raw).await, all_recorded(dialect));
     drop(raw);
     db.cleanup().await;
@@ -323,5 +326,55 @@ pub async fn a_file_is_applied_whole_with_semicolons_in_strings_and_comments(dia
     let v_exists: i64 = sqlx::query(sql).fetch_one(&mut conn).await.unwrap().get(0);
     assert_eq!(v_exists, 0, "nothing after the failing statement ran");
     drop(conn);
+    db.cleanup().await;
+}
+
+/// 0010 adds the unique key on jobs' (tenant, name) to a database that may already hold
+/// duplicate names: the oldest job of each name keeps it, every later one is renamed
+/// `<name>-<job id>` (cut to fit 100 characters), and the upgrade succeeds.
+pub async fn duplicate_job_names_are_renamed_by_the_unique_names_migration(dialect: Dialect) {
+    let db = EmptyDb::new(dialect).await;
+    let mut raw = db.connect_raw().await;
+    let before: Vec<i64> = (1..=9).collect();
+    assert_eq!(run_migrations(&mut raw, dialect, NOW, &MIGRATIONS[..9]).await.unwrap(), before);
+    let store = SqlStore::connect(&db.options()).await.unwrap();
+    let t = Tenant { id: new_id(ids::TENANT), name: "t".into(), created_at_ms: NOW };
+    let other = Tenant { id: new_id(ids::TENANT), name: "other".into(), created_at_ms: NOW };
+    let (a, b) = (app_of(&t, "a"), app_of(&other, "a"));
+    let long = "x".repeat(100);
+    let mut jobs = Vec::new();
+    // Created in this order; `created_at_ms` decides who keeps the name, then the id.
+    for (app, name, created) in [
+        (&a, "dup", NOW + 2),
+        (&a, "dup", NOW + 1),
+        (&a, "dup", NOW + 3),
+        (&a, long.as_str(), NOW),
+        (&a, long.as_str(), NOW),
+        (&a, "single", NOW),
+        (&b, "dup", NOW + 9),
+    ] {
+        let mut j = job_of(app, name);
+        j.created_at_ms = created;
+        store.job_insert(&j, &[]).await.unwrap();
+        jobs.push(j);
+    }
+    let applied = store.migrate(NOW).await.unwrap();
+    assert_eq!(applied, [10]);
+    let name_of = async |j: &sundial_store::Job| store.job_get(&j.tenant_id, &j.id).await.unwrap().unwrap().name;
+    assert_eq!(name_of(&jobs[1]).await, "dup", "the oldest keeps its name");
+    assert_eq!(name_of(&jobs[0]).await, format!("dup-{}", jobs[0].id));
+    assert_eq!(name_of(&jobs[2]).await, format!("dup-{}", jobs[2].id));
+    let (first, second) = if jobs[3].id < jobs[4].id { (&jobs[3], &jobs[4]) } else { (&jobs[4], &jobs[3]) };
+    assert_eq!(name_of(first).await, long, "same instant: the lower id keeps the name");
+    let renamed = name_of(second).await;
+    assert_eq!(renamed, format!("{}-{}", &long[..99 - second.id.len()], second.id));
+    assert_eq!(renamed.len(), 100);
+    assert_eq!(name_of(&jobs[5]).await, "single");
+    assert_eq!(name_of(&jobs[6]).await, "dup", "another tenant's name is its own");
+    // From now on the key refuses a duplicate.
+    let again = job_of(&a, "dup");
+    assert!(matches!(store.job_insert(&again, &[]).await, Err(StoreError::Conflict { what: "job_name", .. })));
+    store.close().await;
+    drop(raw);
     db.cleanup().await;
 }
