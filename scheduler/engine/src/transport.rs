@@ -188,7 +188,7 @@ pub(crate) async fn read_answer(resp: Result<reqwest::Response, CallError>, limi
     let resp = match resp {
         Ok(r) => r,
         Err(CallError::Refused(r)) => return Answer::Failed(FailReason::AddressRefused, r.to_string()),
-        Err(CallError::Http(e)) => return Answer::Failed(e_reason(&e), e_message(&e)),
+        Err(CallError::Http(e)) => return failed_exchange(&e),
     };
     let status = resp.status().as_u16();
     if status == 202 {
@@ -202,7 +202,7 @@ pub(crate) async fn read_answer(resp: Result<reqwest::Response, CallError>, limi
                 format!("the executor's answer (HTTP {status}) is larger than max_answer_bytes = {limit}"),
             );
         }
-        Err(Bounded::Http(e)) => return Answer::Failed(e_reason(&e), e_message(&e)),
+        Err(Bounded::Http(e)) => return failed_exchange(&e),
     };
     let code = || serde_json::from_slice::<Value>(&body).ok().and_then(|v| v.get("code")?.as_str().map(String::from));
     match status {
@@ -222,21 +222,30 @@ pub(crate) async fn read_answer(resp: Result<reqwest::Response, CallError>, limi
 
 /// A `2xx` body read as a result: empty is success with no output.
 fn parse_result(body: &[u8]) -> Result<ExecutorResult, String> {
-    if body.iter().all(u8::is_ascii_whitespace) {
+    let Some(first) = body.iter().find(|b| !b.is_ascii_whitespace()) else {
         return Ok(ExecutorResult { succeeded: true, reason: FailReason::Error, output: None, message: None });
+    };
+    // One parse for an answer as the protocol has it (an object: serde would also read a
+    // struct from an array); the errors are told apart only when that fails.
+    let parsed = serde_json::from_slice::<protocol::Answer>(body);
+    match parsed {
+        Ok(a) if *first == b'{' => Ok(ExecutorResult {
+            succeeded: a.status != Some(protocol::AnswerStatus::Failed),
+            reason: FailReason::Error,
+            output: a.output,
+            message: a.message,
+        }),
+        _ => Err(match serde_json::from_slice::<Value>(body) {
+            Err(e) => format!("a body that is not JSON ({e})"),
+            Ok(v) if !v.is_object() => {
+                "a JSON body that is not an object (expected {\"status\", \"output\", \"message\"})".into()
+            }
+            Ok(_) => format!(
+                "an answer that does not match the protocol: {}",
+                parsed.err().map(|e| e.to_string()).unwrap_or_default()
+            ),
+        }),
     }
-    let value: Value = serde_json::from_slice(body).map_err(|e| format!("a body that is not JSON ({e})"))?;
-    if !value.is_object() {
-        return Err("a JSON body that is not an object (expected {\"status\", \"output\", \"message\"})".into());
-    }
-    let a: protocol::Answer =
-        serde_json::from_value(value).map_err(|e| format!("an answer that does not match the protocol: {e}"))?;
-    Ok(ExecutorResult {
-        succeeded: a.status != Some(protocol::AnswerStatus::Failed),
-        reason: FailReason::Error,
-        output: a.output,
-        message: a.message,
-    })
 }
 
 enum Bounded {
@@ -391,12 +400,10 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     chain(e).last().map(|c| c.to_string()).unwrap_or_default()
 }
 
-fn e_reason(e: &reqwest::Error) -> FailReason {
-    ExchangeFailure::of(e).reason()
-}
-
-fn e_message(e: &reqwest::Error) -> String {
-    ExchangeFailure::of(e).message(&root_cause(e))
+/// A failed HTTP exchange, classified once: its reason and its message.
+fn failed_exchange(e: &reqwest::Error) -> Answer {
+    let f = ExchangeFailure::of(e);
+    Answer::Failed(f.reason(), f.message(&root_cause(e)))
 }
 
 /// How long setting up a connection to an executor may take.
@@ -419,15 +426,6 @@ pub enum CancelTarget {
     Shard { app: App, run_id: String, shard_index: i64, attempt: i64, address: String },
 }
 
-/// Counts of the cancels a [`Canceller`] handled (for tests and logs).
-#[derive(Debug, Default)]
-pub struct CancelStats {
-    pub queued: AtomicU64,
-    pub sent: AtomicU64,
-    pub failed: AtomicU64,
-    pub dropped: AtomicU64,
-}
-
 /// Best-effort signed `POST {address}/cancel` calls, sent in the background: queueing one
 /// never waits (a full queue drops it, counted), at most [`CANCEL_CONCURRENCY`] are in flight,
 /// each for at most [`CANCEL_TIMEOUT`]. Queue a cancel only after winning the write that
@@ -435,7 +433,8 @@ pub struct CancelStats {
 #[derive(Debug, Clone)]
 pub struct Canceller {
     tx: mpsc::Sender<CancelTarget>,
-    stats: Arc<CancelStats>,
+    /// Cancels dropped because the queue was full (logged at powers of two).
+    dropped: Arc<AtomicU64>,
 }
 
 impl Canceller {
@@ -443,32 +442,25 @@ impl Canceller {
     /// the `Canceller` is dropped.
     pub fn start(store: Arc<dyn Store>, client: DeliveryClient) -> Self {
         let (tx, mut rx) = mpsc::channel::<CancelTarget>(CANCEL_QUEUE);
-        let stats = Arc::new(CancelStats::default());
-        let counts = stats.clone();
         tokio::spawn(async move {
             let slots = Arc::new(Semaphore::new(CANCEL_CONCURRENCY));
             while let Some(target) = rx.recv().await {
                 let Ok(slot) = slots.clone().acquire_owned().await else { break };
-                let (store, client, counts) = (store.clone(), client.clone(), counts.clone());
+                let (store, client) = (store.clone(), client.clone());
                 tokio::spawn(async move {
-                    let ok = send_cancel(store.as_ref(), &client, target).await;
-                    let c = if ok { &counts.sent } else { &counts.failed };
-                    c.fetch_add(1, Ordering::Relaxed);
+                    send_cancel(store.as_ref(), &client, target).await;
                     drop(slot);
                 });
             }
         });
-        Self { tx, stats }
+        Self { tx, dropped: Arc::default() }
     }
 
     /// Queue a cancel; never waits.
     pub fn cancel(&self, target: CancelTarget) {
-        match self.tx.try_send(target) {
-            Ok(()) => {
-                self.stats.queued.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => {
-                let n = self.stats.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Err(e) = self.tx.try_send(target) {
+            {
+                let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
                 let run_id = match e.into_inner() {
                     CancelTarget::Run(r) => r.id,
                     CancelTarget::Shard { run_id, .. } => run_id,
@@ -484,17 +476,13 @@ impl Canceller {
     pub fn cancel_run(&self, run: &Run) {
         self.cancel(CancelTarget::Run(run.clone()));
     }
-
-    pub fn stats(&self) -> &CancelStats {
-        &self.stats
-    }
 }
 
-/// Send one cancel; `false` if it could not be sent or was not answered `2xx`.
-async fn send_cancel(store: &dyn Store, client: &DeliveryClient, target: CancelTarget) -> bool {
+/// Send one cancel (each outcome is logged; nothing waits for it).
+async fn send_cancel(store: &dyn Store, client: &DeliveryClient, target: CancelTarget) {
     match target {
         CancelTarget::Shard { app, run_id, shard_index, attempt, address } => {
-            cancel_shard_attempt(client, &app, &run_id, shard_index, attempt, &address).await
+            post_cancel(client, &app, &address, protocol::Cancel { run_id, attempt, shard: Some(shard_index) }).await
         }
         CancelTarget::Run(run) if run.shard_total.is_some() => cancel_shards(store, client, &run).await,
         CancelTarget::Run(run) => {
@@ -502,27 +490,11 @@ async fn send_cancel(store: &dyn Store, client: &DeliveryClient, target: CancelT
                 Ok(a) => a.into_iter().rev().find(|a| a.shard_index == 0 && a.attempt == run.attempt),
                 Err(_) => None,
             };
-            let Some(address) = attempt.and_then(|a| a.address) else {
-                return false;
+            let (Some(address), Some(app)) = (attempt.and_then(|a| a.address), app_of(store, &run).await) else {
+                return;
             };
-            let Some(app) = app_of(store, &run).await else {
-                return false;
-            };
-            let url = format!("{}/cancel", address.trim_end_matches('/'));
-            let body =
-                serde_json::to_string(&protocol::Cancel { run_id: run.id.clone(), attempt: run.attempt, shard: None })
-                    .expect("JSON");
-            let msg_id = format!("msg_cancel_{}_{}", run.id, run.attempt);
-            match client.post_signed(&app, &url, &msg_id, body.as_bytes(), &[], CANCEL_TIMEOUT).await {
-                Ok(r) => {
-                    tracing::info!(run_id = %run.id, status = r.status().as_u16(), "cancel sent");
-                    r.status().is_success()
-                }
-                Err(e) => {
-                    tracing::info!(run_id = %run.id, error = %e, "cancel not delivered (best effort)");
-                    false
-                }
-            }
+            post_cancel(client, &app, &address, protocol::Cancel { run_id: run.id, attempt: run.attempt, shard: None })
+                .await
         }
     }
 }
@@ -532,52 +504,41 @@ async fn app_of(store: &dyn Store, run: &Run) -> Option<App> {
     store.app_by_id(&job.app_id).await.ok()?
 }
 
-/// Signed `POST {address}/cancel {"run_id", "attempt", "shard"}` for one shard attempt.
-async fn cancel_shard_attempt(
-    client: &DeliveryClient,
-    app: &App,
-    run_id: &str,
-    shard_index: i64,
-    attempt: i64,
-    address: &str,
-) -> bool {
+/// Signed `POST {address}/cancel` with `cancel` as the body.
+async fn post_cancel(client: &DeliveryClient, app: &App, address: &str, cancel: protocol::Cancel) {
     let url = format!("{}/cancel", address.trim_end_matches('/'));
-    let body =
-        serde_json::to_string(&protocol::Cancel { run_id: run_id.to_string(), attempt, shard: Some(shard_index) })
-            .expect("JSON");
-    let msg_id = format!("msg_cancel_{run_id}_{shard_index}_{attempt}");
-    match client.post_signed(app, &url, &msg_id, body.as_bytes(), &[], CANCEL_TIMEOUT).await {
-        Ok(r) => {
-            tracing::info!(run_id, shard = shard_index, status = r.status().as_u16(), "shard cancel sent");
-            r.status().is_success()
-        }
-        Err(e) => {
-            tracing::info!(run_id, shard = shard_index, error = %e, "shard cancel not delivered (best effort)");
-            false
-        }
+    let msg_id = match cancel.shard {
+        Some(shard) => format!("msg_cancel_{}_{shard}_{}", cancel.run_id, cancel.attempt),
+        None => format!("msg_cancel_{}_{}", cancel.run_id, cancel.attempt),
+    };
+    let body = serde_json::to_vec(&cancel).expect("JSON");
+    let (run_id, shard) = (cancel.run_id.as_str(), cancel.shard);
+    match client.post_signed(app, &url, &msg_id, &body, &[], CANCEL_TIMEOUT).await {
+        Ok(r) => tracing::info!(run_id, ?shard, status = r.status().as_u16(), "cancel sent"),
+        Err(e) => tracing::info!(run_id, ?shard, error = %e, "cancel not delivered (best effort)"),
     }
 }
 
 /// Cancels for the shard attempts a run's end cancelled (a cancel through the API,
 /// cover_early, a shard failed for good): each shard whose current attempt is `cancelled`
 /// and went somewhere. Shards waiting to retry had nothing in flight.
-async fn cancel_shards(store: &dyn Store, client: &DeliveryClient, run: &Run) -> bool {
+async fn cancel_shards(store: &dyn Store, client: &DeliveryClient, run: &Run) {
     let (Ok(shards), Ok(attempts)) = (store.shard_list(&run.id).await, store.run_attempts(&run.id).await) else {
-        return false;
+        return;
     };
     let Some(app) = app_of(store, run).await else {
-        return false;
+        return;
     };
-    let mut all = true;
     for shard in shards {
         let cancelled = attempts.iter().find(|a| {
             a.shard_index == shard.shard_index && a.attempt == shard.attempt && a.state == RunState::Cancelled.as_str()
         });
         if let Some(address) = cancelled.and_then(|a| a.address.as_deref()) {
-            all &= cancel_shard_attempt(client, &app, &run.id, shard.shard_index, shard.attempt, address).await;
+            let cancel =
+                protocol::Cancel { run_id: run.id.clone(), attempt: shard.attempt, shard: Some(shard.shard_index) };
+            post_cancel(client, &app, address, cancel).await;
         }
     }
-    all
 }
 
 #[cfg(test)]

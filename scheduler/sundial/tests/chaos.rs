@@ -78,26 +78,6 @@ impl Plan {
     }
 }
 
-/// Drops the test database even when an assertion fails (kept with `CHAOS_KEEP=1`).
-struct DropDb(String);
-impl Drop for DropDb {
-    fn drop(&mut self) {
-        let name = self.0.clone();
-        if std::env::var("CHAOS_KEEP").is_ok() {
-            eprintln!("CHAOS_KEEP: database {name} kept");
-            return;
-        }
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(sundial_store::testing::drop_mysql_database(&name))
-        })
-        .join();
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Policy {
     FireAll,
@@ -111,7 +91,7 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
 
     // One fresh database, migrated once.
     let (url, db_name) = sundial_store::testing::TestDb::mysql_empty_url().await;
-    let _drop_db = DropDb(db_name);
+    let _drop_db = DropDb { name: db_name, keep_if: Some("CHAOS_KEEP") };
     let out = sundial().args(["migrate", "--database-url", &url]).output().unwrap();
     assert!(out.status.success(), "migrate: {}", String::from_utf8_lossy(&out.stderr));
 

@@ -13,22 +13,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const OPERATOR_KEY: &str = "sk_shutdown_operator_key_for_the_sigterm_test_0123456789";
 
-/// Drops the test database even when an assertion fails.
-struct DropDb(String);
-impl Drop for DropDb {
-    fn drop(&mut self) {
-        let name = self.0.clone();
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(sundial_store::testing::drop_mysql_database(&name))
-        })
-        .join();
-    }
-}
-
 async fn node_state(pool: &sqlx::AnyPool, node_id: &str) -> String {
     sqlx::query_scalar("SELECT state FROM nodes WHERE id = ?").bind(node_id).fetch_one(pool).await.unwrap()
 }
@@ -56,7 +40,7 @@ async fn wait_until<F: std::future::Future<Output = bool>>(limit: Duration, mut 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_leaves_and_hands_back_first_then_drains_http_and_deliveries() {
     let (url, db_name) = sundial_store::testing::TestDb::mysql_empty_url().await;
-    let _drop_db = DropDb(db_name);
+    let _drop_db = DropDb { name: db_name, keep_if: None };
     let pool = db_pool(&url).await;
     let sink = Sink::start().await;
     sink.set_delay(Duration::from_secs(4));

@@ -284,6 +284,31 @@ impl Sink {
     }
 }
 
+/// Drops a test database (on the shared server) even when an assertion fails; kept, with
+/// a line saying so, when the environment variable `keep_if` names is set.
+pub struct DropDb {
+    pub name: String,
+    pub keep_if: Option<&'static str>,
+}
+
+impl Drop for DropDb {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        if let Some(var) = self.keep_if.filter(|v| std::env::var(v).is_ok()) {
+            eprintln!("{var}: database {name} kept");
+            return;
+        }
+        let _ = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(sundial_store::testing::drop_mysql_database(&name))
+        })
+        .join();
+    }
+}
+
 /// Read-only SQL on a test database (sqlx `Any`).
 pub async fn db_pool(url: &str) -> sqlx::AnyPool {
     sqlx::any::install_default_drivers();
