@@ -1,10 +1,14 @@
 //! The baselines, measured in the same run before Sundial starts, with the sink otherwise idle.
 //!
-//! - **floor**: no store and no bookkeeping. After one unmeasured whole second that warms the
-//!   connection pool, at each of 5 consecutive whole seconds, J POSTs
-//!   signed like Sundial's deliveries (same headers, a body of the same shape) go to the same
-//!   sink over one keep-alive client pool, at most 512 in flight (Sundial's default
-//!   `max_inflight`). Lateness = receive − the whole second.
+//! - **floor**: no store and no bookkeeping, and everything a perfect scheduler could do ahead
+//!   of the instant done ahead. After one unmeasured whole second that warms the connection
+//!   pool, at each of 5 consecutive whole seconds, J POSTs signed like Sundial's deliveries
+//!   (same headers, a body of the same shape) go to the same sink over one keep-alive client
+//!   pool. Every request, of every second, is built before the first of them (body bytes,
+//!   headers, and the signature over the webhook-timestamp of its second, a whole second known
+//!   ahead) and handed to a task of its own that waits for the whole second; then it takes one
+//!   of 512 delivery slots (Sundial's default `max_inflight`, taken after the instant as
+//!   Sundial's are) and is sent. Lateness = receive − the whole second.
 //! - **raw inserts**: J rows in multi-row `INSERT`s (500 rows a statement, one commit each)
 //!   into a scratch table shaped like Sundial's `runs`, in the same database.
 
@@ -36,19 +40,25 @@ pub struct Floor {
     pub lateness_ms: Pct,
 }
 
-/// Sundial's delivery client settings (scheduler/engine/src/delivery.rs).
+/// Sundial's delivery client settings (scheduler/engine/src/transport.rs): one keep-alive
+/// pool, no redirects followed, no proxy.
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(5))
         .pool_idle_timeout(Duration::from_secs(60))
         .tcp_nodelay(true)
-        .user_agent("sundial/0.1.0")
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .user_agent(concat!("sundial/", env!("CARGO_PKG_VERSION")))
         .build()
         .expect("HTTP client builds")
 }
 
-/// One POST signed as Sundial signs a delivery of a run's first attempt.
-async fn post(http: &reqwest::Client, url: &str, key: &Key, second_ms: i64, i: usize) -> bool {
+/// One POST signed as Sundial signs a delivery of a run's first attempt, built ahead of its
+/// whole second `second_ms`: body bytes, every header, and the signature, computed with that
+/// second as the `webhook-timestamp` (whole seconds, so known ahead; Sundial stamps its send
+/// time, which is that second for a delivery on time).
+fn request(http: &reqwest::Client, url: &reqwest::Url, key: &Key, second_ms: i64, i: usize) -> reqwest::Request {
     let run_id = format!("run_floor{:010}{:08}", second_ms / 1000 % 10_000_000_000, i);
     let job_id = format!("job_floor{i:08}");
     let scheduled_at = rfc3339_ms(second_ms);
@@ -59,9 +69,8 @@ async fn post(http: &reqwest::Client, url: &str, key: &Key, second_ms: i64, i: u
     }))
     .expect("JSON");
     let msg_id = format!("msg_{run_id}_0_1");
-    let ts = (now_us() / 1_000_000).to_string();
-    let r = http
-        .post(url)
+    let ts = second_ms.div_euclid(1000).to_string();
+    http.post(url.clone())
         .timeout(Duration::from_secs(30))
         .header("content-type", "application/json")
         .header("webhook-id", &msg_id)
@@ -74,9 +83,13 @@ async fn post(http: &reqwest::Client, url: &str, key: &Key, second_ms: i64, i: u
         .header("sundial-scheduled-at", &scheduled_at)
         .header("sundial-shard", "0/1")
         .body(body)
-        .send()
-        .await;
-    match r {
+        .build()
+        .expect("the floor's request builds")
+}
+
+/// Send a prebuilt request and read the answer; true on a 2xx read to its end.
+async fn send(http: &reqwest::Client, req: reqwest::Request) -> bool {
+    match http.execute(req).await {
         Ok(r) if r.status().is_success() => r.bytes().await.is_ok(),
         _ => false,
     }
@@ -90,45 +103,58 @@ pub async fn sleep_until_ms(t: i64) {
     }
 }
 
+/// Requests built once to time the building, so the first second leaves room to build all.
+const CALIBRATION_REQUESTS: usize = 1000;
+
 pub async fn floor(sink: &Sink, jobs: usize) -> anyhow::Result<Floor> {
     let (key, _) = Key::generate();
     sink.set_key(key.clone());
     sink.take();
     sink.reset_counters();
     let http = client();
-    let url = sink.url();
+    let url: reqwest::Url = sink.url().parse()?;
+    // Building every request of the 6 seconds takes time before the first of them: time a
+    // sample and start the warm-up second after twice the estimate (and at least a second).
+    let sample = jobs.min(CALIBRATION_REQUESTS);
+    let timed = Instant::now();
+    for i in 0..sample {
+        std::hint::black_box(request(&http, &url, &key, 0, i));
+    }
+    let total = (FLOOR_SECONDS as usize + 1) * jobs;
+    let build_ms = (timed.elapsed().as_secs_f64() * 1000.0 * total as f64 / sample as f64).ceil() as i64;
     // Warm the pool the way a running Sundial's is warm when the window opens (it has sent
     // herds before): one whole second of J POSTs, sent but not measured, so the measured
     // seconds do not pay for opening up to 512 connections that Sundial has open already.
-    let permits = Arc::new(Semaphore::new(MAX_INFLIGHT));
-    let warm = (now_us() / 1000).div_euclid(1000) * 1000 + 2000;
+    let warm = (now_us() / 1000 + 2 * build_ms).div_euclid(1000) * 1000 + 2000;
     let first = warm + 1000;
-    let mut seconds = tokio::task::JoinSet::new();
+    // Every request of every second built and signed now, each in a task of its own that
+    // waits for its whole second, then for a delivery slot (at most 512 in flight, taken
+    // after the instant as Sundial's delivery slots are), then sends.
+    let permits = Arc::new(Semaphore::new(MAX_INFLIGHT));
+    let mut posts = tokio::task::JoinSet::new();
     for k in -1..FLOOR_SECONDS {
-        let (http, url, key, permits) = (http.clone(), url.clone(), key.clone(), permits.clone());
         let second = first + k * 1000;
-        seconds.spawn(async move {
-            sleep_until_ms(second).await;
-            let mut posts = tokio::task::JoinSet::new();
-            for i in 0..jobs {
-                let (http, url, key, permits) = (http.clone(), url.clone(), key.clone(), permits.clone());
-                posts.spawn(async move {
-                    let _permit = permits.acquire_owned().await.expect("semaphore open");
-                    post(&http, &url, &key, second, i).await
-                });
-            }
-            let mut errors = 0u64;
-            while let Some(ok) = posts.join_next().await {
-                if !ok.unwrap_or(false) {
-                    errors += 1;
-                }
-            }
-            errors
-        });
+        for i in 0..jobs {
+            let req = request(&http, &url, &key, second, i);
+            let (http, permits) = (http.clone(), permits.clone());
+            posts.spawn(async move {
+                sleep_until_ms(second).await;
+                let _slot = permits.acquire_owned().await.expect("semaphore open");
+                send(&http, req).await
+            });
+        }
     }
+    let built = now_us() / 1000;
+    anyhow::ensure!(
+        built < warm,
+        "building the floor's {total} requests took until {} ms past the warm-up second's start (estimate {build_ms} ms)",
+        built - warm
+    );
     let mut errors = 0;
-    while let Some(e) = seconds.join_next().await {
-        errors += e?;
+    while let Some(ok) = posts.join_next().await {
+        if !ok.unwrap_or(false) {
+            errors += 1;
+        }
     }
     let recs: Vec<_> = sink.take().into_iter().filter(|r| r.scheduled_ms >= first).collect();
     let lateness: Vec<f64> = recs.iter().map(|r| (r.received_us - r.scheduled_ms * 1000) as f64 / 1000.0).collect();

@@ -11,8 +11,10 @@
 //! redeliveries, lateness (receive − scheduled) p50/p90/p99/max, fires/s, a per-second
 //! series, the CPU split, and the database's accounting of the window's runs. In the same run,
 //! before Sundial starts, it measures the baselines — the *floor* (J signed POSTs at each of 5
-//! whole seconds, no store, no bookkeeping, to the same sink) and J raw multi-row inserts — and
-//! prints each figure as a ratio to them, with the verdict `missed == 0 and p99 ≤ 2 × floor p99`.
+//! whole seconds, no store, no bookkeeping, to the same sink; every request built and signed
+//! ahead and waiting in a task of its own, released at the whole second) and J raw multi-row
+//! inserts — and prints each figure as a ratio to them, with the verdict
+//! `missed == 0 and p99 ≤ 2 × floor p99`.
 //! `--stall-db-at`/`--stall-db-secs` SIGSTOP the private `mariadbd` mid-window and report when
 //! fires are on time again and whether any fire was lost.
 //!
@@ -175,7 +177,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let database_server = target.describe().await;
     let sink = Sink::start().await?;
 
-    say(format!("floor baseline: {j} signed POSTs at each of 5 whole seconds"));
+    say(format!("floor baseline: {j} signed POSTs at each of 5 whole seconds, built ahead, released at the second"));
     let floor = baseline::floor(&sink, j).await?;
     say(format!("raw insert baseline: {j} rows"));
     let raw = baseline::raw_inserts(&target, j).await?;
