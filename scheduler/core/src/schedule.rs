@@ -55,6 +55,11 @@ pub enum Trigger {
     Manual,
 }
 
+/// Fixed-rate schedules this frequent or more are [`Schedule::fires_at_dispatch`].
+pub const AT_DISPATCH_MAX_EVERY_MS: i64 = 10_000;
+/// Cron schedules firing at least this many seconds of a minute are [`Schedule::fires_at_dispatch`].
+pub const AT_DISPATCH_MIN_SECONDS: u32 = 6;
+
 /// A validated schedule.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
@@ -190,6 +195,19 @@ impl Schedule {
 
     pub fn format(&self, ms: i64) -> String {
         rfc3339_in(ms, self.display_tz())
+    }
+
+    /// Is this a high-frequency schedule, whose run rows are written when each fire is
+    /// dispatched rather than ahead of time? A fixed rate of at most
+    /// [`AT_DISPATCH_MAX_EVERY_MS`], or a cron expression firing at least
+    /// [`AT_DISPATCH_MIN_SECONDS`] seconds of each minute it matches. Depends on the
+    /// schedule alone (never on the time it is asked), so every node and every pass agree.
+    pub fn fires_at_dispatch(&self) -> bool {
+        match &self.trigger {
+            Trigger::Cron { cron, .. } => cron.seconds_per_minute() >= AT_DISPATCH_MIN_SECONDS,
+            Trigger::FixedRate { every_ms, .. } => *every_ms <= AT_DISPATCH_MAX_EVERY_MS,
+            Trigger::Once { .. } | Trigger::Manual => false,
+        }
     }
 
     /// The first fire strictly after `after_ms`, inside the start/end window.
@@ -379,6 +397,34 @@ mod tests {
     }
 
     const T0: i64 = 1_790_000_000_000; // 2026-09-21T14:13:20Z
+
+    #[test]
+    fn high_frequency_schedules_fire_at_dispatch_by_their_definition_alone() {
+        let cron = |e: &str| {
+            let mut s = spec(ScheduleKind::Cron);
+            s.expression = Some(e.into());
+            Schedule::parse(&s, T0).unwrap().fires_at_dispatch()
+        };
+        let every = |ms: i64| {
+            let mut s = spec(ScheduleKind::FixedRate);
+            s.every_ms = Some(ms);
+            Schedule::parse(&s, T0).unwrap().fires_at_dispatch()
+        };
+        assert!(cron("* * * * * *"));
+        assert!(cron("*/10 * * * * *"), "six seconds a minute");
+        assert!(!cron("*/15 * * * * *"), "four seconds a minute");
+        assert!(
+            cron("* * 9-17 * * MON-FRI"),
+            "dense in office hours: decided by the seconds field, never by the hour asked"
+        );
+        assert!(!cron("* * * * *"), "five fields: once a minute");
+        assert!(!cron("@hourly"));
+        assert!(every(1_000) && every(10_000));
+        assert!(!every(10_001) && !every(60_000));
+        let mut once = spec(ScheduleKind::Once);
+        once.at = Some("2026-09-22T00:00:00Z".into());
+        assert!(!Schedule::parse(&once, T0).unwrap().fires_at_dispatch());
+    }
 
     #[test]
     fn fixed_rate_counts_from_the_anchor_not_from_now() {

@@ -154,6 +154,11 @@ impl Cron {
     pub fn has_seconds(&self) -> bool {
         self.has_seconds
     }
+
+    /// How many seconds of a matching minute fire (1 for 5-field expressions and macros).
+    pub fn seconds_per_minute(&self) -> u32 {
+        self.seconds.count_ones()
+    }
 }
 
 impl std::str::FromStr for Cron {

@@ -37,15 +37,33 @@ impl Engine {
         wait: bool,
         popped_at_ms: i64,
     ) -> Result<()> {
-        let runs: Vec<ToDispatch> =
-            due.iter().map(|(id, _)| ToDispatch::new(id.clone(), self.fire.timer.redelivers(id))).collect();
+        let runs: Vec<ToDispatch> = due
+            .iter()
+            .map(|(id, _)| match self.at_dispatch.take(id) {
+                Some(run) => ToDispatch::unwritten(run),
+                None => ToDispatch::new(id.clone(), self.fire.timer.redelivers(id)),
+            })
+            .collect();
         let latest_due = due.iter().map(|(_, d)| *d).max().unwrap_or(i64::MIN);
         let instant: std::collections::HashMap<String, i64> = due.into_iter().collect();
         let began = self.now_ms();
         let now = began.max(latest_due);
-        let mut decisions =
-            crate::retry_deadlock(|| self.store.run_dispatch_many(&runs, &self.cfg.node_id, now, self.cfg.lease_ms))
-                .await?;
+        let mut decisions = match crate::retry_deadlock(|| {
+            self.store.run_dispatch_many(&runs, &self.cfg.node_id, now, self.cfg.lease_ms)
+        })
+        .await
+        {
+            Ok(d) => d,
+            Err(e) => {
+                // Nothing was decided: fires with no row go back to wait for another try.
+                for t in runs {
+                    if let Some(run) = t.unwritten {
+                        self.at_dispatch.put_back(run);
+                    }
+                }
+                return Err(e.into());
+            }
+        };
         let committed = self.now_ms();
         self.note_dispatch_took(committed - popped_at_ms);
         self.note_dispatch_cost(committed - began, runs.len());

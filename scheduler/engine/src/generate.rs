@@ -116,6 +116,19 @@ impl Engine {
                     tracing::error!(job_id = %job.id, "stored schedule does not parse; skipping the job");
                     continue;
                 };
+                if schedule.fires_at_dispatch() {
+                    // Its rows are written at dispatch by the node owning its bucket
+                    // (`at_dispatch.rs`); here only its cursor moves, a horizon at a time, so
+                    // the job is not read again at every pass.
+                    let until = now + self.cfg.horizon_ms;
+                    batch.push(GenerateJob {
+                        job_id: job.id,
+                        job_version: job.version,
+                        runs: Vec::new(),
+                        generated_until_ms: until,
+                    });
+                    continue;
+                }
                 let from = job.generated_until_ms.unwrap_or(job.updated_at_ms - 1);
                 let until = generation_until(&job.id, &schedule, from, now, self.cfg.horizon_ms, near);
                 let mut runs = plan_runs(&job, &schedule, from, until, now);

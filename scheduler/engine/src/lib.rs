@@ -14,6 +14,7 @@
 //!
 //! What is not here: SQL (the store), HTTP routing of the API (the api crate).
 
+mod at_dispatch;
 mod cluster;
 mod delivery;
 mod generate;
@@ -253,6 +254,9 @@ pub struct Engine {
     /// The fire path: the timer and what takes its runs to their delivery (`timer.rs`,
     /// `delivery.rs`, `shard.rs`).
     pub(crate) fire: FirePath,
+    /// This node's high-frequency jobs, whose fires enter the timer without a row
+    /// (`at_dispatch.rs`).
+    pub(crate) at_dispatch: at_dispatch::AtDispatch,
     /// How far ahead of their instant runs leave the timer (`Engine::dispatch_lead_ms`).
     pub(crate) lead: DispatchLead,
     /// Calls to executors and the results they bring back (`transport.rs`, `outcome.rs`).
@@ -341,6 +345,7 @@ impl Engine {
                 staged: Arc::new(Semaphore::new(cfg.capacity.max(cfg.max_inflight).max(1))),
                 deliveries: tokio_util::task::TaskTracker::new(),
             },
+            at_dispatch: at_dispatch::AtDispatch::default(),
             lead: DispatchLead {
                 dispatch_per_run_us: std::sync::atomic::AtomicI64::new(0),
                 herd_ms: std::sync::atomic::AtomicI64::new(0),
@@ -430,6 +435,37 @@ impl Engine {
                 }
             }
         }));
+        // Once a second, or at once when a job fell behind.
+        let e = self.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut pause = Duration::from_millis(1000);
+            loop {
+                tokio::select! {
+                    _ = e.life.cancel.cancelled() => break,
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = e.at_dispatch.behind.notified() => {}
+                }
+                match e.at_dispatch_sync().await {
+                    Ok(_) => pause = Duration::from_millis(1000),
+                    Err(err) => {
+                        pause = (pause * 2).min(Duration::from_secs(10));
+                        tracing::warn!(service = "at-dispatch", error = %err, retry_in_ms = pause.as_millis() as u64, "step failed");
+                    }
+                }
+            }
+        }));
+        // Memory only: keeps the timer filled with the high-frequency jobs' fires even while
+        // the database stalls (the timer's capacity bounds it).
+        let e = self.clone();
+        tasks.push(tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = e.life.cancel.cancelled() => break,
+                    _ = tokio::time::sleep(tick.min(Duration::from_millis(100))) => {}
+                }
+                e.at_dispatch_fill();
+            }
+        }));
         let e = self.clone();
         tasks.push(tokio::spawn(async move { e.timer_loop().await }));
         tasks.push(self.spawn_loop(
@@ -506,6 +542,8 @@ impl Engine {
             tracing::warn!(error = %e, "could not mark this node as leaving");
         }
         let held = self.fire.timer.drain();
+        // Unwritten fires (high-frequency jobs') become `pending` rows for the next owner.
+        self.at_dispatch_hand_over().await;
         if !held.is_empty() {
             match self.store.run_release(&self.cfg.node_id, &held, self.now_ms()).await {
                 Ok(n) => tracing::info!(released = n, "handed back claimed runs"),
@@ -618,6 +656,12 @@ impl Engine {
             peeked: get(&c.peeked),
             claimed_at_insert: get(&c.claimed_at_insert),
         }
+    }
+
+    /// High-frequency jobs this node fires at dispatch, and their fires in its timer that
+    /// have no row yet.
+    pub fn at_dispatch_counts(&self) -> (usize, usize) {
+        self.at_dispatch.counts()
     }
 
     /// Runs waiting in this node's timer.

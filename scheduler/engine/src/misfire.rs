@@ -213,7 +213,11 @@ impl Engine {
         // `fire_once`: a later fire of the job held here and due (or being dispatched) settles
         // it in memory; only otherwise does the store say whether one has gone already.
         let mut ask_store: Vec<(String, i64, i64)> = Vec::new();
-        let unwritten = |job: &str, before: i64| written.get(job).is_some_and(|w| *w < before);
+        // A high-frequency job held here has its fires from `next_fire` on still to come
+        // (not yet in the timer, or to be caught up through rows).
+        let unwritten = |job: &str, before: i64| {
+            written.get(job).is_some_and(|w| *w < before) || self.at_dispatch.next_fire(job).is_some_and(|n| n < before)
+        };
         let probe = decide(fires, &specs, now, |job, at, before| {
             if unwritten(job, before) || self.fire.timer.holds_later_fire(job, at, before) {
                 return true;
@@ -245,8 +249,46 @@ impl Engine {
         }
         let mut expired = 0;
         for (message, ids) in &settled.expire {
+            // Fires with no row yet (high-frequency jobs') are written `expired`; the others'
+            // rows move there.
+            let unwritten = self.at_dispatch.take_many(ids.iter());
+            let taken: std::collections::HashSet<String> = unwritten.iter().map(|r| r.id.clone()).collect();
+            if !unwritten.is_empty() {
+                let to = sundial_core::run_state::transition(
+                    sundial_core::types::RunState::Pending,
+                    &sundial_core::run_state::RunEvent::Expire,
+                )
+                .expect("pending runs may expire")
+                .to;
+                let rows: Vec<sundial_store::Run> = unwritten
+                    .into_iter()
+                    .map(|mut r| {
+                        r.state = to;
+                        r.message = Some(message.clone());
+                        r.finished_at_ms = Some(now);
+                        r.updated_at_ms = now;
+                        r
+                    })
+                    .collect();
+                match crate::retry_deadlock(|| self.store.run_insert_missing(&rows)).await {
+                    Ok(n) => expired += n as u64,
+                    Err(e) => {
+                        for mut r in rows {
+                            r.state = sundial_core::types::RunState::Pending;
+                            r.message = None;
+                            r.finished_at_ms = None;
+                            self.at_dispatch.put_back(r);
+                        }
+                        return Err(e.into());
+                    }
+                }
+            }
+            let written: Vec<String> = ids.iter().filter(|id| !taken.contains(*id)).cloned().collect();
+            if written.is_empty() {
+                continue;
+            }
             expired +=
-                crate::retry_deadlock(|| self.store.run_expire_many(ids, &self.cfg.node_id, message, now)).await?;
+                crate::retry_deadlock(|| self.store.run_expire_many(&written, &self.cfg.node_id, message, now)).await?;
         }
         if expired > 0 {
             self.load.note_misfired(expired);

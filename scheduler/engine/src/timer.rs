@@ -221,6 +221,10 @@ impl Timer {
         let g = self.inner.lock().expect("timer lock");
         g.meta.get(run_id).is_some_and(|m| m.redeliver)
     }
+    /// Is the run scheduled in the heap (put back to be tried again)?
+    pub fn is_due(&self, run_id: &str) -> bool {
+        self.inner.lock().expect("timer lock").due.contains_key(run_id)
+    }
     /// Runs held: scheduled or waiting (not those being dispatched).
     pub fn len(&self) -> usize {
         let g = self.inner.lock().expect("timer lock");
@@ -299,7 +303,9 @@ impl Timer {
                 None => {
                     let m = g.meta.get(&id);
                     out.push(Popped {
-                        late: due_ms < late_before_ms && m.is_some_and(|m| m.schedule),
+                        // By its fire's instant: a fire put back after a failed try is
+                        // due later than it was scheduled, and just as late.
+                        late: m.is_some_and(|m| m.schedule && m.scheduled_at_ms.min(due_ms) < late_before_ms),
                         job_id: m.map(|m| m.job_id.clone()),
                         scheduled_at_ms: m.map_or(due_ms, |m| m.scheduled_at_ms),
                         id,
@@ -595,16 +601,24 @@ impl Engine {
             let kept: HashSet<String> = match self.settle_late(&fires).await {
                 Ok(k) => k.into_iter().collect(),
                 Err(err) => {
-                    // Dispatch them as they are: the dispatch transaction decides under the locks.
-                    tracing::warn!(runs = fires.len(), error = %err, "misfire check failed; dispatching the late runs");
-                    fires.iter().map(|f| f.id.clone()).collect()
+                    // Not judged: they stay in the timer and are judged again shortly (never
+                    // sent past their misfire policy because the store could not be asked).
+                    tracing::warn!(runs = fires.len(), error = %err, "misfire check failed; checking the late runs again shortly");
+                    let again = self.now_ms() + 500;
+                    for p in &late {
+                        self.fire.timer.push(again, p.id.clone());
+                    }
+                    if go.is_empty() {
+                        return;
+                    }
+                    HashSet::new()
                 }
             };
             let now = self.now_ms();
             for p in late {
                 if kept.contains(&p.id) {
                     go.push(p);
-                } else {
+                } else if !self.fire.timer.is_due(&p.id) {
                     self.fire.timer.after_dispatch(&p.id, now, now + self.cfg.lease_ms);
                 }
             }
@@ -621,6 +635,11 @@ impl Engine {
             let now = self.now_ms();
             for id in &ids {
                 self.fire.timer.after_dispatch(id, now, now + self.cfg.lease_ms);
+                // A fire with no row has no lease to bring it back: it tries again shortly
+                // (late by then, so its misfire policy has its say).
+                if let Some(run) = self.at_dispatch.get(id) {
+                    self.fire.timer.push_run(now + 500, &run);
+                }
             }
         }
     }
@@ -651,6 +670,9 @@ impl Engine {
     /// deterministic turn of the engine for tests driven by a manual clock.
     pub async fn tick(self: &Arc<Self>) -> Result<usize> {
         self.generate_once().await?;
+        self.at_dispatch_fill();
+        self.at_dispatch_sync().await?;
+        self.at_dispatch_fill();
         self.claim_once().await?;
         let fired = self.fire_due(true).await;
         self.shard_retry_once(true).await?;

@@ -37,6 +37,10 @@ pub trait JobStore: Send + Sync {
     async fn job_insert_if_absent(&self, job: &Job) -> Result<bool>;
 
     /// Active jobs with a timed schedule whose runs are not generated up to `horizon_end_ms`.
+    /// Every active job with a cron or fixed-rate schedule: (id, version), by id. Nodes
+    /// compare it with the high-frequency jobs they fire to see what was created, edited,
+    /// stopped or deleted.
+    async fn job_timed_versions(&self) -> Result<Vec<(String, i64)>>;
     async fn job_due_for_generation(&self, horizon_end_ms: i64, limit: i64) -> Result<Vec<Job>>;
 
     /// By id or by name, within the tenant.

@@ -59,9 +59,15 @@ pub struct PeekParams {
 }
 
 /// A run a node hands to [`RunStore::run_dispatch_many`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToDispatch {
     pub run_id: String,
+    /// A fire with no row yet (a high-frequency job's, see
+    /// `sundial_core::schedule::Schedule::fires_at_dispatch`): the dispatch transaction
+    /// writes its row, in the state it decides, unless its (job, fire key) has one already
+    /// (then `Gone`), or the job is gone, not active, or no longer fires at that instant
+    /// (then `Gone`, nothing written). `run_id` is this run's id.
+    pub unwritten: Option<Run>,
     /// The node claimed it `dispatching` (recovered from a node that lost it), so a
     /// `dispatching` run of this node is delivered again as the same attempt. Otherwise a
     /// `dispatching` run is one already under way, and the decision is `Gone`.
@@ -71,7 +77,11 @@ pub struct ToDispatch {
 impl ToDispatch {
     /// A run as the node claimed or read it.
     pub fn new(run_id: impl Into<String>, redeliver: bool) -> Self {
-        Self { run_id: run_id.into(), redeliver }
+        Self { run_id: run_id.into(), redeliver, unwritten: None }
+    }
+    /// A fire with no row yet: see [`ToDispatch::unwritten`].
+    pub fn unwritten(run: Run) -> Self {
+        Self { run_id: run.id.clone(), redeliver: false, unwritten: Some(run) }
     }
 }
 
@@ -196,6 +206,13 @@ pub trait RunStore: Send + Sync {
     /// the whole batch, each reading only the jobs' fires from the earliest instant asked
     /// about on.
     async fn run_later_fires(&self, fires: &[(String, i64)], before_ms: i64) -> Result<Vec<String>>;
+    /// Insert runs unless their (job, fire key) has a row already (one transaction): fires
+    /// that had no row yet, written in the state they ended in (`expired` by the misfire
+    /// policy) or handed over `pending` (a node stopping). Returns how many were inserted.
+    async fn run_insert_missing(&self, runs: &[Run]) -> Result<usize>;
+    /// The latest schedule fire that has a row, per job (jobs with none are absent): where
+    /// a node taking a high-frequency job over starts from.
+    async fn run_last_fires(&self, job_ids: &[String]) -> Result<std::collections::HashMap<String, i64>>;
     /// Hand claimed runs not yet dispatched back (`queued` → `pending`, retrying runs lose their owner).
     async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64>;
     /// The dispatch transaction: move a run to `dispatching` as its next attempt, reading

@@ -337,6 +337,17 @@ impl JobStore for SqlStore {
 
     // ---- scheduling engine ----
 
+    async fn job_timed_versions(&self) -> Result<Vec<(String, i64)>> {
+        sqlx::query(
+            "SELECT id, version FROM jobs WHERE state = 'active' AND schedule_kind IN ('cron', 'fixed_rate') ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| Ok((col(r, "id")?, col(r, "version")?)))
+        .collect()
+    }
+
     async fn job_due_for_generation(&self, horizon_end_ms: i64, limit: i64) -> Result<Vec<Job>> {
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {JOB_COLS} FROM jobs WHERE state = 'active' AND schedule_kind IN ('cron', 'fixed_rate', 'once') \

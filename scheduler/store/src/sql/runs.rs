@@ -20,6 +20,13 @@ use crate::{
 
 mod batch;
 
+/// The instant of a schedule fire key `s:<ms>`.
+fn fire_key_ms(key: &str) -> Result<i64> {
+    key.strip_prefix("s:")
+        .and_then(|ms| ms.parse().ok())
+        .ok_or_else(|| crate::StoreError::Corrupt(format!("runs.fire_key `{key}` is not a schedule fire key")))
+}
+
 pub(super) fn run_row(r: &AnyRow) -> Result<Run> {
     Ok(Run {
         id: col(r, "id")?,
@@ -419,6 +426,59 @@ impl RunStore for SqlStore {
             .collect();
         out.sort_unstable();
         out.dedup();
+        Ok(out)
+    }
+
+    async fn run_insert_missing(&self, runs: &[Run]) -> Result<usize> {
+        if runs.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.begin().await?;
+        let n = batch::insert_runs(&mut tx, self.dialect, runs).await?;
+        tx.commit().await?;
+        Ok(n)
+    }
+
+    async fn run_last_fires(&self, job_ids: &[String]) -> Result<std::collections::HashMap<String, i64>> {
+        // Through `uq_runs_fire` (job, fire key), as `run_later_fires`: `s:<ms>` keys of 13
+        // digits (2001-09-09 to 2286) sort as their instants do, so the greatest key is the
+        // latest fire, found by one index dive per job (MariaDB reads MAX of a group from the
+        // index; SQLite is asked per job, which its MIN/MAX optimisation answers the same way).
+        let mut out = std::collections::HashMap::new();
+        let mut tx = self.begin().await?;
+        match self.dialect {
+            Dialect::MySql => {
+                let sql = format!(
+                    "SELECT job_id, MAX(fire_key) AS k FROM runs WHERE job_id IN ({}) AND fire_key > 's:' AND fire_key < 's;' \
+                     GROUP BY job_id",
+                    IDS
+                );
+                for chunk in job_ids.chunks(IN_CHUNK) {
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(&sql, chunk.len())));
+                    for i in 0..in_width(chunk.len()) {
+                        q = q.bind(&chunk[i.min(chunk.len() - 1)]);
+                    }
+                    for r in q.fetch_all(&mut *tx).await? {
+                        let key: String = col(&r, "k")?;
+                        out.insert(col(&r, "job_id")?, fire_key_ms(&key)?);
+                    }
+                }
+            }
+            Dialect::Sqlite => {
+                for id in job_ids {
+                    let key: Option<String> = sqlx::query_scalar(
+                        "SELECT MAX(fire_key) FROM runs WHERE job_id = ? AND fire_key > 's:' AND fire_key < 's;'",
+                    )
+                    .bind(id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    if let Some(key) = key {
+                        out.insert(id.clone(), fire_key_ms(&key)?);
+                    }
+                }
+            }
+        }
+        tx.commit().await?;
         Ok(out)
     }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
-use sundial_core::types::{BlockStrategy, RunState, TriggerKind};
+use sundial_core::types::{BlockStrategy, JobState, RunState, TriggerKind};
 
 use super::{insert_run, run_row, set_terminal};
 use crate::sql::apps::{app_row, executor_row};
@@ -98,13 +98,28 @@ impl SqlStore {
     ) -> Result<Vec<(String, DispatchDecision)>> {
         let ids = distinct(to_dispatch.iter().map(|t| t.run_id.as_str()));
         let redeliver: HashSet<&str> = to_dispatch.iter().filter(|t| t.redeliver).map(|t| t.run_id.as_str()).collect();
+        // Fires with no row yet: decided like `pending` rows, and written in the state decided.
+        let mut unwritten: HashMap<String, Run> = HashMap::new();
+        for t in to_dispatch {
+            if let Some(r) = &t.unwritten {
+                debug_assert_eq!(r.state, RunState::Pending);
+                unwritten.entry(t.run_id.clone()).or_insert_with(|| r.clone());
+            }
+        }
         let mut tx = self.begin().await?;
         // Locks are taken in id order everywhere (runs, then jobs): two transactions over
         // overlapping rows then wait for each other instead of deadlocking.
-        let mut runs = self.lock_runs(&mut tx, &sorted(&ids)).await?;
+        let written_ids: Vec<&str> = ids.iter().copied().filter(|id| !unwritten.contains_key(*id)).collect();
+        let mut runs = self.lock_runs(&mut tx, &sorted(&written_ids)).await?;
         let mut decisions: Vec<(String, Option<DispatchDecision>)> = Vec::with_capacity(ids.len());
         let mut todo: Vec<String> = Vec::new();
         for id in &ids {
+            if let Some(r) = unwritten.get(*id) {
+                runs.insert(id.to_string(), r.clone());
+                todo.push(id.to_string());
+                decisions.push((id.to_string(), None));
+                continue;
+            }
             let decision = match runs.get(*id) {
                 None => Some(DispatchDecision::Gone),
                 Some(run) => {
@@ -154,8 +169,29 @@ impl SqlStore {
         let mut dispatched: Vec<String> = Vec::new();
         let mut skipped: HashMap<String, DispatchDecision> = HashMap::new();
         let mut covered_by: HashMap<String, Vec<Run>> = HashMap::new();
+        // An unwritten fire whose job is gone, stopped or changed so that it no longer fires
+        // then, or whose fire key has a row already (another node's, or written while this
+        // one waited for the job's lock), is `Gone` and writes nothing. Read after the job
+        // locks: a dispatch elsewhere that wrote the same fire held the same lock.
+        let taken = self.fires_with_rows(&mut tx, unwritten.values()).await?;
+        for (id, run) in &unwritten {
+            let fires_then = jobs.get(&run.job_id).is_some_and(|j| {
+                j.state == JobState::Active && (j.version == run.job_version || still_fires_at(j, run.scheduled_at_ms))
+            });
+            if !fires_then || taken.contains(&(run.job_id.clone(), run.fire_key.clone())) {
+                skipped.insert(id.clone(), DispatchDecision::Gone);
+            }
+        }
+        let mut to_write: Vec<String> = Vec::new();
         for id in &todo {
+            if skipped.contains_key(id) {
+                continue;
+            }
             let run = runs[id].clone();
+            let fresh_fire = unwritten.contains_key(id);
+            if fresh_fire {
+                to_write.push(id.clone());
+            }
             let Some(job) = jobs.get(&run.job_id) else {
                 set_terminal(&mut tx, &run, RunEvent::Cancel, "the job was deleted", now_ms).await?;
                 skipped.insert(id.clone(), DispatchDecision::Gone);
@@ -178,11 +214,26 @@ impl SqlStore {
                     match job.block {
                         BlockStrategy::Serial => {
                             // Waits in `queued`, claimed by this node if it was still `pending`.
+                            if fresh_fire {
+                                let r = runs.get_mut(id).expect("in the batch");
+                                r.state = transition(r.state, &RunEvent::Claim).map_err(refused)?.to;
+                                r.owner_node = Some(node_id.to_string());
+                                r.lease_until_ms = Some(now_ms + lease_ms);
+                                r.updated_at_ms = now_ms;
+                                skipped.insert(id.clone(), DispatchDecision::Blocked);
+                                continue;
+                            }
                             hold_claim(&mut tx, &run, node_id, now_ms, now_ms + lease_ms).await?;
                             skipped.insert(id.clone(), DispatchDecision::Blocked);
                             continue;
                         }
                         BlockStrategy::DiscardLater => {
+                            if fresh_fire {
+                                let msg = "discard_later: the previous run is still in flight";
+                                end_unwritten(runs.get_mut(id).expect("in the batch"), RunEvent::Skip, msg, now_ms)?;
+                                skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "discard_later" });
+                                continue;
+                            }
                             set_terminal(
                                 &mut tx,
                                 &run,
@@ -215,6 +266,16 @@ impl SqlStore {
                     }
                 }
                 if job.max_concurrency.is_some_and(|m| still >= m) {
+                    if fresh_fire {
+                        end_unwritten(
+                            runs.get_mut(id).expect("in the batch"),
+                            RunEvent::Skip,
+                            "max_concurrency reached",
+                            now_ms,
+                        )?;
+                        skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "max_concurrency" });
+                        continue;
+                    }
                     set_terminal(&mut tx, &run, RunEvent::Skip, "max_concurrency reached", now_ms).await?;
                     skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "max_concurrency" });
                     continue;
@@ -240,6 +301,24 @@ impl SqlStore {
             inflight.entry(job.id.clone()).or_default().push(r.clone());
             dispatched.push(id.clone());
         }
+        // The fires that had no row: one multi-row insert, each in the state decided above.
+        // The fire-key check above ran under the job locks; a row that appeared since anyway
+        // (a generator's insert of the same fire, not yet committed then) makes the insert
+        // ignore ours: such a fire is `Gone` here (the other row fires it), nothing else of
+        // it written.
+        if !to_write.is_empty() {
+            let rows: Vec<Run> = to_write.iter().map(|id| runs[id].clone()).collect();
+            let inserted = insert_runs(&mut tx, self.dialect, &rows).await?;
+            if inserted != rows.len() {
+                let present = self.ids_present(&mut tx, &to_write).await?;
+                for id in to_write.iter().filter(|id| !present.contains(*id)) {
+                    skipped.insert(id.clone(), DispatchDecision::Gone);
+                    covered_by.remove(id);
+                }
+                dispatched.retain(|id| present.contains(id) || !unwritten.contains_key(id));
+            }
+        }
+        let unwritten_ids: HashSet<&String> = unwritten.keys().collect();
         // One statement per chunk of runs whose jobs share timeout and version moves the
         // dispatched runs; the locks taken above make the reads and these writes one decision.
         let update_sql = format!(
@@ -258,7 +337,8 @@ impl SqlStore {
             let job = &jobs[&run.job_id];
             (job.timeout_ms, job.version, run.state, run.attempt - 1)
         };
-        for group in groups(&dispatched, key) {
+        let rewritten: Vec<String> = dispatched.iter().filter(|id| !unwritten_ids.contains(id)).cloned().collect();
+        for group in groups(&rewritten, key) {
             let (timeout_ms, version, to, attempt_read) = key(group[0]);
             for chunk in group.chunks(IN_CHUNK) {
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(&update_sql, chunk.len())))
@@ -329,6 +409,38 @@ impl SqlStore {
         }
         tx.commit().await?;
         Ok(out)
+    }
+
+    /// Which of these fires (job, fire key) have a row already?
+    async fn fires_with_rows<'a>(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        fires: impl Iterator<Item = &'a Run>,
+    ) -> Result<HashSet<(String, String)>> {
+        let fires: Vec<&Run> = fires.collect();
+        let mut out = HashSet::new();
+        for chunk in fires.chunks(IN_CHUNK) {
+            // Equalities on `uq_runs_fire`'s two columns, OR-ed: one index dive each.
+            let sql = format!(
+                "SELECT job_id, fire_key FROM runs WHERE {}",
+                vec!["(job_id = ? AND fire_key = ?)"; chunk.len()].join(" OR ")
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for r in chunk {
+                q = q.bind(&r.job_id).bind(&r.fire_key);
+            }
+            for row in q.fetch_all(&mut **tx).await? {
+                out.insert((col(&row, "job_id")?, col(&row, "fire_key")?));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Which of these run ids have a row?
+    async fn ids_present(&self, tx: &mut Transaction<'static, Any>, ids: &[String]) -> Result<HashSet<String>> {
+        let sql = format!("SELECT id FROM runs{} WHERE id IN ({})", self.hint(Ix::Primary), IDS);
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        fetch_in(tx, &sql, &refs).await?.iter().map(|r| col(r, "id")).collect()
     }
 
     /// Does the executor of the run's timed-out attempt, online by its heartbeat, still
@@ -663,6 +775,22 @@ impl SqlStore {
                 .collect(),
         ))
     }
+}
+
+/// Is `at` still a fire of the job's current schedule? (An unwritten fire planned from an
+/// older version of the job.)
+fn still_fires_at(job: &Job, at: i64) -> bool {
+    sundial_core::schedule::Schedule::parse(&job.schedule, job.created_at_ms)
+        .is_ok_and(|s| s.next_after(at - 1) == Some(at))
+}
+
+/// An unwritten fire ended before it was sent (skipped): the row it will be written as.
+fn end_unwritten(run: &mut Run, event: RunEvent, message: &str, now_ms: i64) -> Result<()> {
+    run.state = transition(run.state, &event).map_err(refused)?.to;
+    run.message = Some(message.to_string());
+    run.finished_at_ms = Some(now_ms);
+    run.updated_at_ms = now_ms;
+    Ok(())
 }
 
 /// A run that must wait (`Blocked`) stays claimed: renew its lease, if still ours in the state read.

@@ -11,6 +11,9 @@ for_each_database!(
     result_batches_apply_in_order_with_duplicates_and_conflicts,
     generate_batches_skip_jobs_that_changed,
     generate_moves_each_jobs_own_cursor_in_a_mixed_batch,
+    fires_without_rows_are_written_by_the_dispatch_that_decides_them,
+    unwritten_fires_of_stopped_changed_or_deleted_jobs_write_nothing,
+    missing_runs_last_fires_and_timed_job_versions,
 );
 
 pub async fn dispatch_batches_decide_each_run_as_if_alone(s: S) {
@@ -258,4 +261,156 @@ pub async fn generate_moves_each_jobs_own_cursor_in_a_mixed_batch(s: S) {
             assert_eq!((got[i], stored), (Some(1), Some(NOW + 1_000 + i as i64)), "job {i}");
         }
     }
+}
+
+/// An unwritten fire (a high-frequency job's, no row yet) as the engine hands it over.
+fn unwritten(j: &Job, at: i64) -> ToDispatch {
+    ToDispatch::unwritten(Run::pending(
+        &j.tenant_id,
+        &j.id,
+        j.version,
+        format!("s:{at}"),
+        TriggerKind::Schedule,
+        at,
+        NOW,
+    ))
+}
+
+fn decision_of<'a>(out: &'a [(String, DispatchDecision)], id: &str) -> &'a DispatchDecision {
+    &out.iter().find(|(i, _)| i == id).unwrap_or_else(|| panic!("no decision for {id}")).1
+}
+
+pub async fn fires_without_rows_are_written_by_the_dispatch_that_decides_them(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let discard = job_with(&s, &a, "discard", BlockStrategy::DiscardLater).await;
+    let serial = job_with(&s, &a, "serial", BlockStrategy::Serial).await;
+    let taken = job_with(&s, &a, "taken", BlockStrategy::DiscardLater).await;
+    // A fire another node has written already (its row, under another id).
+    let existing = run_of(&taken, &format!("s:{NOW}"), NOW);
+    s.run_insert(&existing).await.unwrap();
+
+    let fresh = unwritten(&discard, NOW);
+    let twin_a = unwritten(&serial, NOW);
+    let twin_b = unwritten(&serial, NOW); // the same fire twice (two nodes' timers, one batch)
+    let dup = unwritten(&taken, NOW);
+    let batch = [fresh.clone(), twin_a.clone(), twin_b.clone(), dup.clone()];
+    let out = s.run_dispatch_many(&batch, "node_a", NOW, 30_000).await.unwrap();
+    assert_eq!(out.len(), 4);
+    // Written at once as `dispatching`, attempt 1, with its attempt row.
+    let run = dispatched(decision_of(&out, &fresh.run_id));
+    assert_eq!((run.state, run.attempt, run.owner_node.as_deref()), (RunState::Dispatching, 1, Some("node_a")));
+    let stored = s.run_get(&t.id, &fresh.run_id).await.unwrap().expect("the dispatch wrote the row");
+    assert_eq!((stored.state, stored.attempt, stored.fire_key.clone()), (RunState::Dispatching, 1, format!("s:{NOW}")));
+    assert_eq!(stored.deadline_ms, Some(NOW + discard.timeout_ms));
+    assert_eq!(s.run_attempts(&fresh.run_id).await.unwrap().len(), 1);
+    // One fire, one run: of two unwritten runs of one fire, one is written, the other is gone.
+    let twins = [decision_of(&out, &twin_a.run_id), decision_of(&out, &twin_b.run_id)];
+    assert_eq!(twins.iter().filter(|d| matches!(d, DispatchDecision::Dispatch { .. })).count(), 1, "{twins:?}");
+    assert_eq!(twins.iter().filter(|d| **d == &DispatchDecision::Gone).count(), 1, "{twins:?}");
+    let by_key = s.run_by_fire_key(&serial.id, &format!("s:{NOW}")).await.unwrap().unwrap();
+    assert!(by_key.id == twin_a.run_id || by_key.id == twin_b.run_id);
+    // A fire with a row already: gone, the row untouched, no second row.
+    assert_eq!(decision_of(&out, &dup.run_id), &DispatchDecision::Gone);
+    assert!(s.run_get(&t.id, &dup.run_id).await.unwrap().is_none());
+    assert_eq!(s.run_get(&t.id, &existing.id).await.unwrap().unwrap().state, RunState::Pending);
+
+    // The next fires, while the first ones are in flight: each job's block strategy decides,
+    // and the row is written in the state it decided.
+    let next_discard = unwritten(&discard, NOW + 1_000);
+    let next_serial = unwritten(&serial, NOW + 1_000);
+    let out =
+        s.run_dispatch_many(&[next_discard.clone(), next_serial.clone()], "node_a", NOW + 1_000, 30_000).await.unwrap();
+    assert_eq!(decision_of(&out, &next_discard.run_id), &DispatchDecision::Skipped { reason: "discard_later" });
+    let skipped = s.run_get(&t.id, &next_discard.run_id).await.unwrap().expect("written skipped");
+    assert_eq!((skipped.state, skipped.finished_at_ms), (RunState::Skipped, Some(NOW + 1_000)));
+    assert_eq!(decision_of(&out, &next_serial.run_id), &DispatchDecision::Blocked);
+    let queued = s.run_get(&t.id, &next_serial.run_id).await.unwrap().expect("written queued");
+    assert_eq!(
+        (queued.state, queued.owner_node.as_deref(), queued.lease_until_ms),
+        (RunState::Queued, Some("node_a"), Some(NOW + 1_000 + 30_000))
+    );
+    // From now on it is a row like any other: its next check renews its claim.
+    let again = s
+        .run_dispatch_many(&[ToDispatch::new(next_serial.run_id.clone(), false)], "node_a", NOW + 1_500, 30_000)
+        .await
+        .unwrap();
+    assert_eq!(again[0].1, DispatchDecision::Blocked);
+}
+
+pub async fn unwritten_fires_of_stopped_changed_or_deleted_jobs_write_nothing(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    // Fires every 5 minutes (Europe/Berlin); NOW (14:13:20Z) is not one of them, NOW + 100 s is.
+    let stopped = job_with(&s, &a, "stopped", BlockStrategy::DiscardLater).await;
+    s.job_set_state(&t.id, &stopped.id, JobState::Stopped, NOW).await.unwrap().unwrap();
+    let changed = job_with(&s, &a, "changed", BlockStrategy::DiscardLater).await;
+    let mut edited = changed.clone();
+    edited.version = 2;
+    edited.description = "edited".into();
+    assert!(s.job_update(&edited, None, 1).await.unwrap());
+    let deleted = job_with(&s, &a, "deleted", BlockStrategy::DiscardLater).await;
+    assert!(s.job_delete(&t.id, &deleted.id).await.unwrap());
+
+    // Planned from the definitions before the changes (version 1).
+    let of_stopped = unwritten(&stopped, NOW + 100_000);
+    let no_longer = unwritten(&changed, NOW); // not a fire of the current schedule
+    let still = unwritten(&changed, NOW + 100_000); // still a fire: goes, at the current version
+    let of_deleted = unwritten(&deleted, NOW + 100_000);
+    let batch = [of_stopped.clone(), no_longer.clone(), still.clone(), of_deleted.clone()];
+    let out = s.run_dispatch_many(&batch, "node_a", NOW + 100_000, 30_000).await.unwrap();
+    for gone in [&of_stopped, &no_longer, &of_deleted] {
+        assert_eq!(decision_of(&out, &gone.run_id), &DispatchDecision::Gone, "{gone:?}");
+        assert!(s.run_get(&t.id, &gone.run_id).await.unwrap().is_none(), "nothing written for {gone:?}");
+    }
+    let run = dispatched(decision_of(&out, &still.run_id));
+    assert_eq!((run.state, run.job_version), (RunState::Dispatching, 2));
+}
+
+pub async fn missing_runs_last_fires_and_timed_job_versions(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let j = job(&s, &a, "j").await;
+    let k = job(&s, &a, "k").await;
+    let none = job(&s, &a, "none").await;
+    let mut manual = job_of(&a, "manual");
+    manual.schedule_kind = ScheduleKind::Manual;
+    manual.schedule = sundial_core::schedule::ScheduleSpec {
+        kind: ScheduleKind::Manual,
+        expression: None,
+        timezone: None,
+        every_ms: None,
+        anchor: None,
+        at: None,
+        start_at: None,
+        end_at: None,
+    };
+    s.job_insert(&manual, &[]).await.unwrap();
+    // Inserted unless the fire has a row: the second write of a fire changes nothing.
+    let first = [
+        run_of(&j, &format!("s:{}", NOW - 2_000), NOW - 2_000),
+        run_of(&j, &format!("s:{}", NOW - 1_000), NOW - 1_000),
+    ];
+    assert_eq!(s.run_insert_missing(&first).await.unwrap(), 2);
+    let again = [
+        run_of(&j, &format!("s:{}", NOW - 1_000), NOW - 1_000),
+        run_of(&k, &format!("s:{}", NOW + 5_000), NOW + 5_000),
+    ];
+    assert_eq!(s.run_insert_missing(&again).await.unwrap(), 1);
+    assert_eq!(s.run_by_fire_key(&j.id, &format!("s:{}", NOW - 1_000)).await.unwrap().unwrap().id, first[1].id);
+    // Triggered and child runs are not schedule fires.
+    let mut manual_run = run_of(&k, "i:key-1", NOW + 60_000);
+    manual_run.trigger = TriggerKind::Api;
+    s.run_insert(&manual_run).await.unwrap();
+    let last = s.run_last_fires(&[j.id.clone(), k.id.clone(), none.id.clone()]).await.unwrap();
+    assert_eq!(last.get(&j.id), Some(&(NOW - 1_000)));
+    assert_eq!(last.get(&k.id), Some(&(NOW + 5_000)));
+    assert_eq!(last.get(&none.id), None);
+    // Active timed jobs with their versions (the manual job and a stopped one are not).
+    s.job_set_state(&t.id, &none.id, JobState::Stopped, NOW).await.unwrap().unwrap();
+    let mut versions = s.job_timed_versions().await.unwrap();
+    versions.sort();
+    let mut want = vec![(j.id.clone(), 1), (k.id.clone(), 1)];
+    want.sort();
+    assert_eq!(versions, want);
 }

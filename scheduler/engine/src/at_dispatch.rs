@@ -1,0 +1,372 @@
+//! High-frequency jobs: run rows written when each fire is dispatched, not ahead.
+//!
+//! A job whose schedule [`fires_at_dispatch`](sundial_core::schedule::Schedule::fires_at_dispatch)
+//! (a fixed rate of 10 s or less, a cron expression firing six or more seconds a minute)
+//! gets no rows written ahead by the generator. The node that owns the job's bucket keeps
+//! the job in memory and puts each fire into its timer a few seconds ahead as an
+//! *unwritten* run (an id, the fire key `s:<ms>`, no row); the dispatch transaction writes
+//! the row in the state it decides (`dispatching`, `queued` behind a `serial`
+//! predecessor, `skipped`), unless a row with that fire key exists already, in which case
+//! the fire is `Gone` and nothing is written. The unique fire key keeps each fire one run
+//! whatever the nodes believe; one row write and the generator's start-up burst per fire
+//! are gone (issue 14: the tail of a herd of cron jobs was the generator writing rows
+//! while the herd fired).
+//!
+//! What keeps every fire (nothing lost silently): the owner starts each job it takes on
+//! (at start-up, when the ring of live nodes gives it the job's bucket, when the job is
+//! created, edited or started) from the later of the job's last schedule fire that has a
+//! row and its last change (`updated_at_ms`); fires in between that are already past are
+//! written as rows through the generator's [`plan_runs`] (catch-up within the window and
+//! cap, one counted `expired` row beyond), and so go through the misfire policy like any
+//! late fire. A node that stops hands its unwritten fires over as `pending` rows. Late
+//! unwritten fires that the misfire policy drops are written `expired`
+//! ([`Engine::settle_late`]).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Mutex as StdMutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sundial_core::affinity::bucket_of;
+use sundial_core::run_state::RunEvent;
+use sundial_core::schedule::Schedule;
+use sundial_core::types::{RunState, TriggerKind};
+use sundial_store::{GenerateJob, Job, Run};
+
+use crate::generate::plan_runs;
+use crate::{Counters, Engine, Result};
+
+/// A job whose next fire is further behind than this when the timer has room for it (the
+/// node stood still: a paused process, a full timer, the pause switch) is caught up
+/// through rows ([`plan_runs`]: the misfire window and cap, one counted record beyond), all
+/// its missed fires at once, so its misfire policy judges them together.
+const CATCH_UP_BEHIND_MS: i64 = crate::misfire::LATE_POP_MS;
+/// While the timer's earliest run is more than this overdue (a stalled database, a node
+/// far behind), no more fires enter it: the jobs fall behind and are caught up through rows
+/// once the backlog is settled, so a stall does not keep feeding fires into dispatches that
+/// cannot commit (and that would go out late, unjudged, when the database comes back).
+const FILL_STOP_BEHIND_MS: i64 = 3_000;
+/// Jobs read per store call when taking jobs on.
+const TAKE_ON_CHUNK: usize = 500;
+
+#[derive(Debug)]
+struct Held {
+    tenant_id: String,
+    version: i64,
+    schedule: Schedule,
+    /// The next fire not yet put into the timer.
+    next: Option<i64>,
+    /// Put back for a catch-up through rows (its next fire fell far behind).
+    behind: bool,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// The buckets the jobs below were taken on for.
+    mask: u64,
+    /// This node's high-frequency jobs (of its buckets), by id.
+    jobs: HashMap<String, Held>,
+    /// Each held job's next fire: (instant, job id). Stale entries (the job's `next` moved
+    /// or the job went) are skipped.
+    heap: BinaryHeap<Reverse<(i64, String)>>,
+    /// Jobs seen at this version that do not fire at dispatch (sparse schedules).
+    sparse: HashMap<String, i64>,
+    /// Fires in the timer that have no row yet, by run id.
+    unwritten: HashMap<String, Run>,
+}
+
+/// This node's high-frequency jobs and their unwritten fires.
+#[derive(Debug, Default)]
+pub(crate) struct AtDispatch {
+    inner: StdMutex<Inner>,
+    /// The operator's pause switch, as last read by [`Engine::at_dispatch_sync`].
+    paused: AtomicBool,
+    /// Woken when a job fell behind (the sync catches it up at once).
+    pub behind: tokio::sync::Notify,
+}
+
+impl AtDispatch {
+    /// Take the unwritten run of this id out, for its dispatch.
+    pub fn take(&self, run_id: &str) -> Option<Run> {
+        self.inner.lock().expect("at-dispatch lock").unwritten.remove(run_id)
+    }
+    /// Put an unwritten run back (its dispatch failed before deciding).
+    pub fn put_back(&self, run: Run) {
+        self.inner.lock().expect("at-dispatch lock").unwritten.insert(run.id.clone(), run);
+    }
+    /// The unwritten run of this id, if it is one.
+    pub fn get(&self, run_id: &str) -> Option<Run> {
+        self.inner.lock().expect("at-dispatch lock").unwritten.get(run_id).cloned()
+    }
+    /// Take these ids' unwritten runs out (those that are), e.g. late fires the misfire
+    /// policy settles.
+    pub fn take_many<'a>(&self, ids: impl Iterator<Item = &'a String>) -> Vec<Run> {
+        let mut g = self.inner.lock().expect("at-dispatch lock");
+        ids.filter_map(|id| g.unwritten.remove(id)).collect()
+    }
+    /// Every unwritten run (shutdown hands them over).
+    pub fn drain(&self) -> Vec<Run> {
+        let mut g = self.inner.lock().expect("at-dispatch lock");
+        g.jobs.clear();
+        g.heap.clear();
+        g.unwritten.drain().map(|(_, r)| r).collect()
+    }
+    /// For a job held here: its next fire not yet put into the timer (`fire_once` asks
+    /// whether a later missed fire is still to come).
+    pub fn next_fire(&self, job_id: &str) -> Option<i64> {
+        self.inner.lock().expect("at-dispatch lock").jobs.get(job_id).and_then(|h| h.next)
+    }
+    /// High-frequency jobs held, and unwritten fires held.
+    pub fn counts(&self) -> (usize, usize) {
+        let g = self.inner.lock().expect("at-dispatch lock");
+        (g.jobs.len(), g.unwritten.len())
+    }
+}
+
+impl Inner {
+    fn hold(&mut self, job: &Job, schedule: Schedule, from: i64) {
+        let next = schedule.next_after(from);
+        if let Some(n) = next {
+            self.heap.push(Reverse((n, job.id.clone())));
+        }
+        self.jobs.insert(
+            job.id.clone(),
+            Held { tenant_id: job.tenant_id.clone(), version: job.version, schedule, next, behind: false },
+        );
+    }
+    /// Forget a job's unwritten fires (it changed: its fires are planned again).
+    fn forget_fires(&mut self, job_id: &str) {
+        self.unwritten.retain(|_, r| r.job_id != job_id);
+    }
+}
+
+impl Engine {
+    /// How far ahead of their instant unwritten fires enter the timer: enough for the
+    /// dispatch lead and two timer ticks, within the claim window.
+    fn at_dispatch_ahead_ms(&self) -> i64 {
+        (self.cfg.max_dispatch_lead_ms.max(0) + 2 * self.cfg.tick_ms as i64 + 500).min(self.cfg.claim_window_ms.max(1))
+    }
+
+    /// Bring this node's set of high-frequency jobs in line with the database: take on the
+    /// jobs of its buckets that are new, edited or started (and catch up their past fires
+    /// through rows), drop those stopped, deleted, changed to a sparse schedule or now in
+    /// another node's bucket, and catch up jobs that fell far behind. Also reads the pause
+    /// switch for [`Engine::at_dispatch_fill`]. Returns the jobs taken on.
+    pub async fn at_dispatch_sync(&self) -> Result<usize> {
+        let paused = self.schedules_paused().await?;
+        self.at_dispatch.paused.store(paused, Ordering::Relaxed);
+        let versions = self.store.job_timed_versions().await?;
+        let owned = self.owned_buckets();
+        let mine = |id: &str| owned & (1u64 << bucket_of(id)) != 0;
+        let (to_read, behind) = {
+            let mut g = self.at_dispatch.inner.lock().expect("at-dispatch lock");
+            if g.mask != owned {
+                g.mask = owned;
+                let gone: Vec<String> = g.jobs.keys().filter(|id| !mine(id)).cloned().collect();
+                for id in gone {
+                    // Its fires already in the timer still go (another node writing the same
+                    // fire makes one of them `Gone`); no new ones from here.
+                    g.jobs.remove(&id);
+                }
+            }
+            let current: HashMap<&str, i64> = versions.iter().map(|(id, v)| (id.as_str(), *v)).collect();
+            let dropped: Vec<String> = g.jobs.keys().filter(|id| !current.contains_key(id.as_str())).cloned().collect();
+            for id in &dropped {
+                g.jobs.remove(id);
+                g.forget_fires(id);
+            }
+            g.sparse.retain(|id, v| current.get(id.as_str()) == Some(v));
+            let mut to_read = Vec::new();
+            for (id, v) in &versions {
+                if !mine(id) || g.sparse.get(id) == Some(v) {
+                    continue;
+                }
+                match g.jobs.get(id) {
+                    Some(h) if h.version == *v && !h.behind => {}
+                    _ => to_read.push(id.clone()),
+                }
+            }
+            let behind: HashMap<String, (i64, i64)> = g
+                .jobs
+                .iter()
+                .filter(|(_, h)| h.behind)
+                .filter_map(|(id, h)| Some((id.clone(), (h.version, h.next? - 1))))
+                .collect();
+            (to_read, behind)
+        };
+        if to_read.is_empty() {
+            return Ok(0);
+        }
+        let mut taken = 0;
+        for chunk in to_read.chunks(TAKE_ON_CHUNK) {
+            let jobs = self.store.job_get_many(chunk).await?;
+            let mut dense: Vec<(Job, Schedule)> = Vec::new();
+            {
+                let mut g = self.at_dispatch.inner.lock().expect("at-dispatch lock");
+                for job in jobs {
+                    match Self::schedule_of(&job) {
+                        Some(s) if s.fires_at_dispatch() && job.state == sundial_core::types::JobState::Active => {
+                            dense.push((job, s))
+                        }
+                        _ => {
+                            if g.jobs.remove(&job.id).is_some() {
+                                g.forget_fires(&job.id);
+                            }
+                            g.sparse.insert(job.id.clone(), job.version);
+                        }
+                    }
+                }
+            }
+            if dense.is_empty() {
+                continue;
+            }
+            let ids: Vec<String> = dense.iter().map(|(j, _)| j.id.clone()).collect();
+            let last = self.store.run_last_fires(&ids).await?;
+            taken += self.take_on(dense, &last, &behind).await?;
+        }
+        Ok(taken)
+    }
+
+    /// Take on jobs of this node's buckets: write their past fires since they were last
+    /// fired (or changed) as rows, then hold them for [`Engine::at_dispatch_fill`].
+    ///
+    /// `behind`: jobs held here that fell behind, (version, fires put into the timer up to):
+    /// at the same version they are caught up from there, and their fires in the timer stay.
+    /// A job new here or at another version is planned afresh: its unwritten fires of the
+    /// older definition are dropped (their dispatch finds no row: `Gone`) and planned again.
+    async fn take_on(
+        &self,
+        jobs: Vec<(Job, Schedule)>,
+        last: &HashMap<String, i64>,
+        behind: &HashMap<String, (i64, i64)>,
+    ) -> Result<usize> {
+        let now = self.now_ms();
+        let claim_soon = !self.clock_skewed() && !self.at_dispatch.paused.load(Ordering::Relaxed);
+        let soon = now + self.cfg.claim_window_ms + self.insert_claim_margin_ms();
+        let mut room = if claim_soon { self.cfg.capacity.saturating_sub(self.fire.timer.len()) } else { 0 };
+        let mut batch = Vec::new();
+        let mut plans = Vec::new();
+        for (job, schedule) in jobs {
+            // From its last fire with a row, or its last change (created, edited, started:
+            // fires after it follow this definition), or where it fell behind.
+            let mut from = (job.updated_at_ms - 1).max(last.get(&job.id).copied().unwrap_or(i64::MIN));
+            if let Some((version, filled)) = behind.get(&job.id)
+                && *version == job.version
+            {
+                from = from.max(*filled);
+            }
+            let until = now.max(from);
+            let mut runs = plan_runs(&job, &schedule, from, until, now);
+            for r in runs.iter_mut().filter(|r| r.state == RunState::Pending && r.scheduled_at_ms <= soon) {
+                if room == 0 {
+                    break;
+                }
+                room -= 1;
+                r.state = sundial_core::run_state::transition(r.state, &RunEvent::Claim)
+                    .expect("pending runs may be claimed")
+                    .to;
+                r.owner_node = Some(self.cfg.node_id.clone());
+                r.lease_until_ms = Some(now + self.cfg.lease_ms);
+            }
+            batch.push(GenerateJob {
+                job_id: job.id.clone(),
+                job_version: job.version,
+                runs,
+                generated_until_ms: now + self.cfg.horizon_ms,
+            });
+            plans.push((job, schedule, until));
+        }
+        let results = crate::retry_deadlock(|| self.store.run_generate_many(&batch)).await?;
+        let mut claimed = Vec::new();
+        let mut taken = 0;
+        {
+            let mut g = self.at_dispatch.inner.lock().expect("at-dispatch lock");
+            for ((g_job, (job, schedule, until)), r) in batch.iter().zip(plans).zip(results) {
+                if r.is_none() {
+                    // Changed (or stopped) meanwhile: the next sync reads it again.
+                    continue;
+                }
+                claimed.extend(g_job.runs.iter().filter(|r| r.state == RunState::Queued).cloned());
+                if behind.get(&job.id).is_none_or(|(v, _)| *v != job.version) {
+                    g.forget_fires(&job.id);
+                }
+                g.hold(&job, schedule, until);
+                taken += 1;
+            }
+        }
+        if !claimed.is_empty() {
+            Counters::add(&self.counters.claimed_at_insert, claimed.len() as u64);
+            self.take_into_timer(claimed).await;
+        }
+        Ok(taken)
+    }
+
+    /// Put the fires of this node's high-frequency jobs due within the next few seconds
+    /// into the timer as unwritten runs, nearest first, while the timer has room. Memory
+    /// only: it goes on while the database stalls (the timer's capacity bounds it). A job
+    /// whose next fire is far behind is left for [`Engine::at_dispatch_sync`] to catch up.
+    /// Returns how many fires were added.
+    pub fn at_dispatch_fill(&self) -> usize {
+        if self.clock_skewed() || self.at_dispatch.paused.load(Ordering::Relaxed) {
+            return 0;
+        }
+        let now = self.now_ms();
+        // Stalled: nothing is added, but jobs already behind are still marked for catching up.
+        let stalled = self.fire.timer.next_due().is_some_and(|d| d < now - FILL_STOP_BEHIND_MS);
+        let until = now + self.at_dispatch_ahead_ms();
+        let mut room = self.cfg.capacity.saturating_sub(self.fire.timer.len());
+        let mut added = Vec::new();
+        let mut fell_behind = false;
+        {
+            let mut g = self.at_dispatch.inner.lock().expect("at-dispatch lock");
+            while let Some(Reverse((at, job_id))) = g.heap.peek().cloned() {
+                if at > until || (stalled && at >= now - CATCH_UP_BEHIND_MS) || (!stalled && room == 0) {
+                    break;
+                }
+                g.heap.pop();
+                let Some(h) = g.jobs.get_mut(&job_id) else { continue };
+                if h.next != Some(at) || h.behind {
+                    continue;
+                }
+                if at < now - CATCH_UP_BEHIND_MS {
+                    h.behind = true;
+                    fell_behind = true;
+                    continue;
+                }
+                let run =
+                    Run::pending(&h.tenant_id, &job_id, h.version, format!("s:{at}"), TriggerKind::Schedule, at, now);
+                h.next = h.schedule.next_after(at);
+                if let Some(n) = h.next {
+                    g.heap.push(Reverse((n, job_id)));
+                }
+                g.unwritten.insert(run.id.clone(), run.clone());
+                added.push(run);
+                room -= 1;
+            }
+        }
+        for run in &added {
+            self.fire.timer.push_run(run.scheduled_at_ms, run);
+        }
+        if fell_behind {
+            self.at_dispatch.behind.notify_one();
+        }
+        added.len()
+    }
+
+    /// Hand this node's unwritten fires over as `pending` rows (at shutdown): the node that
+    /// takes their buckets starts after them and fires them.
+    pub(crate) async fn at_dispatch_hand_over(&self) {
+        let runs = self.at_dispatch.drain();
+        if runs.is_empty() {
+            return;
+        }
+        match self.store.run_insert_missing(&runs).await {
+            Ok(n) => tracing::info!(fires = n, "handed over unwritten fires as pending runs"),
+            Err(e) => tracing::warn!(
+                fires = runs.len(),
+                error = %e,
+                "could not hand over unwritten fires; the next owner catches them up by the misfire policy"
+            ),
+        }
+    }
+}
