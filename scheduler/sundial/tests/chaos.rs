@@ -202,14 +202,18 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
     let chaos_end_ms = now_ms();
     assert!(node_c.alive(), "node C died; log:\n{}", tail(&node_c.log, 40));
 
-    // Settle: every schedule fire before the end of the chaos reaches a terminal state.
+    // Settle: every schedule fire before the end of the chaos reaches a terminal state. A
+    // per-second job's runs are written when each fire is dispatched (or expired), so a fire
+    // with no row at all is open too (`unwritten`: fires on the jobs' grids with no run).
     let pool = db_pool(&url).await;
     let settle_start = Instant::now();
     let mut open = Vec::new();
+    let mut unwritten = Vec::new();
     let mut last_report = Instant::now();
     while settle_start.elapsed() < Duration::from_secs(plan.settle_secs) {
         open = open_schedule_runs(&pool, chaos_end_ms).await;
-        if open.is_empty() {
+        unwritten = fires_without_runs(&runs(&pool).await, &jobs, chaos_end_ms);
+        if open.is_empty() && unwritten.is_empty() {
             break;
         }
         if last_report.elapsed() >= Duration::from_secs(5) {
@@ -218,7 +222,12 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
             for r in &open {
                 *by.entry((r.state.as_str(), r.owner_node.as_deref().unwrap_or("-"))).or_default() += 1;
             }
-            println!("settling {:>4.1} s: {} open {by:?}", settle_start.elapsed().as_secs_f64(), open.len());
+            println!(
+                "settling {:>4.1} s: {} open {by:?}, {} fires without a run",
+                settle_start.elapsed().as_secs_f64(),
+                open.len(),
+                unwritten.len()
+            );
         }
         tokio::time::sleep(Duration::from_millis(1000)).await;
     }
@@ -249,6 +258,20 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
             open_jobs.len()
         ),
         open.iter().map(|r| format!("{r:?}")).collect(),
+    );
+    bad.check(
+        &format!("schedule fires due before the chaos ended still without a run {settle_secs:.0} s later"),
+        unwritten.clone(),
+    );
+    // After every node stopped: nothing before the chaos's end left open (a node stopping
+    // hands its unwritten fires over as `pending` runs: those must have been fired before).
+    bad.check(
+        "schedule runs due before the chaos ended not terminal after every node stopped",
+        all_runs
+            .iter()
+            .filter(|r| r.trigger == "schedule" && r.scheduled_ms < chaos_end_ms && !terminal(&r.state))
+            .map(|r| format!("{r:?}"))
+            .collect(),
     );
     let mut per_key: HashMap<(&str, &str), usize> = HashMap::new();
     for r in &all_runs {
@@ -474,4 +497,28 @@ async fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) {
     while !cond() && Instant::now() < end {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Fires on the jobs' grids before `before_ms` (from each job's anchor) that have no run.
+fn fires_without_runs(all: &[RunRow], jobs: &HashMap<String, (Policy, i64)>, before_ms: i64) -> Vec<String> {
+    let mut covered: HashMap<&str, HashSet<i64>> = HashMap::new();
+    for r in all.iter().filter(|r| r.trigger == "schedule" && r.scheduled_ms < before_ms) {
+        let set = covered.entry(r.job_id.as_str()).or_default();
+        // A counted `expired` record stands for `expired_count` fires from its own on.
+        for k in 0..r.expired_count.max(1) {
+            set.insert(r.scheduled_ms + k * EVERY_MS);
+        }
+    }
+    let mut out = Vec::new();
+    for (job, (_, anchor)) in jobs {
+        let mut at = *anchor;
+        while at < before_ms {
+            if !covered.get(job.as_str()).is_some_and(|s| s.contains(&at)) {
+                out.push(format!("{job} at {at}"));
+            }
+            at += EVERY_MS;
+        }
+    }
+    out.sort();
+    out
 }
