@@ -126,6 +126,9 @@ impl Engine {
                 let run_id = run.id.clone();
                 // Taken from the timer ahead by the dispatch lead: committed, it goes out at the
                 // instant it was due in the timer (its fire time, or a retry's end of backoff), not before.
+                // Never before the run's own instant either (a run let go again after waiting
+                // behind its job's previous run may be popped before it).
+                let due_ms = due_ms.max(run.scheduled_at_ms);
                 let early = due_ms - e.now_ms();
                 if early > 0 {
                     tokio::time::sleep(Duration::from_millis(early.min(e.cfg.max_dispatch_lead_ms.max(0)) as u64)).await;

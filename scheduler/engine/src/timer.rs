@@ -167,6 +167,11 @@ impl Inner {
         self.undue(&run_id);
         self.waiting.entry(job_id.to_string()).or_default().insert((at, run_id));
     }
+    /// When a held run may go again at the earliest: now, or its fire's instant if that is
+    /// later (a run is never sent before it is due).
+    fn not_before(&self, run_id: &str, now_ms: i64) -> i64 {
+        self.meta.get(run_id).map_or(now_ms, |m| m.scheduled_at_ms.max(now_ms))
+    }
     /// Drop heap entries that no longer count.
     fn skip_stale(&mut self) {
         while let Some(Reverse((due, id))) = self.heap.peek() {
@@ -277,7 +282,8 @@ impl Timer {
             if let Some(m) = g.meta.get_mut(&id) {
                 m.pass = true;
             }
-            g.insert(now_ms, id);
+            let at = g.not_before(&id, now_ms);
+            g.insert(at, id);
         }
         let mut out = Vec::new();
         while out.len() < max {
@@ -371,7 +377,9 @@ impl Timer {
             g.waiting.remove(&job);
         }
         if let Some((_, id)) = next {
-            g.insert(now_ms, id);
+            // Never before its instant: a run popped ahead by the dispatch lead may wait here.
+            let at = g.not_before(&id, now_ms);
+            g.insert(at, id);
         }
     }
     /// Everything held (for hand-back at shutdown).
@@ -776,6 +784,26 @@ mod tests {
         assert_eq!(t.pop_due(600, 10_000), ["j@2"]);
         t.after_dispatch("j@2", 601, 601 + 30_000);
         assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn a_run_let_go_after_waiting_is_never_due_before_its_instant() {
+        // Found by the J=5,000 spread benchmark: fires popped ahead by the dispatch lead that
+        // waited behind their job's previous run were let go "now", and sent up to a few
+        // hundred ms before their instant.
+        let t = Timer::default();
+        t.push_run(1_000, &run("j", 1_000));
+        t.push_run(2_000, &run("j", 2_000));
+        assert_eq!(t.pop_due(1_000, 10_000), ["j@1000"]);
+        t.push(1_500, "j@1000".into());
+        t.after_dispatch("j@1000", 1_000, 31_000); // blocked: parked
+        // At 1,600 with a lead of 500 ms: the parked j@1000 polls, j@2000 (popped ahead) waits behind it.
+        assert_eq!(t.pop_due(2_100, 10_000), ["j@1000"]);
+        assert_eq!(t.len(), 1, "j@2000 waits");
+        // j@1000 goes for good at 1,600: j@2000 is let go, but not before 2,000.
+        t.after_dispatch("j@1000", 1_600, 31_600);
+        assert_eq!(t.pop_due(1_999, 10_000), Vec::<String>::new());
+        assert_eq!(t.pop_due(2_000, 10_000), ["j@2000"]);
     }
 
     #[test]
