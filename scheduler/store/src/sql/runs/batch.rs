@@ -173,7 +173,12 @@ impl SqlStore {
         // then, or whose fire key has a row already (another node's, or written while this
         // one waited for the job's lock), is `Gone` and writes nothing. Read after the job
         // locks: a dispatch elsewhere that wrote the same fire held the same lock.
-        let taken = self.fires_with_rows(&mut tx, unwritten.values()).await?;
+        // Checked ahead only for `cover_early` jobs, the one decision that writes to other runs
+        // (it cancels the job's runs in flight): for the others a fire that has a row already is
+        // found by the insert below, which ignores it, and nothing else of it is written.
+        let covering =
+            unwritten.values().filter(|r| jobs.get(&r.job_id).is_some_and(|j| j.block == BlockStrategy::CoverEarly));
+        let taken = self.fires_with_rows(&mut tx, covering).await?;
         for (id, run) in &unwritten {
             let fires_then = jobs.get(&run.job_id).is_some_and(|j| {
                 j.state == JobState::Active && (j.version == run.job_version || still_fires_at(j, run.scheduled_at_ms))

@@ -314,6 +314,18 @@ pub async fn fires_without_rows_are_written_by_the_dispatch_that_decides_them(s:
     assert_eq!(decision_of(&out, &dup.run_id), &DispatchDecision::Gone);
     assert!(s.run_get(&t.id, &dup.run_id).await.unwrap().is_none());
     assert_eq!(s.run_get(&t.id, &existing.id).await.unwrap().unwrap().state, RunState::Pending);
+    // A `cover_early` fire that another node has dispatched already: gone, and it does not
+    // cancel that run (the one decision that writes to other runs checks the fire key first).
+    let cover = job_with(&s, &a, "cover", BlockStrategy::CoverEarly).await;
+    let elsewhere = run_of(&cover, &format!("s:{NOW}"), NOW);
+    s.run_insert(&elsewhere).await.unwrap();
+    let sent =
+        s.run_dispatch_many(&[ToDispatch::new(elsewhere.id.clone(), false)], "node_b", NOW, 30_000).await.unwrap();
+    assert_eq!(dispatched(&sent[0].1).state, RunState::Dispatching);
+    let late_twin = unwritten(&cover, NOW);
+    let out = s.run_dispatch_many(std::slice::from_ref(&late_twin), "node_a", NOW + 10, 30_000).await.unwrap();
+    assert_eq!(out[0].1, DispatchDecision::Gone);
+    assert_eq!(s.run_get(&t.id, &elsewhere.id).await.unwrap().unwrap().state, RunState::Dispatching, "not covered");
 
     // The next fires, while the first ones are in flight: each job's block strategy decides,
     // and the row is written in the state it decided.
