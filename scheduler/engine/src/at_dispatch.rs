@@ -41,11 +41,14 @@ use crate::{Counters, Engine, Result};
 /// through rows ([`plan_runs`]: the misfire window and cap, one counted record beyond), all
 /// its missed fires at once, so its misfire policy judges them together.
 const CATCH_UP_BEHIND_MS: i64 = crate::misfire::LATE_POP_MS;
-/// While the timer's earliest run is more than this overdue (a stalled database, a node
-/// far behind), no more fires enter it: the jobs fall behind and are caught up through rows
-/// once the backlog is settled, so a stall does not keep feeding fires into dispatches that
-/// cannot commit (and that would go out late, unjudged, when the database comes back).
+/// While the timer's earliest run is more than this overdue and no dispatch transaction has
+/// committed for [`FILL_STOP_NO_COMMIT_MS`] (a stalled database), no more fires enter it: the
+/// jobs fall behind and are caught up through rows once the database is back, so a stall does
+/// not keep feeding fires into dispatches that cannot commit (and that would go out late,
+/// unjudged, when it comes back). A node that is merely busy (commits going on, a backlog
+/// draining) keeps filling, so its fresh fires stay on time.
 const FILL_STOP_BEHIND_MS: i64 = 3_000;
+const FILL_STOP_NO_COMMIT_MS: i64 = 2_000;
 /// Jobs read per store call when taking jobs on.
 const TAKE_ON_CHUNK: usize = 500;
 
@@ -312,7 +315,8 @@ impl Engine {
         }
         let now = self.now_ms();
         // Stalled: nothing is added, but jobs already behind are still marked for catching up.
-        let stalled = self.fire.timer.next_due().is_some_and(|d| d < now - FILL_STOP_BEHIND_MS);
+        let stalled = self.fire.timer.next_due().is_some_and(|d| d < now - FILL_STOP_BEHIND_MS)
+            && self.fire.last_commit_ms.load(Ordering::Relaxed) < now - FILL_STOP_NO_COMMIT_MS;
         let until = now + self.at_dispatch_ahead_ms();
         let mut room = self.cfg.capacity.saturating_sub(self.fire.timer.len());
         let mut added = Vec::new();

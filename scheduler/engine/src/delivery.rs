@@ -65,6 +65,7 @@ impl Engine {
             }
         };
         let committed = self.now_ms();
+        self.fire.last_commit_ms.store(committed, std::sync::atomic::Ordering::Relaxed);
         self.note_dispatch_took(committed - popped_at_ms);
         self.note_dispatch_cost(committed - began, runs.len());
         // The deadlines were set from `now`; if the transaction ended well after it (lock

@@ -285,6 +285,9 @@ pub(crate) struct FirePath {
     pub(crate) staged: Arc<Semaphore>,
     /// Dispatch batches and deliveries under way: shutdown waits for them.
     pub(crate) deliveries: tokio_util::task::TaskTracker,
+    /// When a dispatch transaction last committed (engine clock, ms): tells a stalled
+    /// database from a node that is merely busy.
+    pub(crate) last_commit_ms: std::sync::atomic::AtomicI64,
 }
 
 /// What sizes the dispatch lead (see [`Engine::dispatch_lead_ms`]).
@@ -344,6 +347,7 @@ impl Engine {
                 inflight: Arc::new(Semaphore::new(cfg.max_inflight)),
                 staged: Arc::new(Semaphore::new(cfg.capacity.max(cfg.max_inflight).max(1))),
                 deliveries: tokio_util::task::TaskTracker::new(),
+                last_commit_ms: std::sync::atomic::AtomicI64::new(i64::MIN / 2),
             },
             at_dispatch: at_dispatch::AtDispatch::default(),
             lead: DispatchLead {
@@ -435,21 +439,26 @@ impl Engine {
                 }
             }
         }));
-        // Once a second, or at once when a job fell behind.
+        // Once a second, or at once when a job fell behind. No backoff: jobs that fell
+        // behind while the database was away are caught up by the first sync that works (a
+        // backoff made them wait up to its length after the database came back, all their
+        // fires late); failures are logged at most every 10 s.
         let e = self.clone();
         tasks.push(tokio::spawn(async move {
-            let mut pause = Duration::from_millis(1000);
+            let mut failures = 0u64;
             loop {
                 tokio::select! {
                     _ = e.life.cancel.cancelled() => break,
-                    _ = tokio::time::sleep(pause) => {}
+                    _ = tokio::time::sleep(Duration::from_millis(1000)) => {}
                     _ = e.at_dispatch.behind.notified() => {}
                 }
                 match e.at_dispatch_sync().await {
-                    Ok(_) => pause = Duration::from_millis(1000),
+                    Ok(_) => failures = 0,
                     Err(err) => {
-                        pause = (pause * 2).min(Duration::from_secs(10));
-                        tracing::warn!(service = "at-dispatch", error = %err, retry_in_ms = pause.as_millis() as u64, "step failed");
+                        if failures % 10 == 0 {
+                            tracing::warn!(service = "at-dispatch", error = %err, failures = failures + 1, "step failed; retrying every second");
+                        }
+                        failures += 1;
                     }
                 }
             }

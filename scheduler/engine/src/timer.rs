@@ -110,6 +110,8 @@ struct Inner {
     parked: HashMap<String, String>,
     /// Per job: runs held behind the parked one, by (scheduled at, run id).
     waiting: HashMap<String, BTreeSet<(i64, String)>>,
+    /// Jobs whose parked run was mid-check when a run of the job went: it checks again at once.
+    woken: HashSet<String>,
 }
 
 fn count_add(m: &mut BTreeMap<i64, usize>, k: i64) {
@@ -337,6 +339,12 @@ impl Timer {
                 // by itself and holds no other run of its job.
                 return;
             }
+            // A run of its job went while this one's check was under way (the wake below could
+            // not move it then): it checks again now rather than after its poll interval.
+            if g.woken.remove(&job) {
+                let at = g.not_before(run_id, now_ms);
+                g.insert(at, run_id.to_string());
+            }
             // Blocked: it polls again by itself. The job's other blocked runs wait behind one
             // poller: the earliest scheduled of them.
             match g.parked.get(&job).cloned() {
@@ -360,12 +368,16 @@ impl Timer {
         match g.parked.get(&job).cloned() {
             Some(p) if p == run_id => {
                 g.parked.remove(&job);
+                g.woken.remove(&job);
             }
             Some(p) => {
                 // A run of this job went here while another polls: the poller may go now.
-                // (Only if it is in the heap: never while its own dispatch is under way.)
+                // (Only if it is in the heap: never while its own dispatch is under way; then
+                // it checks again as soon as that dispatch comes back `Blocked`.)
                 if g.due.contains_key(&p) {
                     g.insert(now_ms, p);
+                } else {
+                    g.woken.insert(job);
                 }
                 return;
             }
@@ -804,6 +816,24 @@ mod tests {
         t.after_dispatch("j@1000", 1_600, 31_600);
         assert_eq!(t.pop_due(1_999, 10_000), Vec::<String>::new());
         assert_eq!(t.pop_due(2_000, 10_000), ["j@2000"]);
+    }
+
+    #[test]
+    fn a_wake_that_comes_while_the_parked_run_checks_is_not_lost() {
+        let t = Timer::default();
+        t.push_run(0, &run("j", 0));
+        t.push_run(1, &run("j", 1));
+        assert_eq!(t.pop_due(0, 10_000), ["j@0"]); // delivered, slowly
+        assert_eq!(t.pop_due(1, 10_000), ["j@1"]); // blocked by j@0: parked
+        t.push(501, "j@1".into());
+        t.after_dispatch("j@1", 1, 30_001);
+        assert_eq!(t.pop_due(501, 10_000), ["j@1"]); // its poll is under way when ...
+        t.after_dispatch("j@0", 502, 30_502); // ... j@0 is done
+        // The poll, which read j@0 still in flight, comes back Blocked: it checks again at
+        // once, not after another 500 ms.
+        t.push(1_003, "j@1".into());
+        t.after_dispatch("j@1", 503, 30_503);
+        assert_eq!(t.pop_due(503, 10_000), ["j@1"]);
     }
 
     #[test]
