@@ -455,7 +455,7 @@ impl Engine {
                 match e.at_dispatch_sync().await {
                     Ok(_) => failures = 0,
                     Err(err) => {
-                        if failures % 10 == 0 {
+                        if failures.is_multiple_of(10) {
                             tracing::warn!(service = "at-dispatch", error = %err, failures = failures + 1, "step failed; retrying every second");
                         }
                         failures += 1;
