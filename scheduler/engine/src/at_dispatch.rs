@@ -28,7 +28,6 @@ use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use sundial_core::affinity::bucket_of;
-use sundial_core::run_state::RunEvent;
 use sundial_core::schedule::Schedule;
 use sundial_core::types::{RunState, TriggerKind};
 use sundial_store::{GenerateJob, Job, Run};
@@ -260,17 +259,7 @@ impl Engine {
             }
             let until = now.max(from);
             let mut runs = plan_runs(&job, &schedule, from, until, now);
-            for r in runs.iter_mut().filter(|r| r.state == RunState::Pending && r.scheduled_at_ms <= soon) {
-                if room == 0 {
-                    break;
-                }
-                room -= 1;
-                r.state = sundial_core::run_state::transition(r.state, &RunEvent::Claim)
-                    .expect("pending runs may be claimed")
-                    .to;
-                r.owner_node = Some(self.cfg.node_id.clone());
-                r.lease_until_ms = Some(now + self.cfg.lease_ms);
-            }
+            self.claim_soon(&mut runs, soon, now, &mut room);
             batch.push(GenerateJob {
                 job_id: job.id.clone(),
                 job_version: job.version,

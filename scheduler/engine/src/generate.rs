@@ -86,6 +86,22 @@ pub(crate) fn plan_runs(job: &Job, schedule: &Schedule, from: i64, until: i64, n
 }
 
 impl Engine {
+    /// Runs about to be written that are due by `soon` are written claimed by this node
+    /// (`queued`, with a lease) instead of `pending`, at most `room` of them (the timer's free
+    /// capacity, counted down): see [`Engine::insert_claim_margin_ms`].
+    pub(crate) fn claim_soon(&self, runs: &mut [Run], soon: i64, now: i64, room: &mut usize) {
+        for r in runs.iter_mut().filter(|r| r.state == RunState::Pending && r.scheduled_at_ms <= soon) {
+            if *room == 0 {
+                break;
+            }
+            *room -= 1;
+            r.state =
+                sundial_core::run_state::transition(r.state, &RunEvent::Claim).expect("pending runs may be claimed").to;
+            r.owner_node = Some(self.cfg.node_id.clone());
+            r.lease_until_ms = Some(now + self.cfg.lease_ms);
+        }
+    }
+
     /// How close to now a job's written runs may end before the generator refills it: the
     /// claim window plus the margin within which fires are written claimed, plus a second
     /// (at most the horizon).
@@ -132,19 +148,7 @@ impl Engine {
                 let from = job.generated_until_ms.unwrap_or(job.updated_at_ms - 1);
                 let until = generation_until(&job.id, &schedule, from, now, self.cfg.horizon_ms, near);
                 let mut runs = plan_runs(&job, &schedule, from, until, now);
-                if room > 0 {
-                    for r in runs.iter_mut().filter(|r| r.state == RunState::Pending && r.scheduled_at_ms <= soon) {
-                        if room == 0 {
-                            break;
-                        }
-                        room -= 1;
-                        r.state = sundial_core::run_state::transition(r.state, &RunEvent::Claim)
-                            .expect("pending runs may be claimed")
-                            .to;
-                        r.owner_node = Some(self.cfg.node_id.clone());
-                        r.lease_until_ms = Some(now + self.cfg.lease_ms);
-                    }
-                }
+                self.claim_soon(&mut runs, soon, now, &mut room);
                 batch.push(GenerateJob { job_id: job.id, job_version: job.version, runs, generated_until_ms: until });
             }
             // Several jobs per transaction, in slices of about GENERATE_ROWS runs: few commits,
