@@ -88,9 +88,11 @@ pub(crate) struct AtDispatch {
 }
 
 impl AtDispatch {
-    /// Take the unwritten run of this id out, for its dispatch.
-    pub fn take(&self, run_id: &str) -> Option<Run> {
-        self.inner.lock().expect("at-dispatch lock").unwritten.remove(run_id)
+    /// Take these ids' unwritten runs out, for their dispatch: one per id, `None` for a
+    /// run that has a row (one lock for the batch).
+    pub fn take_each<'a>(&self, ids: impl Iterator<Item = &'a String>) -> Vec<Option<Run>> {
+        let mut g = self.inner.lock().expect("at-dispatch lock");
+        ids.map(|id| g.unwritten.remove(id)).collect()
     }
     /// Put an unwritten run back (its dispatch failed before deciding).
     pub fn put_back(&self, run: Run) {

@@ -37,9 +37,11 @@ impl Engine {
         wait: bool,
         popped_at_ms: i64,
     ) -> Result<()> {
+        let unwritten = self.at_dispatch.take_each(due.iter().map(|(id, _)| id));
         let runs: Vec<ToDispatch> = due
             .iter()
-            .map(|(id, _)| match self.at_dispatch.take(id) {
+            .zip(unwritten)
+            .map(|((id, _), u)| match u {
                 Some(run) => ToDispatch::unwritten(run),
                 None => ToDispatch::new(id.clone(), self.fire.timer.redelivers(id)),
             })

@@ -252,7 +252,7 @@ impl Engine {
             // Fires with no row yet (high-frequency jobs') are written `expired`; the others'
             // rows move there.
             let unwritten = self.at_dispatch.take_many(ids.iter());
-            let taken: std::collections::HashSet<String> = unwritten.iter().map(|r| r.id.clone()).collect();
+            let taken: std::collections::HashSet<&str> = unwritten.iter().map(|r| r.id.as_str()).collect();
             if !unwritten.is_empty() {
                 let to = sundial_core::run_state::transition(
                     sundial_core::types::RunState::Pending,
@@ -261,29 +261,27 @@ impl Engine {
                 .expect("pending runs may expire")
                 .to;
                 let rows: Vec<sundial_store::Run> = unwritten
-                    .into_iter()
-                    .map(|mut r| {
-                        r.state = to;
-                        r.message = Some(message.clone());
-                        r.finished_at_ms = Some(now);
-                        r.updated_at_ms = now;
-                        r
+                    .iter()
+                    .map(|r| sundial_store::Run {
+                        state: to,
+                        message: Some(message.clone()),
+                        finished_at_ms: Some(now),
+                        updated_at_ms: now,
+                        ..r.clone()
                     })
                     .collect();
                 match crate::retry_deadlock(|| self.store.run_insert_missing(&rows)).await {
                     Ok(n) => expired += n as u64,
                     Err(e) => {
-                        for mut r in rows {
-                            r.state = sundial_core::types::RunState::Pending;
-                            r.message = None;
-                            r.finished_at_ms = None;
+                        // Not written: they stay unwritten fires, judged again.
+                        for r in unwritten {
                             self.at_dispatch.put_back(r);
                         }
                         return Err(e.into());
                     }
                 }
             }
-            let written: Vec<String> = ids.iter().filter(|id| !taken.contains(*id)).cloned().collect();
+            let written: Vec<String> = ids.iter().filter(|id| !taken.contains(id.as_str())).cloned().collect();
             if written.is_empty() {
                 continue;
             }

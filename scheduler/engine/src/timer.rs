@@ -228,10 +228,6 @@ impl Timer {
         let g = self.inner.lock().expect("timer lock");
         g.meta.get(run_id).is_some_and(|m| m.redeliver)
     }
-    /// Is the run scheduled in the heap (put back to be tried again)?
-    pub fn is_due(&self, run_id: &str) -> bool {
-        self.inner.lock().expect("timer lock").due.contains_key(run_id)
-    }
     /// Runs held: scheduled or waiting (not those being dispatched).
     pub fn len(&self) -> usize {
         let g = self.inner.lock().expect("timer lock");
@@ -618,28 +614,26 @@ impl Engine {
                     scheduled_at_ms: p.scheduled_at_ms,
                 })
                 .collect();
-            let kept: HashSet<String> = match self.settle_late(&fires).await {
-                Ok(k) => k.into_iter().collect(),
+            match self.settle_late(&fires).await {
+                Ok(kept) => {
+                    let kept: HashSet<String> = kept.into_iter().collect();
+                    let now = self.now_ms();
+                    for p in late {
+                        if kept.contains(&p.id) {
+                            go.push(p);
+                        } else {
+                            self.fire.timer.after_dispatch(&p.id, now, now + self.cfg.lease_ms);
+                        }
+                    }
+                }
                 Err(err) => {
                     // Not judged: they stay in the timer and are judged again shortly (never
                     // sent past their misfire policy because the store could not be asked).
                     tracing::warn!(runs = fires.len(), error = %err, "misfire check failed; checking the late runs again shortly");
                     let again = self.now_ms() + 500;
-                    for p in &late {
-                        self.fire.timer.push(again, p.id.clone());
+                    for p in late {
+                        self.fire.timer.push(again, p.id);
                     }
-                    if go.is_empty() {
-                        return;
-                    }
-                    HashSet::new()
-                }
-            };
-            let now = self.now_ms();
-            for p in late {
-                if kept.contains(&p.id) {
-                    go.push(p);
-                } else if !self.fire.timer.is_due(&p.id) {
-                    self.fire.timer.after_dispatch(&p.id, now, now + self.cfg.lease_ms);
                 }
             }
         }

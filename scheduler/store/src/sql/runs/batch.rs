@@ -23,7 +23,11 @@ use crate::{
 };
 
 /// Insert runs unless their (job, fire key) exists, in multi-row statements; returns how many were inserted.
-pub(super) async fn insert_runs(tx: &mut Transaction<'static, Any>, dialect: Dialect, runs: &[Run]) -> Result<usize> {
+pub(super) async fn insert_runs<R: std::borrow::Borrow<Run>>(
+    tx: &mut Transaction<'static, Any>,
+    dialect: Dialect,
+    runs: &[R],
+) -> Result<usize> {
     let verb = match dialect {
         Dialect::MySql => "INSERT IGNORE",
         Dialect::Sqlite => "INSERT OR IGNORE",
@@ -42,6 +46,7 @@ pub(super) async fn insert_runs(tx: &mut Transaction<'static, Any>, dialect: Dia
         );
         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
         for r in chunk {
+            let r: &Run = r.borrow();
             q = q
                 .bind(&r.id)
                 .bind(&r.tenant_id)
@@ -99,11 +104,11 @@ impl SqlStore {
         let ids = distinct(to_dispatch.iter().map(|t| t.run_id.as_str()));
         let redeliver: HashSet<&str> = to_dispatch.iter().filter(|t| t.redeliver).map(|t| t.run_id.as_str()).collect();
         // Fires with no row yet: decided like `pending` rows, and written in the state decided.
-        let mut unwritten: HashMap<String, Run> = HashMap::new();
+        let mut unwritten: HashMap<&str, &Run> = HashMap::new();
         for t in to_dispatch {
             if let Some(r) = &t.unwritten {
                 debug_assert_eq!(r.state, RunState::Pending);
-                unwritten.entry(t.run_id.clone()).or_insert_with(|| r.clone());
+                unwritten.entry(t.run_id.as_str()).or_insert(r);
             }
         }
         let mut tx = self.begin().await?;
@@ -115,7 +120,7 @@ impl SqlStore {
         let mut todo: Vec<String> = Vec::new();
         for id in &ids {
             if let Some(r) = unwritten.get(*id) {
-                runs.insert(id.to_string(), r.clone());
+                runs.insert(id.to_string(), (*r).clone());
                 todo.push(id.to_string());
                 decisions.push((id.to_string(), None));
                 continue;
@@ -176,15 +181,17 @@ impl SqlStore {
         // Checked ahead only for `cover_early` jobs, the one decision that writes to other runs
         // (it cancels the job's runs in flight): for the others a fire that has a row already is
         // found by the insert below, which ignores it, and nothing else of it is written.
-        let covering =
-            unwritten.values().filter(|r| jobs.get(&r.job_id).is_some_and(|j| j.block == BlockStrategy::CoverEarly));
+        let covering = unwritten
+            .values()
+            .copied()
+            .filter(|r| jobs.get(&r.job_id).is_some_and(|j| j.block == BlockStrategy::CoverEarly));
         let taken = self.fires_with_rows(&mut tx, covering).await?;
         for (id, run) in &unwritten {
             let fires_then = jobs.get(&run.job_id).is_some_and(|j| {
                 j.state == JobState::Active && (j.version == run.job_version || still_fires_at(j, run.scheduled_at_ms))
             });
             if !fires_then || taken.contains(&(run.job_id.clone(), run.fire_key.clone())) {
-                skipped.insert(id.clone(), DispatchDecision::Gone);
+                skipped.insert(id.to_string(), DispatchDecision::Gone);
             }
         }
         let mut to_write: Vec<String> = Vec::new();
@@ -193,7 +200,7 @@ impl SqlStore {
                 continue;
             }
             let run = runs[id].clone();
-            let fresh_fire = unwritten.contains_key(id);
+            let fresh_fire = unwritten.contains_key(id.as_str());
             if fresh_fire {
                 to_write.push(id.clone());
             }
@@ -219,34 +226,15 @@ impl SqlStore {
                     match job.block {
                         BlockStrategy::Serial => {
                             // Waits in `queued`, claimed by this node if it was still `pending`.
-                            if fresh_fire {
-                                let r = runs.get_mut(id).expect("in the batch");
-                                r.state = transition(r.state, &RunEvent::Claim).map_err(refused)?.to;
-                                r.owner_node = Some(node_id.to_string());
-                                r.lease_until_ms = Some(now_ms + lease_ms);
-                                r.updated_at_ms = now_ms;
-                                skipped.insert(id.clone(), DispatchDecision::Blocked);
-                                continue;
-                            }
-                            hold_claim(&mut tx, &run, node_id, now_ms, now_ms + lease_ms).await?;
+                            let r = runs.get_mut(id).expect("in the batch");
+                            hold_fire(&mut tx, r, fresh_fire, node_id, now_ms, now_ms + lease_ms).await?;
                             skipped.insert(id.clone(), DispatchDecision::Blocked);
                             continue;
                         }
                         BlockStrategy::DiscardLater => {
-                            if fresh_fire {
-                                let msg = "discard_later: the previous run is still in flight";
-                                end_unwritten(runs.get_mut(id).expect("in the batch"), RunEvent::Skip, msg, now_ms)?;
-                                skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "discard_later" });
-                                continue;
-                            }
-                            set_terminal(
-                                &mut tx,
-                                &run,
-                                RunEvent::Skip,
-                                "discard_later: the previous run is still in flight",
-                                now_ms,
-                            )
-                            .await?;
+                            let msg = "discard_later: the previous run is still in flight";
+                            skip_fire(&mut tx, runs.get_mut(id).expect("in the batch"), fresh_fire, msg, now_ms)
+                                .await?;
                             skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "discard_later" });
                             continue;
                         }
@@ -271,17 +259,8 @@ impl SqlStore {
                     }
                 }
                 if job.max_concurrency.is_some_and(|m| still >= m) {
-                    if fresh_fire {
-                        end_unwritten(
-                            runs.get_mut(id).expect("in the batch"),
-                            RunEvent::Skip,
-                            "max_concurrency reached",
-                            now_ms,
-                        )?;
-                        skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "max_concurrency" });
-                        continue;
-                    }
-                    set_terminal(&mut tx, &run, RunEvent::Skip, "max_concurrency reached", now_ms).await?;
+                    let msg = "max_concurrency reached";
+                    skip_fire(&mut tx, runs.get_mut(id).expect("in the batch"), fresh_fire, msg, now_ms).await?;
                     skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "max_concurrency" });
                     continue;
                 }
@@ -312,7 +291,7 @@ impl SqlStore {
         // ignore ours: such a fire is `Gone` here (the other row fires it), nothing else of
         // it written.
         if !to_write.is_empty() {
-            let rows: Vec<Run> = to_write.iter().map(|id| runs[id].clone()).collect();
+            let rows: Vec<&Run> = to_write.iter().map(|id| &runs[id]).collect();
             let inserted = insert_runs(&mut tx, self.dialect, &rows).await?;
             if inserted != rows.len() {
                 let present = self.ids_present(&mut tx, &to_write).await?;
@@ -320,10 +299,9 @@ impl SqlStore {
                     skipped.insert(id.clone(), DispatchDecision::Gone);
                     covered_by.remove(id);
                 }
-                dispatched.retain(|id| present.contains(id) || !unwritten.contains_key(id));
+                dispatched.retain(|id| present.contains(id) || !unwritten.contains_key(id.as_str()));
             }
         }
-        let unwritten_ids: HashSet<&String> = unwritten.keys().collect();
         // One statement per chunk of runs whose jobs share timeout and version moves the
         // dispatched runs; the locks taken above make the reads and these writes one decision.
         let update_sql = format!(
@@ -342,7 +320,8 @@ impl SqlStore {
             let job = &jobs[&run.job_id];
             (job.timeout_ms, job.version, run.state, run.attempt - 1)
         };
-        let rewritten: Vec<String> = dispatched.iter().filter(|id| !unwritten_ids.contains(id)).cloned().collect();
+        let rewritten: Vec<String> =
+            dispatched.iter().filter(|id| !unwritten.contains_key(id.as_str())).cloned().collect();
         for group in groups(&rewritten, key) {
             let (timeout_ms, version, to, attempt_read) = key(group[0]);
             for chunk in group.chunks(IN_CHUNK) {
@@ -789,11 +768,42 @@ fn still_fires_at(job: &Job, at: i64) -> bool {
         .is_ok_and(|s| s.next_after(at - 1) == Some(at))
 }
 
-/// An unwritten fire ended before it was sent (skipped): the row it will be written as.
-fn end_unwritten(run: &mut Run, event: RunEvent, message: &str, now_ms: i64) -> Result<()> {
-    run.state = transition(run.state, &event).map_err(refused)?.to;
+/// A fire its job's block strategy or concurrency limit refuses: `skipped`. A row is moved
+/// there; an unwritten fire (`unwritten`) is changed in memory, to be written so.
+async fn skip_fire(
+    tx: &mut Transaction<'static, Any>,
+    run: &mut Run,
+    unwritten: bool,
+    message: &str,
+    now_ms: i64,
+) -> Result<()> {
+    if !unwritten {
+        set_terminal(tx, run, RunEvent::Skip, message, now_ms).await?;
+        return Ok(());
+    }
+    run.state = transition(run.state, &RunEvent::Skip).map_err(refused)?.to;
     run.message = Some(message.to_string());
     run.finished_at_ms = Some(now_ms);
+    run.updated_at_ms = now_ms;
+    Ok(())
+}
+
+/// A fire that must wait (`Blocked`) stays claimed by this node until `lease_until_ms`: a
+/// row through [`hold_claim`]; an unwritten fire is claimed in memory, to be written `queued`.
+async fn hold_fire(
+    tx: &mut Transaction<'static, Any>,
+    run: &mut Run,
+    unwritten: bool,
+    node_id: &str,
+    now_ms: i64,
+    lease_until_ms: i64,
+) -> Result<()> {
+    if !unwritten {
+        return hold_claim(tx, run, node_id, now_ms, lease_until_ms).await;
+    }
+    run.state = transition(run.state, &RunEvent::Claim).map_err(refused)?.to;
+    run.owner_node = Some(node_id.to_string());
+    run.lease_until_ms = Some(lease_until_ms);
     run.updated_at_ms = now_ms;
     Ok(())
 }
