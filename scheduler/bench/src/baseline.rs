@@ -8,7 +8,8 @@
 //!   headers, and the signature over the webhook-timestamp of its second, a whole second known
 //!   ahead) and handed to a task of its own that waits for the whole second; then it takes one
 //!   of 512 delivery slots (Sundial's default `max_inflight`, taken after the instant as
-//!   Sundial's are) and is sent. Lateness = receive − the whole second.
+//!   Sundial's are) and is sent, from a process of its own (as Sundial sends from its own, not
+//!   sharing threads with the sink that times it). Lateness = receive − the whole second.
 //! - **raw inserts**: J rows in multi-row `INSERT`s (500 rows a statement, one commit each)
 //!   into a scratch table shaped like Sundial's `runs`, in the same database.
 
@@ -106,13 +107,52 @@ pub async fn sleep_until_ms(t: i64) {
 /// Requests built once to time the building, so the first second leaves room to build all.
 const CALIBRATION_REQUESTS: usize = 1000;
 
+/// Environment of the floor's sender process (`sundial-bench` run again by itself): the
+/// sink's URL, the signing secret, J. Set only by [`floor`].
+pub const SENDER_ENV: &str = "SUNDIAL_BENCH_FLOOR_SENDER";
+
+/// The floor, measured at `sink`. The requests are sent by a process of their own (this
+/// binary again, see [`floor_sender`]), as Sundial sends its deliveries from its own process:
+/// a sender sharing this process's threads with the sink that times it would be slowed by it,
+/// and a floor slower than it need be flatters whatever is compared with it.
 pub async fn floor(sink: &Sink, jobs: usize) -> anyhow::Result<Floor> {
-    let (key, _) = Key::generate();
-    sink.set_key(key.clone());
+    let (key, secret) = Key::generate();
+    sink.set_key(key);
     sink.take();
     sink.reset_counters();
+    let exe = std::env::current_exe()?;
+    let out = tokio::process::Command::new(exe)
+        .env(SENDER_ENV, format!("{} {secret} {jobs}", sink.url()))
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .await?;
+    anyhow::ensure!(out.status.success(), "the floor's sender failed: {}", out.status);
+    let line = String::from_utf8(out.stdout)?;
+    let mut words = line.split_whitespace();
+    let (first, errors): (i64, u64) = match (words.next(), words.next()) {
+        (Some(f), Some(e)) => (f.parse()?, e.parse()?),
+        _ => anyhow::bail!("the floor's sender printed `{line}`"),
+    };
+    let recs: Vec<_> = sink.take().into_iter().filter(|r| r.scheduled_ms >= first).collect();
+    let lateness: Vec<f64> = recs.iter().map(|r| (r.received_us - r.scheduled_ms * 1000) as f64 / 1000.0).collect();
+    Ok(Floor {
+        sent: FLOOR_SECONDS as u64 * jobs as u64,
+        received: recs.len() as u64,
+        errors,
+        bad_signatures: sink.bad_signatures(),
+        lateness_ms: pct(lateness),
+    })
+}
+
+/// The floor's sender (`SENDER_ENV` = "<sink URL> <whsec secret> <J>"): sends the warm-up
+/// second and the measured seconds, then prints "<first measured second, ms> <errors>".
+pub async fn floor_sender(spec: &str) -> anyhow::Result<()> {
+    let parts: Vec<&str> = spec.split_whitespace().collect();
+    anyhow::ensure!(parts.len() == 3, "{SENDER_ENV}: expected `<url> <secret> <jobs>`");
+    let url: reqwest::Url = parts[0].parse()?;
+    let key = Key::parse(parts[1])?;
+    let jobs: usize = parts[2].parse()?;
     let http = client();
-    let url: reqwest::Url = sink.url().parse()?;
     // Building every request of the 6 seconds takes time before the first of them: time a
     // sample and start the warm-up second after twice the estimate (and at least a second).
     let sample = jobs.min(CALIBRATION_REQUESTS);
@@ -156,15 +196,8 @@ pub async fn floor(sink: &Sink, jobs: usize) -> anyhow::Result<Floor> {
             errors += 1;
         }
     }
-    let recs: Vec<_> = sink.take().into_iter().filter(|r| r.scheduled_ms >= first).collect();
-    let lateness: Vec<f64> = recs.iter().map(|r| (r.received_us - r.scheduled_ms * 1000) as f64 / 1000.0).collect();
-    Ok(Floor {
-        sent: FLOOR_SECONDS as u64 * jobs as u64,
-        received: recs.len() as u64,
-        errors,
-        bad_signatures: sink.bad_signatures(),
-        lateness_ms: pct(lateness),
-    })
+    println!("{first} {errors}");
+    Ok(())
 }
 
 #[derive(Debug, Serialize)]

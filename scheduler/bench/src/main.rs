@@ -12,7 +12,8 @@
 //! series, the CPU split, and the database's accounting of the window's runs. In the same run,
 //! before Sundial starts, it measures the baselines — the *floor* (J signed POSTs at each of 5
 //! whole seconds, no store, no bookkeeping, to the same sink; every request built and signed
-//! ahead and waiting in a task of its own, released at the whole second) and J raw multi-row
+//! ahead and waiting in a task of its own, released at the whole second, sent by a process of
+//! its own as Sundial's deliveries are) and J raw multi-row
 //! inserts — and prints each figure as a ratio to them, with the verdict
 //! `missed == 0 and p99 ≤ 2 × floor p99`.
 //! `--stall-db-at`/`--stall-db-secs` SIGSTOP the private `mariadbd` mid-window and report when
@@ -118,6 +119,11 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
 }
 
 fn main() -> anyhow::Result<()> {
+    // Run again by itself as the floor's sender (see `baseline::floor`).
+    if let Ok(spec) = std::env::var(baseline::SENDER_ENV) {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+        return rt.block_on(baseline::floor_sender(&spec));
+    }
     let args = Args::parse();
     anyhow::ensure!(args.jobs > 0, "--jobs must be at least 1");
     anyhow::ensure!(args.window > 0, "--window must be at least 1");
