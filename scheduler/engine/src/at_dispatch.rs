@@ -201,6 +201,7 @@ impl Engine {
         if to_read.is_empty() {
             return Ok(0);
         }
+        tracing::debug!(jobs = to_read.len(), behind = behind.len(), "at-dispatch take-on");
         let mut taken = 0;
         for chunk in to_read.chunks(TAKE_ON_CHUNK) {
             let jobs = self.store.job_get_many(chunk).await?;
@@ -344,6 +345,15 @@ impl Engine {
         }
         if fell_behind {
             self.at_dispatch.behind.notify_one();
+        }
+        if stalled || fell_behind || !added.is_empty() {
+            tracing::debug!(
+                stalled,
+                fell_behind,
+                added = added.len(),
+                timer = self.fire.timer.len(),
+                "at-dispatch fill"
+            );
         }
         added.len()
     }

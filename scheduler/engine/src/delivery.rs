@@ -68,6 +68,12 @@ impl Engine {
         };
         let committed = self.now_ms();
         self.fire.last_commit_ms.store(committed, std::sync::atomic::Ordering::Relaxed);
+        tracing::debug!(
+            runs = runs.len(),
+            since_pop_ms = committed - popped_at_ms,
+            commit_ms = committed - began,
+            "dispatch committed"
+        );
         self.note_dispatch_took(committed - popped_at_ms);
         self.note_dispatch_cost(committed - began, runs.len());
         // The deadlines were set from `now`; if the transaction ended well after it (lock
