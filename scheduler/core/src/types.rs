@@ -131,8 +131,9 @@ str_enum!(
 );
 
 str_enum!(
-    /// The language of a script job.
-    ScriptRuntime { Wasm => "wasm", Shell => "shell", Python => "python", Node => "node" }
+    /// The language of a script: a WASI module, Python or JavaScript run inside WebAssembly,
+    /// or a shell script run in an OS sandbox.
+    ScriptRuntime { Wasm => "wasm", Python => "python", Javascript => "javascript", Bash => "bash", Sh => "sh" }
 );
 
 str_enum!(

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use sundial_core::types::JobState;
 
-use crate::{Job, Page, Result, Script};
+use crate::{Job, Page, Result};
 
 #[derive(Debug, Clone, Default)]
 pub struct JobFilter {
@@ -13,7 +13,7 @@ pub struct JobFilter {
 }
 
 /// Jobs: definitions, child edges (`job_children`), the generator's cursor
-/// (`job_due_for_generation`), and the scripts jobs name.
+/// (`job_due_for_generation`).
 #[async_trait]
 pub trait JobStore: Send + Sync {
     /// Insert a job and its child edges. Children must be jobs of the same tenant and
@@ -42,7 +42,4 @@ pub trait JobStore: Send + Sync {
     /// stopped or deleted.
     async fn job_timed_versions(&self) -> Result<Vec<(String, i64)>>;
     async fn job_due_for_generation(&self, horizon_end_ms: i64, limit: i64) -> Result<Vec<Job>>;
-
-    /// By id or by name, within the tenant.
-    async fn script_get(&self, tenant_id: &str, id_or_name: &str) -> Result<Option<Script>>;
 }

@@ -15,7 +15,8 @@
 //! | the database itself | [`DbStore`] (here) | `sql/mod.rs` (connection set-up, shared helpers) |
 //! | tenants, API keys | [`TenantStore`] (`tenants.rs`) | `sql/tenants.rs` |
 //! | apps, executors | [`AppStore`] (`apps.rs`) | `sql/apps.rs` |
-//! | jobs, child edges, generation cursor, scripts | [`JobStore`] (`jobs.rs`) | `sql/jobs.rs` |
+//! | jobs, child edges, generation cursor | [`JobStore`] (`jobs.rs`) | `sql/jobs.rs` |
+//! | scripts and their versions | [`ScriptStore`] (`scripts.rs`) | `sql/scripts.rs` |
 //! | runs, attempts, logs | [`RunStore`] (`runs.rs`) | `sql/runs.rs`, hot-path batches in `sql/runs/batch.rs` |
 //! | shards of sharded runs | [`ShardStore`] (`shards.rs`; types in `records.rs`) | `sql/shards.rs` |
 //! | nodes, settings | [`NodeStore`] (`nodes.rs`) | `sql/nodes.rs` |
@@ -35,6 +36,7 @@ mod nodes;
 pub mod records;
 mod retention;
 mod runs;
+mod scripts;
 mod seen;
 mod shards;
 mod sql;
@@ -49,6 +51,7 @@ pub use nodes::*;
 pub use records::*;
 pub use retention::*;
 pub use runs::*;
+pub use scripts::*;
 pub use seen::*;
 pub use shards::*;
 pub use sql::{ConnectOptions, SqlStore};
@@ -59,7 +62,8 @@ pub use tenants::*;
 /// generic) needs them in scope.
 pub mod prelude {
     pub use crate::{
-        AppStore, DbStore, JobStore, NodeStore, RetentionStore, RunStore, SeenStore, ShardStore, Store, TenantStore,
+        AppStore, DbStore, JobStore, NodeStore, RetentionStore, RunStore, ScriptStore, SeenStore, ShardStore, Store,
+        TenantStore,
     };
 }
 
@@ -93,6 +97,7 @@ pub trait Store:
     + TenantStore
     + AppStore
     + JobStore
+    + ScriptStore
     + RunStore
     + ShardStore
     + NodeStore
@@ -110,6 +115,7 @@ impl<T> Store for T where
         + TenantStore
         + AppStore
         + JobStore
+        + ScriptStore
         + RunStore
         + ShardStore
         + NodeStore

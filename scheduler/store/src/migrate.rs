@@ -120,6 +120,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0010_unique_job_names.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0010_unique_job_names.sql"),
     },
+    Migration {
+        version: 11,
+        name: "script_versions",
+        mysql: include_str!("../../../migrations/mysql/0011_script_versions.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0011_script_versions.sql"),
+    },
 ];
 
 impl Migration {

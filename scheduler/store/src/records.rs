@@ -135,9 +135,30 @@ pub struct Script {
     pub tenant_id: String,
     pub name: String,
     pub runtime: sundial_core::types::ScriptRuntime,
+    /// The version jobs that follow the script run.
     pub current_version: i64,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
+}
+
+/// One immutable version of a script's source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptVersion {
+    pub script_id: String,
+    /// 1, 2, …: each upload the next.
+    pub version: i64,
+    /// The source: text, or (`encoding` `base64`) a WebAssembly binary in standard base64.
+    pub source: String,
+    /// `text` or `base64`.
+    pub encoding: String,
+    /// SHA-256 of the source's bytes (decoded for `base64`), lower-case hex.
+    pub sha256: String,
+    /// Size of the source's bytes (decoded for `base64`).
+    pub size_bytes: i64,
+    /// The id of the API key that uploaded it.
+    pub author: String,
+    pub note: String,
+    pub created_at_ms: i64,
 }
 
 impl Job {

@@ -7,7 +7,7 @@ use sundial_core::types::JobState;
 
 use super::{IDS, SqlStore, col, fetch_in_with, json_col, parse_col, to_json};
 use crate::error::job_conflict;
-use crate::{Job, JobFilter, JobStore, Page, Result, Script, StoreError};
+use crate::{Job, JobFilter, JobStore, Page, Result, StoreError};
 
 pub(super) fn job_row(r: &AnyRow) -> Result<Job> {
     Ok(Job {
@@ -362,30 +362,4 @@ impl JobStore for SqlStore {
         .collect()
     }
 
-    // ---- scripts ----
-
-    async fn script_get(&self, tenant_id: &str, id_or_name: &str) -> Result<Option<Script>> {
-        let row = sqlx::query(
-            "SELECT id, tenant_id, name, runtime, current_version, created_at_ms, updated_at_ms FROM scripts \
-             WHERE tenant_id = ? AND (id = ? OR name = ?)",
-        )
-        .bind(tenant_id)
-        .bind(id_or_name)
-        .bind(id_or_name)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref()
-            .map(|r| {
-                Ok(Script {
-                    id: col(r, "id")?,
-                    tenant_id: col(r, "tenant_id")?,
-                    name: col(r, "name")?,
-                    runtime: parse_col(r, "runtime")?,
-                    current_version: col(r, "current_version")?,
-                    created_at_ms: col(r, "created_at_ms")?,
-                    updated_at_ms: col(r, "updated_at_ms")?,
-                })
-            })
-            .transpose()
-    }
 }

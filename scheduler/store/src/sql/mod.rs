@@ -33,6 +33,7 @@ mod jobs;
 mod nodes;
 mod retention;
 mod runs;
+mod scripts;
 mod seen;
 mod shards;
 mod tenants;

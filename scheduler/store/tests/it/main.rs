@@ -35,6 +35,7 @@ mod migrate;
 mod nodes;
 mod retention;
 mod runs;
+mod scripts;
 mod seen;
 mod shards;
 mod tenants;
