@@ -50,6 +50,12 @@ const FILL_STOP_BEHIND_MS: i64 = 3_000;
 const FILL_STOP_NO_COMMIT_MS: i64 = 2_000;
 /// Jobs read per store call when taking jobs on.
 const TAKE_ON_CHUNK: usize = 500;
+/// How far before a job's last fire with a row a node taking it over looks for fires left
+/// without one (a dispatch that had not committed, or was to be tried again, when its node
+/// died or left, while a later one had): dispatch transactions give up well within this.
+const GAP_LOOKBACK_MS: i64 = 60_000;
+/// At most this many fires are walked in that look-back (a job firing every second has 60).
+const GAP_WALK: usize = 600;
 
 #[derive(Debug)]
 struct Held {
@@ -227,7 +233,17 @@ impl Engine {
             }
             let ids: Vec<String> = dense.iter().map(|(j, _)| j.id.clone()).collect();
             let last = self.store.run_last_fires(&ids).await?;
-            taken += self.take_on(dense, &last, &behind).await?;
+            // Jobs new here (not caught up from this node's own fill): the fires before their
+            // last row that have rows, to find any a node gone before left without one.
+            let fresh: Vec<String> = dense
+                .iter()
+                .filter(|(j, _)| last.contains_key(&j.id) && behind.get(&j.id).is_none_or(|(v, _)| *v != j.version))
+                .map(|(j, _)| j.id.clone())
+                .collect();
+            let lo = fresh.iter().filter_map(|id| last.get(id)).min().copied().unwrap_or(0) - GAP_LOOKBACK_MS;
+            let hi = fresh.iter().filter_map(|id| last.get(id)).max().copied().unwrap_or(i64::MIN);
+            let have = self.store.run_fires_between(&fresh, lo, hi).await?;
+            taken += self.take_on(dense, &last, &have, &behind).await?;
         }
         Ok(taken)
     }
@@ -243,6 +259,7 @@ impl Engine {
         &self,
         jobs: Vec<(Job, Schedule)>,
         last: &HashMap<String, i64>,
+        have: &HashMap<String, Vec<i64>>,
         behind: &HashMap<String, (i64, i64)>,
     ) -> Result<usize> {
         let now = self.now_ms();
@@ -254,14 +271,31 @@ impl Engine {
         for (job, schedule) in jobs {
             // From its last fire with a row, or its last change (created, edited, started:
             // fires after it follow this definition), or where it fell behind.
-            let mut from = (job.updated_at_ms - 1).max(last.get(&job.id).copied().unwrap_or(i64::MIN));
+            let changed = job.updated_at_ms - 1;
+            let mut from = changed.max(last.get(&job.id).copied().unwrap_or(i64::MIN));
+            let mut written: &[i64] = &[];
             if let Some((version, filled)) = behind.get(&job.id)
                 && *version == job.version
             {
                 from = from.max(*filled);
+            } else if let Some(&last) = last.get(&job.id) {
+                // Rows are not written in fire order (two dispatch batches commit in either
+                // order; a failed one is tried again after a later one): a node that died or
+                // left may leave fires without a row before its last one. Start at the first
+                // such fire; the fires after it that have rows are not written again.
+                written = have.get(&job.id).map_or(&[], Vec::as_slice);
+                let floor = changed.max(last - GAP_LOOKBACK_MS);
+                if let Some(gap) = schedule
+                    .fires_between(floor, last, GAP_WALK)
+                    .into_iter()
+                    .find(|t| written.binary_search(t).is_err())
+                {
+                    from = gap - 1;
+                }
             }
             let until = now.max(from);
             let mut runs = plan_runs(&job, &schedule, from, until, now);
+            runs.retain(|r| written.binary_search(&r.scheduled_at_ms).is_err());
             self.claim_soon(&mut runs, soon, now, &mut room);
             batch.push(GenerateJob {
                 job_id: job.id.clone(),

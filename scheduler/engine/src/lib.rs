@@ -572,6 +572,9 @@ impl Engine {
         if tokio::time::timeout(grace, self.fire.deliveries.wait()).await.is_err() {
             tracing::warn!("deliveries still in flight after the grace period");
         }
+        // Fires whose dispatch failed after the hand-over in `stop` came back unwritten:
+        // hand them over too (else the next owner finds them only by their gap).
+        self.at_dispatch_hand_over().await;
         if let Err(e) = self.store.node_leave(&self.cfg.node_id).await {
             tracing::warn!(error = %e, "could not mark this node as gone");
         }

@@ -32,6 +32,7 @@ crate::on_both_databases!(
     a_fire_written_behind_the_peek_cursor_still_fires_on_time,
     a_full_claim_says_so_and_the_next_takes_the_rest,
     a_node_far_behind_settles_its_backlog_by_policy_and_is_on_time_again,
+    a_node_taking_a_job_on_writes_the_fires_a_gone_node_left_without_a_row,
     cancels_an_executor_never_answers_hold_up_nothing,
     an_overdue_run_is_reaped_by_its_buckets_owner_only,
     answers_are_read_strictly_bounded_and_never_redirected,
@@ -1203,6 +1204,70 @@ async fn a_node_far_behind_settles_its_backlog_by_policy_and_is_on_time_again(ap
 /// an executor that never answers its cancel endpoint delays neither the reaper, nor the
 /// run-cancel API, nor the delivery of the run that covered its predecessor
 /// (`cover_early`). Each step took the cancel's whole timeout (5 s) when cancels were awaited.
+/// Found by the chaos test on a loaded machine: rows of a high-frequency job are written at
+/// dispatch, and two dispatch batches commit in either order (a failed one is tried again
+/// after a later one), so a node that dies or leaves can leave a fire without a row behind
+/// a later fire that has one. The node that takes the job on must write that fire, not
+/// start after the last row.
+async fn a_node_taking_a_job_on_writes_the_fires_a_gone_node_left_without_a_row(app: &TestApp) {
+    let s = setup(app).await;
+    let j = app
+        .job(
+            &s.key,
+            json!({"name": "per-second", "app": "billing", "handler": "h", "misfire": {"policy": "fire_all"},
+                "schedule": {"kind": "fixed_rate", "every_ms": 1000}}),
+        )
+        .await;
+    let id = j["id"].as_str().unwrap().to_string();
+    let store = app.db.store();
+    let job = store.job_get_many(std::slice::from_ref(&id)).await.unwrap().remove(0);
+    let schedule = sundial_core::schedule::Schedule::parse(&job.schedule, job.created_at_ms).unwrap();
+    let grid = schedule.fires_between(job.updated_at_ms - 1, job.updated_at_ms + 10_000, 4);
+    let now = app.clock.now_ms();
+    // The gone node wrote the 1st, 2nd and 4th fires; the 3rd's dispatch never committed.
+    let rows: Vec<sundial_store::Run> = [grid[0], grid[1], grid[3]]
+        .iter()
+        .map(|t| {
+            sundial_store::Run::pending(
+                &job.tenant_id,
+                &id,
+                job.version,
+                format!("s:{t}"),
+                sundial_core::types::TriggerKind::Schedule,
+                *t,
+                now,
+            )
+        })
+        .collect();
+    assert_eq!(store.run_insert_missing(&rows).await.unwrap(), 3);
+    app.clock.set(grid[3] + 300);
+    app.engine.tick().await.unwrap();
+    app.engine.tick().await.unwrap();
+    let keys: Vec<String> = runs(app, &s.key, &id)
+        .await
+        .iter()
+        .map(|r| r["fire_key"].as_str().unwrap().to_string())
+        .filter(|k| k[2..].parse::<i64>().unwrap() <= grid[3])
+        .collect();
+    let want: Vec<String> = grid.iter().map(|t| format!("s:{t}")).collect();
+    assert_eq!(keys, want, "every fire up to the last row once, the one left without a row included");
+    // Serial: each goes once the one before it is done (a blocked run polls every 500 ms).
+    for _ in 0..4 {
+        app.clock.advance(500);
+        app.engine.tick().await.unwrap();
+    }
+    let last = sundial_core::time::rfc3339_utc(grid[3]);
+    let delivered: Vec<String> = s
+        .exec
+        .deliveries()
+        .iter()
+        .map(|d| d.headers["sundial-scheduled-at"].to_str().unwrap().to_string())
+        .filter(|at| *at <= last)
+        .collect();
+    let want: Vec<String> = grid.iter().map(|t| sundial_core::time::rfc3339_utc(*t)).collect();
+    assert_eq!(delivered, want, "each of the four delivered once, in order");
+}
+
 async fn cancels_an_executor_never_answers_hold_up_nothing(app: &TestApp) {
     let s = setup(app).await;
     s.exec.always(Answer::Accept);
