@@ -24,13 +24,15 @@ use axum::routing::{get, post};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-pub use state::{ApiConfig, AppState};
+pub use state::{ApiConfig, AppState, ScriptLimits};
 
 use crate::error::ApiError;
 use crate::routes::*;
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
+    // Script uploads may be larger than any other request (a 10 MiB module is 13.4 MiB in base64).
+    let script_body = state.config.scripts.max_body_bytes().max(state.config.max_body_bytes);
     let api = Router::new()
         .route("/tenants", post(tenants::create).get(tenants::list))
         .route("/tenants/{id}", get(tenants::get))
@@ -39,6 +41,15 @@ pub fn router(state: AppState) -> Router {
         .route("/apps", post(apps::create).get(apps::list))
         .route("/apps/{id}", get(apps::get).patch(apps::update).delete(apps::delete))
         .route("/apps/{id}/rotate-secret", post(apps::rotate_secret))
+        .route("/scripts", post(scripts::create).layer(DefaultBodyLimit::max(script_body)).get(scripts::list))
+        .route("/scripts/{id}", get(scripts::get).delete(scripts::delete))
+        .route(
+            "/scripts/{id}/versions",
+            post(scripts::create_version).layer(DefaultBodyLimit::max(script_body)).get(scripts::list_versions),
+        )
+        .route("/scripts/{id}/versions/{version}", get(scripts::get_version))
+        .route("/scripts/{id}/diff", get(scripts::diff))
+        .route("/scripts/{id}/restore", post(scripts::restore))
         .route("/jobs", post(jobs::create).get(jobs::list))
         .route("/jobs/{id}", get(jobs::get).put(jobs::replace).delete(jobs::delete))
         .route("/jobs/{id}/start", post(jobs::start))

@@ -13,6 +13,30 @@ pub struct ApiConfig {
     /// Where deliveries may go: endpoints and executor addresses it refuses (IP literals,
     /// `localhost`) are refused at registration.
     pub outbound: sundial_core::outbound::OutboundPolicy,
+    /// What script uploads may be.
+    pub scripts: ScriptLimits,
+}
+
+/// Upload limits for scripts.
+#[derive(Debug, Clone)]
+pub struct ScriptLimits {
+    /// Largest `wasm` module (binary, or `.wat` text), bytes. Default 10 MiB.
+    pub max_wasm_bytes: usize,
+    /// Largest text script (Python, JavaScript, shell), bytes. Default 1 MiB.
+    pub max_text_bytes: usize,
+}
+
+impl Default for ScriptLimits {
+    fn default() -> Self {
+        Self { max_wasm_bytes: 10 * 1024 * 1024, max_text_bytes: 1024 * 1024 }
+    }
+}
+
+impl ScriptLimits {
+    /// The request body a script upload may need: the largest module in base64, plus room for the rest.
+    pub fn max_body_bytes(&self) -> usize {
+        self.max_wasm_bytes.max(self.max_text_bytes) / 3 * 4 + 64 * 1024
+    }
 }
 
 impl Default for ApiConfig {
@@ -21,6 +45,7 @@ impl Default for ApiConfig {
             max_body_bytes: 1024 * 1024,
             secret_grace_ms: 24 * 3_600_000,
             outbound: sundial_core::outbound::OutboundPolicy::default(),
+            scripts: ScriptLimits::default(),
         }
     }
 }

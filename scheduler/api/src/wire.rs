@@ -7,7 +7,7 @@ use sundial_core::job::{FailureSpec, MisfireSpec};
 use sundial_core::schedule::ScheduleSpec;
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::*;
-use sundial_store::{ApiKey, App, Job, Run, Tenant};
+use sundial_store::{ApiKey, App, Job, Run, Script, ScriptVersion, Tenant};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::ApiError;
@@ -196,6 +196,134 @@ pub struct AppWithSecret {
 }
 
 list_type!(AppList, AppOut);
+
+// ---- scripts ----
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"name": "nightly-report", "runtime": "python", "source": "print('hello from Sundial')\n", "note": "first cut"}))]
+pub struct ScriptCreate {
+    /// Unique within the tenant; letters, digits, `-`, `_`, `.`.
+    pub name: String,
+    /// `wasm` (a WASI preview-1 module), `python` or `javascript` (run inside WebAssembly), `bash` or `sh` (run in an OS sandbox).
+    pub runtime: String,
+    /// The code as text: Python, JavaScript, shell, or a `wasm` module in `.wat` text. Exactly one of `source` and `source_base64`.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// A `wasm` module's binary, standard base64.
+    #[serde(default)]
+    pub source_base64: Option<String>,
+    /// What this version is (up to 2,000 characters).
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"source": "print('hello again')\n", "note": "friendlier"}))]
+pub struct ScriptVersionCreate {
+    /// The new code as text. Exactly one of `source` and `source_base64`.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// A `wasm` module's binary, standard base64.
+    #[serde(default)]
+    pub source_base64: Option<String>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"version": 1}))]
+pub struct ScriptRestore {
+    /// The version to make current.
+    pub version: i64,
+}
+
+/// Which versions to compare: `from`, and `to` (default: the current version).
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct DiffQuery {
+    pub from: i64,
+    pub to: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScriptDiff {
+    pub from: i64,
+    pub to: i64,
+    /// The two versions have the same bytes.
+    pub identical: bool,
+    /// Unified diff, `from` to `to` (empty when identical).
+    pub diff: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScriptVersionOut {
+    pub version: i64,
+    /// SHA-256 of the source's bytes (for `base64`, of the decoded binary), lower-case hex.
+    pub sha256: String,
+    pub size_bytes: i64,
+    /// `text` or `base64`.
+    pub encoding: String,
+    /// The id of the API key that uploaded it.
+    pub author: String,
+    pub note: String,
+    pub created_at: String,
+    /// The source (shown when one version is asked for; absent in lists).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl ScriptVersionOut {
+    pub fn new(v: ScriptVersion, with_source: bool) -> Self {
+        ScriptVersionOut {
+            version: v.version,
+            sha256: v.sha256,
+            size_bytes: v.size_bytes,
+            encoding: v.encoding,
+            author: v.author,
+            note: v.note,
+            created_at: rfc3339_utc(v.created_at_ms),
+            source: with_source.then_some(v.source),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScriptOut {
+    pub id: String,
+    pub name: String,
+    pub runtime: ScriptRuntime,
+    /// The version jobs that follow the script run.
+    pub current_version: i64,
+    /// The current version's details (absent in lists).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current: Option<ScriptVersionOut>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl ScriptOut {
+    pub fn new(s: Script, current: &ScriptVersion) -> Self {
+        let current = ScriptVersionOut::new(ScriptVersion { source: String::new(), ..current.clone() }, false);
+        ScriptOut { current: Some(current), ..Self::summary(s) }
+    }
+    pub fn summary(s: Script) -> Self {
+        ScriptOut {
+            id: s.id,
+            name: s.name,
+            runtime: s.runtime,
+            current_version: s.current_version,
+            current: None,
+            created_at: rfc3339_utc(s.created_at_ms),
+            updated_at: rfc3339_utc(s.updated_at_ms),
+        }
+    }
+}
+
+list_type!(ScriptList, ScriptOut);
+list_type!(ScriptVersionList, ScriptVersionOut);
 
 // ---- jobs ----
 

@@ -78,6 +78,12 @@ pub struct Settings {
     /// Largest executor answer read, in bytes; a larger one fails the attempt `answer_too_large`.
     #[arg(long, env = "SUNDIAL_MAX_ANSWER_BYTES")]
     pub max_answer_bytes: Option<usize>,
+    /// Largest `wasm` script accepted (the module's bytes, or its `.wat` text), in bytes.
+    #[arg(long, env = "SUNDIAL_MAX_SCRIPT_WASM_BYTES")]
+    pub max_script_wasm_bytes: Option<usize>,
+    /// Largest text script accepted (Python, JavaScript, shell), in bytes.
+    #[arg(long, env = "SUNDIAL_MAX_SCRIPT_TEXT_BYTES")]
+    pub max_script_text_bytes: Option<usize>,
     /// Outbound address policy: may deliveries and cancels go to loopback addresses? (`true`/`false`)
     #[arg(long, env = "SUNDIAL_OUTBOUND_ALLOW_LOOPBACK")]
     pub outbound_allow_loopback: Option<bool>,
@@ -108,6 +114,8 @@ pub struct Resolved {
     pub affinity_grace_ms: i64,
     pub max_dispatch_lead_ms: i64,
     pub max_answer_bytes: usize,
+    pub max_script_wasm_bytes: usize,
+    pub max_script_text_bytes: usize,
     pub outbound: sundial_core::outbound::OutboundPolicy,
 }
 
@@ -164,6 +172,19 @@ impl Settings {
             (1024..=64 * 1024 * 1024).contains(&max_answer_bytes),
             "max_answer_bytes: must be 1024-67108864"
         );
+        let script_defaults = sundial_api::ScriptLimits::default();
+        let max_script_wasm_bytes =
+            self.max_script_wasm_bytes.or(file.max_script_wasm_bytes).unwrap_or(script_defaults.max_wasm_bytes);
+        anyhow::ensure!(
+            (1024..=256 * 1024 * 1024).contains(&max_script_wasm_bytes),
+            "max_script_wasm_bytes: must be 1024-268435456"
+        );
+        let max_script_text_bytes =
+            self.max_script_text_bytes.or(file.max_script_text_bytes).unwrap_or(script_defaults.max_text_bytes);
+        anyhow::ensure!(
+            (1024..=64 * 1024 * 1024).contains(&max_script_text_bytes),
+            "max_script_text_bytes: must be 1024-67108864"
+        );
         let outbound = sundial_core::outbound::OutboundPolicy {
             allow_loopback: self
                 .outbound_allow_loopback
@@ -196,6 +217,8 @@ impl Settings {
             affinity_grace_ms,
             max_dispatch_lead_ms,
             max_answer_bytes,
+            max_script_wasm_bytes,
+            max_script_text_bytes,
             outbound,
         })
     }

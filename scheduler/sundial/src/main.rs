@@ -97,6 +97,10 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
             max_body_bytes: cfg.max_body_bytes,
             secret_grace_ms: cfg.secret_grace_secs * 1000,
             outbound: cfg.outbound,
+            scripts: sundial_api::ScriptLimits {
+                max_wasm_bytes: cfg.max_script_wasm_bytes,
+                max_text_bytes: cfg.max_script_text_bytes,
+            },
         },
         wake,
     )

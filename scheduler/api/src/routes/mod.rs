@@ -4,5 +4,6 @@ pub mod health;
 pub mod jobs;
 pub mod keys;
 pub mod runs;
+pub mod scripts;
 pub mod settings;
 pub mod tenants;

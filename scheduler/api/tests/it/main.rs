@@ -9,6 +9,7 @@ mod bad_input;
 mod engine;
 mod objects;
 mod openapi;
+mod scripts;
 mod shard;
 
 /// Generate `sqlite::NAME` and `mysql::NAME` tests from `async fn NAME(app: TestApp)`.

@@ -361,5 +361,4 @@ impl JobStore for SqlStore {
         .map(job_row)
         .collect()
     }
-
 }

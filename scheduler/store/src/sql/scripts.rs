@@ -87,15 +87,17 @@ impl ScriptStore for SqlStore {
     }
 
     async fn script_get(&self, tenant_id: &str, id_or_name: &str) -> Result<Option<Script>> {
-        sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {SCRIPT_COLS} FROM scripts WHERE tenant_id = ? AND (id = ? OR name = ?)")))
-            .bind(tenant_id)
-            .bind(id_or_name)
-            .bind(id_or_name)
-            .fetch_optional(&self.pool)
-            .await?
-            .as_ref()
-            .map(script_row)
-            .transpose()
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {SCRIPT_COLS} FROM scripts WHERE tenant_id = ? AND (id = ? OR name = ?)"
+        )))
+        .bind(tenant_id)
+        .bind(id_or_name)
+        .bind(id_or_name)
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(script_row)
+        .transpose()
     }
 
     async fn script_list(&self, tenant_id: &str, page: &Page) -> Result<Vec<Script>> {

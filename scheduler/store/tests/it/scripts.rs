@@ -70,7 +70,8 @@ pub async fn every_upload_is_a_new_version_and_any_version_can_be_made_current_a
     let (a, a1) = script_of(&t, "etl");
     s.script_create(&a, &a1).await.unwrap();
     // The number is the store's to choose: whatever the caller put in.
-    let (after, v2) = s.script_add_version(&t.id, &a.id, &version_of(&a.id, 99, "print('v2')\n")).await.unwrap().unwrap();
+    let (after, v2) =
+        s.script_add_version(&t.id, &a.id, &version_of(&a.id, 99, "print('v2')\n")).await.unwrap().unwrap();
     assert_eq!((after.current_version, v2.version), (2, 2));
     let (_, v3) = s.script_add_version(&t.id, &a.id, &version_of(&a.id, 0, "print('v3')\n")).await.unwrap().unwrap();
     assert_eq!(v3.version, 3);
@@ -92,7 +93,8 @@ pub async fn every_upload_is_a_new_version_and_any_version_can_be_made_current_a
     let now = s.script_get(&t.id, &a.id).await.unwrap().unwrap();
     assert_eq!((now.current_version, now.updated_at_ms), (1, NOW + 50));
     // The next upload after a rollback is 4, and current again.
-    let (after, v4) = s.script_add_version(&t.id, &a.id, &version_of(&a.id, 0, "print('v4')\n")).await.unwrap().unwrap();
+    let (after, v4) =
+        s.script_add_version(&t.id, &a.id, &version_of(&a.id, 0, "print('v4')\n")).await.unwrap().unwrap();
     assert_eq!((after.current_version, v4.version), (4, 4));
     assert_eq!(s.script_versions(&t.id, &a.id, &page(10)).await.unwrap().len(), 4);
 }

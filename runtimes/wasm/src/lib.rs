@@ -1,0 +1,549 @@
+//! Sandboxed execution of untrusted WASI preview-1 modules.
+//!
+//! [`WasmRuntime`] owns one [`wasmtime::Engine`] (with fuel metering and epoch
+//! interruption) and runs modules synchronously, each run in a fresh
+//! [`Store`] with its own limits:
+//!
+//! * wall-clock deadline (epoch interruption, 10 ms resolution),
+//! * fuel (instruction budget),
+//! * linear-memory cap (growth past it fails *inside* the guest:
+//!   `memory.grow` returns -1),
+//! * captured, capped stdout/stderr,
+//! * only the environment and arguments given by the caller,
+//! * no network and no host filesystem, except one optional directory
+//!   preopened as `/work`.
+//!
+//! Only imports from the `wasi_snapshot_preview1` module are allowed, and the
+//! module must export a `_start` function.
+//!
+//! The API is blocking: async callers should run it on a blocking thread
+//! (e.g. `tokio::task::spawn_blocking`).
+
+#![warn(missing_docs)]
+
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use wasmtime::{Config, Engine, Linker, Module, Store, StoreLimits, StoreLimitsBuilder, Trap};
+use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
+use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
+
+/// The only import module a guest may import from.
+pub const WASI_MODULE: &str = "wasi_snapshot_preview1";
+
+/// Interval between two epoch ticks: the resolution of run deadlines.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Fuel given to a run that does not ask for a budget (effectively unlimited).
+pub const UNLIMITED_FUEL: u64 = i64::MAX as u64;
+
+const WASM_PAGE: u64 = 64 * 1024;
+
+/// Why a module was refused or a runtime could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The bytes are neither a binary wasm module nor parsable `.wat` text.
+    #[error("not a wasm module: {0}")]
+    NotAModule(String),
+    /// The module (binary, or binary produced from text) exceeds `max_module_bytes`.
+    #[error("module too large: {size} bytes (limit {limit})")]
+    TooLarge {
+        /// Size of the module in bytes.
+        size: usize,
+        /// The configured limit.
+        limit: usize,
+    },
+    /// The module is malformed or invalid, or failed to compile (wasmtime's message).
+    #[error("invalid module: {0}")]
+    Invalid(String),
+    /// The module imports something outside `wasi_snapshot_preview1`.
+    #[error("import not allowed: {0} (only {WASI_MODULE} imports are allowed)")]
+    ImportNotAllowed(String),
+    /// The module has no exported `_start` function taking and returning nothing.
+    #[error("module has no exported `_start` function of type [] -> []")]
+    NoStart,
+    /// Engine creation failed.
+    #[error("engine setup failed: {0}")]
+    Engine(String),
+    /// Reading or writing the artifact cache failed.
+    #[error("artifact cache I/O error at {path}: {source}")]
+    Cache {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Result alias for this crate.
+pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
+
+/// Configuration of a [`WasmRuntime`].
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Directory for compiled artifacts (`<dir>/<engine hash>/<sha256>.cwasm`); `None` disables caching.
+    pub cache_dir: Option<PathBuf>,
+    /// Largest accepted module, in bytes (default 10 MiB).
+    pub max_module_bytes: usize,
+    /// Linear-memory cap of a run that does not give one (default 128 MiB).
+    pub default_memory_bytes: usize,
+    /// Bytes of stdout and of stderr kept per run (default 1 MiB each).
+    pub output_cap_bytes: usize,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self { cache_dir: None, max_module_bytes: 10 << 20, default_memory_bytes: 128 << 20, output_cap_bytes: 1 << 20 }
+    }
+}
+
+/// What [`WasmRuntime::validate`] learned about an accepted module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleInfo {
+    /// Hex SHA-256 of the binary module (after `.wat` conversion).
+    pub sha256: String,
+    /// Size in bytes of the binary module.
+    pub size: usize,
+}
+
+/// A validated, compiled module ready to [`run`](WasmRuntime::run).
+#[derive(Clone)]
+pub struct CompiledModule {
+    module: Module,
+    /// Hash and size of the module.
+    pub info: ModuleInfo,
+    /// True when the compiled code was loaded from the on-disk cache.
+    pub from_cache: bool,
+}
+
+impl std::fmt::Debug for CompiledModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledModule").field("info", &self.info).field("from_cache", &self.from_cache).finish()
+    }
+}
+
+/// Inputs and limits of one run.
+#[derive(Debug, Clone)]
+pub struct RunInput {
+    /// Arguments after the program name (the guest sees `job` as `argv[0]`).
+    pub args: Vec<String>,
+    /// The guest's whole environment (the host's is never inherited).
+    pub env: Vec<(String, String)>,
+    /// Bytes readable on the guest's stdin.
+    pub stdin: Vec<u8>,
+    /// Wall-clock budget (10 ms resolution).
+    pub deadline: Duration,
+    /// Fuel budget; `None` means effectively unlimited.
+    pub fuel: Option<u64>,
+    /// Linear-memory cap; `None` uses [`RuntimeConfig::default_memory_bytes`].
+    pub memory_bytes: Option<usize>,
+    /// Host directory preopened read-write as `/work`; `None` gives no filesystem.
+    pub work_dir: Option<PathBuf>,
+}
+
+impl Default for RunInput {
+    fn default() -> Self {
+        Self {
+            args: Vec::new(),
+            env: Vec::new(),
+            stdin: Vec::new(),
+            deadline: Duration::from_secs(30),
+            fuel: None,
+            memory_bytes: None,
+            work_dir: None,
+        }
+    }
+}
+
+/// Why a run stopped abnormally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrapKind {
+    /// The fuel budget ran out.
+    OutOfFuel,
+    /// The wall-clock deadline passed.
+    Deadline,
+    /// The module needs more memory than its cap just to start.
+    Memory,
+    /// Any other trap or failure (wasm trap, instantiation or setup error).
+    Other,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunResult {
+    /// The guest exited (`proc_exit(n)`, or returned from `_start` = 0). 0 means success.
+    Exited(i32),
+    /// The guest was stopped.
+    Trap {
+        /// The category of the trap.
+        kind: TrapKind,
+        /// Human-readable detail (wasmtime's message).
+        message: String,
+    },
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// The exit code if the guest exited, `None` if it trapped.
+    pub exit_code: Option<i32>,
+    /// How the run ended.
+    pub result: RunResult,
+    /// Captured stdout (at most `output_cap_bytes`).
+    pub stdout: Vec<u8>,
+    /// Captured stderr (at most `output_cap_bytes`).
+    pub stderr: Vec<u8>,
+    /// The guest wrote more to stdout than was kept.
+    pub stdout_truncated: bool,
+    /// The guest wrote more to stderr than was kept.
+    pub stderr_truncated: bool,
+    /// Fuel used, when it could be measured.
+    pub fuel_consumed: Option<u64>,
+    /// Wall-clock time of the run (instantiation included).
+    pub elapsed: Duration,
+}
+
+struct Ticker {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(handle) = self.handle.take() {
+            handle.thread().unpark();
+            let _ = handle.join();
+        }
+    }
+}
+
+/// A sandbox for WASI preview-1 modules: one engine, one epoch ticker thread.
+pub struct WasmRuntime {
+    engine: Engine,
+    config: RuntimeConfig,
+    linker: Linker<RunState>,
+    engine_hash: String,
+    _ticker: Ticker,
+}
+
+impl std::fmt::Debug for WasmRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WasmRuntime").field("config", &self.config).field("engine_hash", &self.engine_hash).finish()
+    }
+}
+
+struct RunState {
+    wasi: WasiP1Ctx,
+    limits: StoreLimits,
+}
+
+impl WasmRuntime {
+    /// Creates the engine (fuel + epoch interruption) and starts the epoch ticker.
+    pub fn new(config: RuntimeConfig) -> Result<Self> {
+        let mut cfg = Config::new();
+        cfg.epoch_interruption(true).consume_fuel(true);
+        let engine = Engine::new(&cfg).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut RunState| &mut s.wasi)
+            .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        let engine_hash = format!("{:016x}", hasher.finish());
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let ticker_engine = engine.weak();
+        let ticker_stop = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("wasm-epoch".into())
+            .spawn(move || {
+                while !ticker_stop.load(Ordering::Relaxed) {
+                    std::thread::park_timeout(EPOCH_TICK);
+                    match ticker_engine.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .map_err(|e| RuntimeError::Engine(format!("cannot start epoch ticker: {e}")))?;
+        Ok(Self { engine, config, linker, engine_hash, _ticker: Ticker { stop, handle: Some(handle) } })
+    }
+
+    /// The runtime's configuration.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    /// Hex hash of the engine's compilation settings: the cache subdirectory name.
+    pub fn engine_hash(&self) -> &str {
+        &self.engine_hash
+    }
+
+    /// Checks a module (binary or `.wat` text) without compiling it.
+    pub fn validate(&self, bytes: &[u8]) -> Result<ModuleInfo> {
+        self.validate_binary(bytes).map(|(info, _)| info)
+    }
+
+    /// Returns the info and the binary form of the module.
+    fn validate_binary(&self, bytes: &[u8]) -> Result<(ModuleInfo, Vec<u8>)> {
+        let limit = self.config.max_module_bytes;
+        if bytes.len() > limit {
+            return Err(RuntimeError::TooLarge { size: bytes.len(), limit });
+        }
+        let binary = if bytes.starts_with(b"\0asm") {
+            bytes.to_vec()
+        } else {
+            let text = std::str::from_utf8(bytes)
+                .map_err(|_| RuntimeError::NotAModule("bad magic number and not UTF-8 text".into()))?;
+            let binary = wat::parse_str(text).map_err(|e| RuntimeError::NotAModule(format!("not wasm text: {e}")))?;
+            if !binary.starts_with(b"\0asm") {
+                return Err(RuntimeError::NotAModule("text does not describe a module".into()));
+            }
+            binary
+        };
+        if binary.len() > limit {
+            return Err(RuntimeError::TooLarge { size: binary.len(), limit });
+        }
+        Module::validate(&self.engine, &binary).map_err(|e| RuntimeError::Invalid(format!("{e:#}")))?;
+        check_imports_exports(&binary)?;
+        let info = ModuleInfo { sha256: hex::encode(Sha256::digest(&binary)), size: binary.len() };
+        Ok((info, binary))
+    }
+
+    /// Validates then compiles a module, through the on-disk cache when one is configured.
+    pub fn compile(&self, bytes: &[u8]) -> Result<CompiledModule> {
+        let (info, binary) = self.validate_binary(bytes)?;
+        let Some(cache_dir) = &self.config.cache_dir else {
+            let module = self.compile_binary(&binary)?;
+            return Ok(CompiledModule { module, info, from_cache: false });
+        };
+        let dir = cache_dir.join(&self.engine_hash);
+        let path = dir.join(format!("{}.cwasm", info.sha256));
+        if path.is_file() {
+            // SAFETY: the file lives under the directory keyed by this engine's
+            // compatibility hash and under the module's own sha256, and is only
+            // ever written (atomically) by `compile` below from wasmtime's own
+            // serialization. wasmtime additionally checks the header and engine
+            // settings of the artifact; a failure falls back to compiling.
+            if let Ok(module) = unsafe { Module::deserialize_file(&self.engine, &path) } {
+                return Ok(CompiledModule { module, info, from_cache: true });
+            }
+        }
+        let module = self.compile_binary(&binary)?;
+        let artifact = module.serialize().map_err(|e| RuntimeError::Invalid(format!("serialize: {e:#}")))?;
+        write_atomically(&dir, &path, &artifact)?;
+        Ok(CompiledModule { module, info, from_cache: false })
+    }
+
+    fn compile_binary(&self, binary: &[u8]) -> Result<Module> {
+        Module::from_binary(&self.engine, binary).map_err(|e| RuntimeError::Invalid(format!("{e:#}")))
+    }
+
+    /// Runs the module's `_start` in a fresh store with the given inputs and limits.
+    ///
+    /// Never panics on guest behaviour: every failure is reported in the outcome.
+    pub fn run(&self, module: &CompiledModule, input: RunInput) -> RunOutcome {
+        let started = Instant::now();
+        let cap = self.config.output_cap_bytes;
+        // One byte more than the cap: if it fills up, the guest wrote too much.
+        let stdout = MemoryOutputPipe::new(cap.saturating_add(1));
+        let stderr = MemoryOutputPipe::new(cap.saturating_add(1));
+        let initial_fuel = input.fuel.unwrap_or(UNLIMITED_FUEL).min(UNLIMITED_FUEL);
+        let mut fuel_consumed = None;
+
+        let result = match self.build_store(module, &input, &stdout, &stderr, initial_fuel) {
+            Err(result) => result,
+            Ok(mut store) => {
+                let result = self.instantiate_and_start(&mut store, module);
+                fuel_consumed = store.get_fuel().ok().map(|left| initial_fuel.saturating_sub(left));
+                result
+            }
+        };
+
+        let (stdout, stdout_truncated) = take_capped(&stdout, cap);
+        let (stderr, stderr_truncated) = take_capped(&stderr, cap);
+        let exit_code = match result {
+            RunResult::Exited(code) => Some(code),
+            RunResult::Trap { .. } => None,
+        };
+        RunOutcome {
+            exit_code,
+            result,
+            stdout,
+            stderr,
+            stdout_truncated,
+            stderr_truncated,
+            fuel_consumed,
+            elapsed: started.elapsed(),
+        }
+    }
+
+    fn build_store(
+        &self,
+        module: &CompiledModule,
+        input: &RunInput,
+        stdout: &MemoryOutputPipe,
+        stderr: &MemoryOutputPipe,
+        fuel: u64,
+    ) -> std::result::Result<Store<RunState>, RunResult> {
+        let memory_limit = input.memory_bytes.unwrap_or(self.config.default_memory_bytes);
+        if let Some(initial_pages) = module.module.resources_required().max_initial_memory_size {
+            let needed = initial_pages.saturating_mul(WASM_PAGE);
+            if needed > memory_limit as u64 {
+                return Err(trap(
+                    TrapKind::Memory,
+                    format!("initial memory of {needed} bytes exceeds the limit of {memory_limit} bytes"),
+                ));
+            }
+        }
+
+        let mut wasi = WasiCtxBuilder::new();
+        let mut args = Vec::with_capacity(input.args.len() + 1);
+        args.push("job".to_string());
+        args.extend(input.args.iter().cloned());
+        wasi.args(&args)
+            .envs(&input.env)
+            .stdin(MemoryInputPipe::new(input.stdin.clone()))
+            .stdout(stdout.clone())
+            .stderr(stderr.clone());
+        if let Some(dir) = &input.work_dir
+            && let Err(e) = wasi.preopened_dir(dir, "/work", FsPerms::ReadWrite)
+        {
+            return Err(trap(TrapKind::Other, format!("cannot open work dir {}: {e:#}", dir.display())));
+        }
+
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(memory_limit)
+            .instances(1)
+            .tables(4)
+            .table_elements(100_000)
+            .memories(1)
+            .trap_on_grow_failure(false)
+            .build();
+        let mut store = Store::new(&self.engine, RunState { wasi: wasi.build_p1(), limits });
+        store.limiter(|s| &mut s.limits);
+        store.set_fuel(fuel).map_err(|e| trap(TrapKind::Other, format!("{e:#}")))?;
+        let ticks = input.deadline.as_nanos().div_ceil(EPOCH_TICK.as_nanos()).max(1);
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+        store.epoch_deadline_trap();
+        Ok(store)
+    }
+
+    fn instantiate_and_start(&self, store: &mut Store<RunState>, module: &CompiledModule) -> RunResult {
+        let mut run = || -> wasmtime::Result<()> {
+            let instance = self.linker.instantiate(&mut *store, &module.module)?;
+            let start = instance.get_typed_func::<(), ()>(&mut *store, "_start")?;
+            start.call(&mut *store, ())
+        };
+        match run() {
+            Ok(()) => RunResult::Exited(0),
+            Err(e) => classify(e),
+        }
+    }
+}
+
+fn trap(kind: TrapKind, message: String) -> RunResult {
+    RunResult::Trap { kind, message }
+}
+
+fn classify(e: wasmtime::Error) -> RunResult {
+    if let Some(exit) = e.downcast_ref::<I32Exit>() {
+        return RunResult::Exited(exit.0);
+    }
+    let kind = match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => TrapKind::OutOfFuel,
+        Some(Trap::Interrupt) => TrapKind::Deadline,
+        _ => TrapKind::Other,
+    };
+    trap(kind, format!("{e:#}"))
+}
+
+/// Copies a pipe's contents, keeping at most `cap` bytes.
+fn take_capped(pipe: &MemoryOutputPipe, cap: usize) -> (Vec<u8>, bool) {
+    let contents = pipe.contents();
+    let truncated = contents.len() > cap;
+    (contents[..contents.len().min(cap)].to_vec(), truncated)
+}
+
+/// Refuses non-WASI imports and a missing `_start: [] -> []` function export.
+fn check_imports_exports(binary: &[u8]) -> Result<()> {
+    use wasmparser::{CompositeInnerType, ExternalKind, Payload, TypeRef};
+    let invalid = |e: wasmparser::BinaryReaderError| RuntimeError::Invalid(e.to_string());
+    // Per type index: whether it is the function type `[] -> []`.
+    let mut empty_func_type = Vec::new();
+    // Per function index: its type index (imports first, then defined functions).
+    let mut func_types = Vec::new();
+    let mut start = None;
+    for payload in wasmparser::Parser::new(0).parse_all(binary) {
+        match payload.map_err(invalid)? {
+            Payload::TypeSection(reader) => {
+                for group in reader {
+                    for sub in group.map_err(invalid)?.into_types() {
+                        empty_func_type.push(matches!(&sub.composite_type.inner,
+                            CompositeInnerType::Func(f) if f.params().is_empty() && f.results().is_empty()));
+                    }
+                }
+            }
+            Payload::ImportSection(reader) => {
+                for import in reader.into_imports() {
+                    let import = import.map_err(invalid)?;
+                    match import.ty {
+                        TypeRef::Func(ty) if import.module == WASI_MODULE => func_types.push(ty),
+                        _ => return Err(RuntimeError::ImportNotAllowed(format!("{}.{}", import.module, import.name))),
+                    }
+                }
+            }
+            Payload::FunctionSection(reader) => {
+                for ty in reader {
+                    func_types.push(ty.map_err(invalid)?);
+                }
+            }
+            Payload::ExportSection(reader) => {
+                for export in reader {
+                    let export = export.map_err(invalid)?;
+                    if export.name == "_start" && export.kind == ExternalKind::Func {
+                        start = Some(export.index);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let start_ok = start
+        .and_then(|func| func_types.get(func as usize))
+        .and_then(|ty| empty_func_type.get(*ty as usize))
+        .copied()
+        .unwrap_or(false);
+    if start_ok { Ok(()) } else { Err(RuntimeError::NoStart) }
+}
+
+fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| RuntimeError::Cache { path: p, source }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let tmp = dir.join(format!(
+        ".{}.{}.{:?}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("artifact"),
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        RuntimeError::Cache { path: path.to_path_buf(), source: e }
+    })
+}
