@@ -312,13 +312,17 @@ async fn load_version(st: &AppState, caller: &TenantCaller, script: &Script, ver
 /// One version with its source.
 #[utoipa::path(get, path = "/api/v1/scripts/{id}/versions/{version}", operation_id = "get_script_version", tag = "scripts",
     params(("id" = String, Path, description = "Script id or name"), ("version" = i64, Path, description = "Version number, from 1")),
-    responses((status = 200, body = ScriptVersionOut), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = ScriptVersionOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn get_version(
     State(st): State<AppState>,
     caller: TenantCaller,
-    Path((id, version)): Path<(String, i64)>,
+    Path((id, version)): Path<(String, String)>,
 ) -> ApiResult<axum::Json<ScriptVersionOut>> {
     let script = load(&st, &caller, &id).await?;
+    // Read here, not by the extractor: anything but a version number is a version it does not have.
+    let Ok(version) = version.parse::<i64>() else {
+        return Err(ApiError::not_found(&format!("version `{version}` of script `{}`", script.name)));
+    };
     let v = load_version(&st, &caller, &script, version).await?;
     Ok(axum::Json(ScriptVersionOut::new(v, true)))
 }
@@ -326,7 +330,7 @@ pub async fn get_version(
 /// A unified diff between two versions of a text script (`wasm` binaries have no text to compare).
 #[utoipa::path(get, path = "/api/v1/scripts/{id}/diff", operation_id = "diff_script_versions", tag = "scripts",
     params(("id" = String, Path, description = "Script id or name"), DiffQuery),
-    responses((status = 200, body = ScriptDiff), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = ScriptDiff), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn diff(
     State(st): State<AppState>,
     caller: TenantCaller,
@@ -361,7 +365,7 @@ pub async fn diff(
 /// Make an earlier (or later) version current again: a rollback (editor).
 #[utoipa::path(post, path = "/api/v1/scripts/{id}/restore", operation_id = "restore_script_version", tag = "scripts",
     params(("id" = String, Path, description = "Script id or name")), request_body = ScriptRestore,
-    responses((status = 200, body = ScriptOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+    responses((status = 200, body = ScriptOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn restore(
     State(st): State<AppState>,

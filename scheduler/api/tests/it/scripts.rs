@@ -110,6 +110,10 @@ async fn a_script_gets_versions_a_diff_and_a_rollback(app: &TestApp) {
     );
     let (s, missing) = app.get(&format!("/api/v1/scripts/{id}/diff?from=9"), &t.admin).await;
     assert_eq!(s, StatusCode::NOT_FOUND, "{missing}");
+    for v in ["9", "abc", "9223372036854775808"] {
+        let (s, missing) = app.get(&format!("/api/v1/scripts/{id}/versions/{v}"), &t.admin).await;
+        assert_eq!((s, missing["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")), "{v}: {missing}");
+    }
 }
 
 async fn a_wasm_script_is_a_valid_wasi_command_or_refused_saying_why(app: &TestApp) {
