@@ -335,6 +335,8 @@ pub struct JobOut {
     pub app_id: String,
     pub handler: Option<String>,
     pub script_id: Option<String>,
+    /// The script version the job is pinned to; absent: it runs the script's current version.
+    pub script_version: Option<i64>,
     pub schedule: ScheduleSpec,
     #[schema(value_type = Object)]
     pub params: Value,
@@ -363,6 +365,7 @@ impl JobOut {
             app_id: j.app_id,
             handler: j.handler,
             script_id: j.script_id,
+            script_version: j.script_version,
             schedule: j.schedule,
             params: j.params,
             route: j.route,

@@ -109,6 +109,9 @@ pub struct JobInput {
     /// Script id or name (GLUE job). Exactly one of `handler` and `script`.
     #[serde(default)]
     pub script: Option<String>,
+    /// Run this version of the script, not its current one (only with `script`).
+    #[serde(default)]
+    pub script_version: Option<i64>,
     pub schedule: ScheduleSpec,
     /// A JSON object, passed to every run as `params` (default `{}`). At most 64 KiB.
     #[serde(default)]
@@ -158,6 +161,8 @@ pub struct JobDef {
     pub description: String,
     pub app: String,
     pub target: Target,
+    /// The script version a script job is pinned to (`None`: it follows the current one).
+    pub script_version: Option<i64>,
     pub schedule: Schedule,
     pub params: Value,
     pub route: Route,
@@ -266,6 +271,13 @@ impl JobDef {
                 return Err(FieldError::new("handler", "missing_field", "one of `handler` or `script` is required"));
             }
         };
+        let script_version = match (input.script_version, &target) {
+            (None, _) => None,
+            (Some(_), Target::Handler(_)) => {
+                return Err(FieldError::invalid("script_version", "only a script job runs a script version"));
+            }
+            (Some(v), Target::Script(_)) => Some(in_range("script_version", v, 1, i64::MAX)?),
+        };
         let schedule = Schedule::parse(&input.schedule, now_ms).map_err(|e| e.within("schedule"))?;
         let params = input.params.clone().unwrap_or(Value::Object(Default::default()));
         check_params(&params)?;
@@ -321,6 +333,7 @@ impl JobDef {
             description,
             app: input.app.clone(),
             target,
+            script_version,
             schedule,
             params,
             route,
@@ -356,6 +369,20 @@ mod tests {
         assert_eq!(d.misfire.threshold_ms, Some(5000));
         assert_eq!(d.schedule.kind(), ScheduleKind::Cron);
         assert_eq!(d.state, JobState::Active);
+    }
+
+    #[test]
+    fn a_script_version_pins_only_a_script_job() {
+        let mut i = input();
+        i.script_version = Some(2);
+        assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "script_version", "a handler job has no script");
+        i.handler = None;
+        i.script = Some("etl".into());
+        assert_eq!(JobDef::parse(&i, 0).unwrap().script_version, Some(2));
+        i.script_version = Some(0);
+        assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "script_version");
+        i.script_version = None;
+        assert_eq!(JobDef::parse(&i, 0).unwrap().script_version, None, "follows the current version");
     }
 
     #[test]

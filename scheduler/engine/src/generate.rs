@@ -228,6 +228,7 @@ pub(crate) mod tests {
             description: String::new(),
             handler: Some("h".into()),
             script_id: None,
+            script_version: None,
             schedule_kind: ScheduleKind::FixedRate,
             schedule: spec,
             params: json!({}),

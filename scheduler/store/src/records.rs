@@ -80,6 +80,8 @@ pub struct Job {
     pub description: String,
     pub handler: Option<String>,
     pub script_id: Option<String>,
+    /// The script version a script job is pinned to (`None`: the script's current one).
+    pub script_version: Option<i64>,
     pub schedule_kind: ScheduleKind,
     pub schedule: ScheduleSpec,
     pub params: Value,
@@ -181,6 +183,7 @@ impl Job {
             description: def.description,
             handler,
             script_id,
+            script_version: def.script_version,
             schedule_kind: def.schedule.kind(),
             schedule: def.schedule.to_spec(),
             params: def.params,

@@ -137,6 +137,7 @@ fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> J
         description: "created by an executor's handler registration".into(),
         handler: Some(handler.to_string()),
         script_id: None,
+        script_version: None,
         schedule_kind: ScheduleKind::Manual,
         schedule: ScheduleSpec {
             kind: ScheduleKind::Manual,

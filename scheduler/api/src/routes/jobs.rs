@@ -54,6 +54,18 @@ async fn to_row(st: &AppState, caller: &TenantCaller, def: JobDef, id: String, n
                 st.store.script_get(&caller.tenant_id, s).await?.ok_or_else(|| {
                     ApiError::field("script", "invalid_field", format!("no script `{s}` in this tenant"))
                 })?;
+            if let Some(v) = def.script_version
+                && st.store.script_version_get(&caller.tenant_id, &script.id, v).await?.is_none()
+            {
+                return Err(ApiError::field(
+                    "script_version",
+                    "invalid_field",
+                    format!(
+                        "script `{}` has no version {v} (its current one is {})",
+                        script.name, script.current_version
+                    ),
+                ));
+            }
             (None, Some(script.id))
         }
     };

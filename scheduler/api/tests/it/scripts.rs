@@ -13,6 +13,7 @@ crate::on_both_databases!(
     bad_uploads_are_refused_with_the_field_named_and_store_nothing,
     scripts_belong_to_their_tenant_and_viewers_only_read,
     a_script_a_job_runs_is_not_deleted,
+    a_job_follows_the_current_version_or_is_pinned_to_one,
 );
 
 const HELLO_WAT: &str = r#"(module
@@ -300,6 +301,42 @@ async fn scripts_belong_to_their_tenant_and_viewers_only_read(app: &TestApp) {
     assert_eq!(s, StatusCode::FORBIDDEN);
     let (_, got) = app.get(&format!("/api/v1/scripts/{id}/versions"), &a.admin).await;
     assert_eq!(got["items"].as_array().unwrap().len(), 1, "nobody else changed it");
+}
+
+async fn a_job_follows_the_current_version_or_is_pinned_to_one(app: &TestApp) {
+    let t = app.tenant("acme").await;
+    let (s, _) = app.post("/api/v1/apps", &t.admin, json!({"name": "runner"})).await;
+    assert_eq!(s, StatusCode::CREATED);
+    let (s, _) =
+        app.post("/api/v1/scripts", &t.admin, json!({"name": "etl", "runtime": "sh", "source": "echo 1"})).await;
+    assert_eq!(s, StatusCode::CREATED);
+    let (s, _) = app.post("/api/v1/scripts/etl/versions", &t.admin, json!({"source": "echo 2"})).await;
+    assert_eq!(s, StatusCode::CREATED);
+    let job = |name: &str, extra: Value| {
+        let mut body = json!({"name": name, "app": "runner", "script": "etl", "schedule": {"kind": "manual"}});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        body
+    };
+    let (s, follows) = app.post("/api/v1/jobs", &t.admin, job("follows", json!({}))).await;
+    assert_eq!(s, StatusCode::CREATED, "{follows}");
+    assert!(follows["script_version"].is_null(), "{follows}");
+    let (s, pinned) = app.post("/api/v1/jobs", &t.admin, job("pinned", json!({"script_version": 1}))).await;
+    assert_eq!(s, StatusCode::CREATED, "{pinned}");
+    assert_eq!(pinned["script_version"], 1);
+    let (_, got) = app.get(&format!("/api/v1/jobs/{}", pinned["id"].as_str().unwrap()), &t.admin).await;
+    assert_eq!(got["script_version"], 1, "stored");
+    for (extra, why) in [
+        (json!({"script_version": 3}), "a version the script does not have"),
+        (json!({"script_version": 0}), "versions start at 1"),
+        (json!({"script": null, "handler": "h", "script_version": 1}), "a handler job"),
+    ] {
+        let (s, v) = app.post("/api/v1/jobs", &t.admin, job("bad", extra)).await;
+        assert_eq!((s, problem(&v).1), (StatusCode::UNPROCESSABLE_ENTITY, "script_version"), "{why}: {v}");
+    }
+    let (_, jobs) = app.get("/api/v1/jobs", &t.admin).await;
+    assert_eq!(jobs["items"].as_array().unwrap().len(), 2, "nothing refused was stored");
 }
 
 async fn a_script_a_job_runs_is_not_deleted(app: &TestApp) {

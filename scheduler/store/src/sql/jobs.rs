@@ -18,6 +18,7 @@ pub(super) fn job_row(r: &AnyRow) -> Result<Job> {
         description: col(r, "description")?,
         handler: col(r, "handler")?,
         script_id: col(r, "script_id")?,
+        script_version: col(r, "script_version")?,
         schedule_kind: parse_col(r, "schedule_kind")?,
         schedule: json_col(r, "schedule")?,
         params: json_col(r, "params")?,
@@ -37,7 +38,7 @@ pub(super) fn job_row(r: &AnyRow) -> Result<Job> {
     })
 }
 
-pub(super) const JOB_COLS: &str = "id, tenant_id, app_id, name, description, handler, script_id, schedule_kind, schedule, params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, state, source, registration_key, version, generated_until_ms, created_at_ms, updated_at_ms";
+pub(super) const JOB_COLS: &str = "id, tenant_id, app_id, name, description, handler, script_id, script_version, schedule_kind, schedule, params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, state, source, registration_key, version, generated_until_ms, created_at_ms, updated_at_ms";
 
 /// Refuse children that are not jobs of this tenant, or that would close a cycle.
 async fn check_children(
@@ -118,9 +119,9 @@ impl JobStore for SqlStore {
         let mut tx = self.begin().await?;
         check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
         sqlx::query(
-            "INSERT INTO jobs (id, tenant_id, app_id, name, description, handler, script_id, schedule_kind, schedule, params, route, \
-             block_strategy, misfire, failure, timeout_ms, max_concurrency, state, source, registration_key, version, generated_until_ms, \
-             created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO jobs (id, tenant_id, app_id, name, description, handler, script_id, script_version, schedule_kind, schedule, \
+             params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, state, source, registration_key, version, \
+             generated_until_ms, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&j.id)
         .bind(&j.tenant_id)
@@ -129,6 +130,7 @@ impl JobStore for SqlStore {
         .bind(&j.description)
         .bind(&j.handler)
         .bind(&j.script_id)
+        .bind(j.script_version)
         .bind(j.schedule_kind.as_str())
         .bind(to_json(&j.schedule))
         .bind(to_json(&j.params))
@@ -205,7 +207,7 @@ impl JobStore for SqlStore {
             check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
         }
         let r = sqlx::query(
-            "UPDATE jobs SET app_id = ?, name = ?, description = ?, handler = ?, script_id = ?, schedule_kind = ?, schedule = ?, \
+            "UPDATE jobs SET app_id = ?, name = ?, description = ?, handler = ?, script_id = ?, script_version = ?, schedule_kind = ?, schedule = ?, \
              params = ?, route = ?, block_strategy = ?, misfire = ?, failure = ?, timeout_ms = ?, max_concurrency = ?, state = ?, \
              version = ?, generated_until_ms = ?, updated_at_ms = ? WHERE id = ? AND tenant_id = ? AND version = ?",
         )
@@ -214,6 +216,7 @@ impl JobStore for SqlStore {
         .bind(&j.description)
         .bind(&j.handler)
         .bind(&j.script_id)
+        .bind(j.script_version)
         .bind(j.schedule_kind.as_str())
         .bind(to_json(&j.schedule))
         .bind(to_json(&j.params))

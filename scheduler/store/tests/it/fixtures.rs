@@ -54,6 +54,7 @@ pub fn job_of(a: &App, name: &str) -> Job {
         description: String::new(),
         handler: Some("h".into()),
         script_id: None,
+        script_version: None,
         schedule_kind: ScheduleKind::Cron,
         schedule: ScheduleSpec {
             kind: ScheduleKind::Cron,

@@ -340,6 +340,41 @@ pub async fn a_file_is_applied_whole_with_semicolons_in_strings_and_comments(dia
     db.cleanup().await;
 }
 
+/// A job row as a binary of migration 0009 wrote it (the store's own insert writes later columns).
+async fn insert_job_as_of_0009(raw: &mut AnyConnection, j: &sundial_store::Job) {
+    sqlx::query(
+        "INSERT INTO jobs (id, tenant_id, app_id, name, description, handler, script_id, schedule_kind, schedule, params, route, \
+         block_strategy, misfire, failure, timeout_ms, max_concurrency, state, source, registration_key, version, generated_until_ms, \
+         created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&j.id)
+    .bind(&j.tenant_id)
+    .bind(&j.app_id)
+    .bind(&j.name)
+    .bind(&j.description)
+    .bind(&j.handler)
+    .bind(&j.script_id)
+    .bind(j.schedule_kind.as_str())
+    .bind(serde_json::to_string(&j.schedule).unwrap())
+    .bind(serde_json::to_string(&j.params).unwrap())
+    .bind(j.route.as_str())
+    .bind(j.block.as_str())
+    .bind(serde_json::to_string(&j.misfire).unwrap())
+    .bind(serde_json::to_string(&j.failure).unwrap())
+    .bind(j.timeout_ms)
+    .bind(j.max_concurrency)
+    .bind(j.state.as_str())
+    .bind(j.source.as_str())
+    .bind(&j.registration_key)
+    .bind(j.version)
+    .bind(j.generated_until_ms)
+    .bind(j.created_at_ms)
+    .bind(j.updated_at_ms)
+    .execute(raw)
+    .await
+    .unwrap();
+}
+
 /// 0010 adds the unique key on jobs' (tenant, name) to a database that may already hold
 /// duplicate names: the oldest job of each name keeps it, every later one is renamed
 /// `<name>-<job id>` (cut to fit 100 characters), and the upgrade succeeds.
@@ -366,7 +401,7 @@ pub async fn duplicate_job_names_are_renamed_by_the_unique_names_migration(diale
     ] {
         let mut j = job_of(app, name);
         j.created_at_ms = created;
-        store.job_insert(&j, &[]).await.unwrap();
+        insert_job_as_of_0009(&mut raw, &j).await;
         jobs.push(j);
     }
     let applied = store.migrate(NOW).await.unwrap();

@@ -69,6 +69,7 @@ async fn sharded_job(s: &S, f: &Fixture, name: &str, children: &[String]) -> Job
         description: String::new(),
         handler: Some("h".into()),
         script_id: None,
+        script_version: None,
         schedule_kind: ScheduleKind::Manual,
         schedule: manual,
         params: json!({}),
