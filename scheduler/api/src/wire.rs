@@ -305,9 +305,8 @@ pub struct ScriptOut {
 }
 
 impl ScriptOut {
-    pub fn new(s: Script, current: &ScriptVersion) -> Self {
-        let current = ScriptVersionOut::new(ScriptVersion { source: String::new(), ..current.clone() }, false);
-        ScriptOut { current: Some(current), ..Self::summary(s) }
+    pub fn new(s: Script, current: ScriptVersion) -> Self {
+        ScriptOut { current: Some(ScriptVersionOut::new(current, false)), ..Self::summary(s) }
     }
     pub fn summary(s: Script) -> Self {
         ScriptOut {

@@ -235,14 +235,12 @@ impl Engine {
             let last = self.store.run_last_fires(&ids).await?;
             // Jobs new here (not caught up from this node's own fill): the fires before their
             // last row that have rows, to find any a node gone before left without one.
-            let fresh: Vec<String> = dense
+            let fresh: Vec<(String, i64, i64)> = dense
                 .iter()
-                .filter(|(j, _)| last.contains_key(&j.id) && behind.get(&j.id).is_none_or(|(v, _)| *v != j.version))
-                .map(|(j, _)| j.id.clone())
+                .filter(|(j, _)| behind.get(&j.id).is_none_or(|(v, _)| *v != j.version))
+                .filter_map(|(j, _)| last.get(&j.id).map(|l| (j.id.clone(), l - GAP_LOOKBACK_MS, *l)))
                 .collect();
-            let lo = fresh.iter().filter_map(|id| last.get(id)).min().copied().unwrap_or(0) - GAP_LOOKBACK_MS;
-            let hi = fresh.iter().filter_map(|id| last.get(id)).max().copied().unwrap_or(i64::MIN);
-            let have = self.store.run_fires_between(&fresh, lo, hi).await?;
+            let have = self.store.run_fires_between(&fresh).await?;
             taken += self.take_on(dense, &last, &have, &behind).await?;
         }
         Ok(taken)

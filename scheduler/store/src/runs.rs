@@ -213,14 +213,13 @@ pub trait RunStore: Send + Sync {
     /// The latest schedule fire that has a row, per job (jobs with none are absent): where
     /// a node taking a high-frequency job over starts from.
     async fn run_last_fires(&self, job_ids: &[String]) -> Result<std::collections::HashMap<String, i64>>;
-    /// The schedule fires in `[from_ms, to_ms]` that have a row, per job (instants, ascending;
-    /// jobs with none are absent): a node taking a job over looks for fires that a node gone
-    /// before it left without a row behind a later one that has one.
+    /// The schedule fires that have a row, per job, each job in its own `(job_id, from_ms,
+    /// to_ms)` range, bounds included (instants, ascending; jobs with none are absent): a node
+    /// taking a job over looks for fires that a node gone before it left without a row behind
+    /// a later one that has one.
     async fn run_fires_between(
         &self,
-        job_ids: &[String],
-        from_ms: i64,
-        to_ms: i64,
+        ranges: &[(String, i64, i64)],
     ) -> Result<std::collections::HashMap<String, Vec<i64>>>;
     /// Hand claimed runs not yet dispatched back (`queued` → `pending`, retrying runs lose their owner).
     async fn run_release(&self, node_id: &str, run_ids: &[String], now_ms: i64) -> Result<u64>;

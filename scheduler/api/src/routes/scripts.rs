@@ -207,7 +207,7 @@ pub async fn create(
     let first = version_row(&script.id, source, &caller, note, now);
     st.store.script_create(&script, &first).await?;
     tracing::info!(script_id = %script.id, name = %script.name, runtime = %runtime, size = first.size_bytes, "script created");
-    Ok((StatusCode::CREATED, axum::Json(ScriptOut::new(script, &first))))
+    Ok((StatusCode::CREATED, axum::Json(ScriptOut::new(script, first))))
 }
 
 /// List the tenant's scripts.
@@ -238,7 +238,7 @@ pub async fn get(
         st.store.script_version_get(&caller.tenant_id, &script.id, script.current_version).await?.ok_or_else(|| {
             ApiError::internal(&StoreError::Corrupt(format!("script {} lost its current version", script.id)))
         })?;
-    Ok(axum::Json(ScriptOut::new(script, &current)))
+    Ok(axum::Json(ScriptOut::new(script, current)))
 }
 
 /// Delete a script and every version; refused (409) while jobs run it (editor).
@@ -382,5 +382,5 @@ pub async fn restore(
         .ok_or_else(|| ApiError::not_found("script"))?;
     let current = load_version(&st, &caller, &script, script.current_version).await?;
     tracing::info!(script_id = %script.id, version = script.current_version, "script version restored as current");
-    Ok(axum::Json(ScriptOut::new(script, &current)))
+    Ok(axum::Json(ScriptOut::new(script, current)))
 }

@@ -484,25 +484,24 @@ impl RunStore for SqlStore {
 
     async fn run_fires_between(
         &self,
-        job_ids: &[String],
-        from_ms: i64,
-        to_ms: i64,
+        ranges: &[(String, i64, i64)],
     ) -> Result<std::collections::HashMap<String, Vec<i64>>> {
         // Through `uq_runs_fire` (job, fire key): `s:<ms>` keys of 13 digits sort as their
-        // instants do (see `run_last_fires`), so the range is one index range per job.
+        // instants do (see `run_last_fires`), so each job's range is one index range of its own
+        // (never one span covering every job's, which after a long downtime would read days of
+        // a busy job's rows).
         let mut out: std::collections::HashMap<String, Vec<i64>> = std::collections::HashMap::new();
-        if job_ids.is_empty() || to_ms < from_ms {
-            return Ok(out);
-        }
-        let (lo, hi) = (format!("s:{from_ms:013}"), format!("s:{to_ms:013}"));
-        let sql =
-            format!("SELECT job_id, fire_key FROM runs WHERE job_id IN ({IDS}) AND fire_key >= ? AND fire_key <= ?");
-        for chunk in job_ids.chunks(IN_CHUNK) {
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(&sql, chunk.len())));
-            for i in 0..in_width(chunk.len()) {
-                q = q.bind(&chunk[i.min(chunk.len() - 1)]);
+        let ranges: Vec<&(String, i64, i64)> = ranges.iter().filter(|(_, from, to)| from <= to).collect();
+        for chunk in ranges.chunks(IN_CHUNK) {
+            let sql = format!(
+                "SELECT job_id, fire_key FROM runs WHERE {}",
+                vec!["(job_id = ? AND fire_key >= ? AND fire_key <= ?)"; chunk.len()].join(" OR ")
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for (job, from, to) in chunk {
+                q = q.bind(job).bind(format!("s:{from:013}")).bind(format!("s:{to:013}"));
             }
-            for r in q.bind(&lo).bind(&hi).fetch_all(&self.pool).await? {
+            for r in q.fetch_all(&self.pool).await? {
                 let key: String = col(&r, "fire_key")?;
                 out.entry(col(&r, "job_id")?).or_default().push(fire_key_ms(&key)?);
             }

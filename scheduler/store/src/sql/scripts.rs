@@ -5,7 +5,7 @@ use sqlx::any::AnyRow;
 
 use super::{SqlStore, col, parse_col};
 use crate::error::conflict_on;
-use crate::{Dialect, Page, Result, Script, ScriptStore, ScriptVersion, StoreError};
+use crate::{Page, Result, Script, ScriptStore, ScriptVersion, StoreError};
 
 const SCRIPT_COLS: &str = "id, tenant_id, name, runtime, current_version, created_at_ms, updated_at_ms";
 const VERSION_META_COLS: &str = "script_id, version, encoding, sha256, size_bytes, author, note, created_at_ms";
@@ -37,13 +37,24 @@ fn version_row(r: &AnyRow, with_source: bool) -> Result<ScriptVersion> {
 }
 
 impl SqlStore {
-    /// `FOR UPDATE` where the dialect has it (SQLite's write transactions hold the whole
-    /// database from `BEGIN IMMEDIATE`).
-    fn for_update(&self) -> &'static str {
-        match self.dialect {
-            Dialect::MySql => " FOR UPDATE",
-            Dialect::Sqlite => "",
-        }
+    /// The tenant's script, locked for the rest of the transaction ([`SqlStore::lock_clause`]).
+    async fn lock_script(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        tenant_id: &str,
+        script_id: &str,
+    ) -> Result<Option<Script>> {
+        let lock = self.lock_clause();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {SCRIPT_COLS} FROM scripts WHERE tenant_id = ? AND id = ?{lock}"
+        )))
+        .bind(tenant_id)
+        .bind(script_id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .as_ref()
+        .map(script_row)
+        .transpose()
     }
 }
 
@@ -122,15 +133,7 @@ impl ScriptStore for SqlStore {
         v: &ScriptVersion,
     ) -> Result<Option<(Script, ScriptVersion)>> {
         let mut tx = self.begin().await?;
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {SCRIPT_COLS} FROM scripts WHERE tenant_id = ? AND id = ?{}",
-            self.for_update()
-        )))
-        .bind(tenant_id)
-        .bind(script_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(mut script) = row.as_ref().map(script_row).transpose()? else {
+        let Some(mut script) = self.lock_script(&mut tx, tenant_id, script_id).await? else {
             return Ok(None);
         };
         let last = sqlx::query("SELECT COALESCE(MAX(version), 0) AS v FROM script_versions WHERE script_id = ?")
@@ -201,15 +204,7 @@ impl ScriptStore for SqlStore {
         now_ms: i64,
     ) -> Result<Option<Script>> {
         let mut tx = self.begin().await?;
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {SCRIPT_COLS} FROM scripts WHERE tenant_id = ? AND id = ?{}",
-            self.for_update()
-        )))
-        .bind(tenant_id)
-        .bind(script_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(mut script) = row.as_ref().map(script_row).transpose()? else {
+        let Some(mut script) = self.lock_script(&mut tx, tenant_id, script_id).await? else {
             return Ok(None);
         };
         let exists = sqlx::query("SELECT 1 AS one FROM script_versions WHERE script_id = ? AND version = ?")

@@ -420,12 +420,22 @@ pub async fn missing_runs_last_fires_and_timed_job_versions(s: S) {
     assert_eq!(last.get(&none.id), None);
     // The schedule fires with rows in a range, per job: not the triggered run, nothing outside it.
     s.run_insert_missing(&[run_of(&j, &format!("s:{}", NOW - 9_000), NOW - 9_000)]).await.unwrap();
-    let have =
-        s.run_fires_between(&[j.id.clone(), k.id.clone(), none.id.clone()], NOW - 2_000, NOW + 60_000).await.unwrap();
+    let have = s
+        .run_fires_between(&[
+            (j.id.clone(), NOW - 2_000, NOW + 60_000),
+            (k.id.clone(), NOW - 2_000, NOW + 60_000),
+            (none.id.clone(), NOW - 2_000, NOW + 60_000),
+        ])
+        .await
+        .unwrap();
     assert_eq!(have.get(&j.id), Some(&vec![NOW - 2_000, NOW - 1_000]));
     assert_eq!(have.get(&k.id), Some(&vec![NOW + 5_000]));
     assert_eq!(have.get(&none.id), None);
-    assert!(s.run_fires_between(std::slice::from_ref(&j.id), NOW, NOW - 1).await.unwrap().is_empty());
+    assert!(s.run_fires_between(&[(j.id.clone(), NOW, NOW - 1)]).await.unwrap().is_empty());
+    // Each job in its own range: k's fire is outside j's range and the other way round.
+    let own = s.run_fires_between(&[(j.id.clone(), NOW - 1_500, NOW), (k.id.clone(), NOW, NOW + 4_999)]).await.unwrap();
+    assert_eq!(own.get(&j.id), Some(&vec![NOW - 1_000]));
+    assert_eq!(own.get(&k.id), None);
     // Active timed jobs with their versions (the manual job and a stopped one are not).
     s.job_set_state(&t.id, &none.id, JobState::Stopped, NOW).await.unwrap().unwrap();
     let mut versions = s.job_timed_versions().await.unwrap();
