@@ -126,6 +126,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0011_script_versions.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0011_script_versions.sql"),
     },
+    Migration {
+        version: 12,
+        name: "script_runs",
+        mysql: include_str!("../../../migrations/mysql/0012_script_runs.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0012_script_runs.sql"),
+    },
 ];
 
 impl Migration {

@@ -64,6 +64,8 @@ pub struct Executor {
     pub tags: Vec<String>,
     pub metadata: Value,
     pub handlers: Vec<String>,
+    /// The script runtimes it runs (a `sundial runner`); empty for a webhook executor.
+    pub runtimes: Vec<String>,
     pub state: ExecutorState,
     pub running: i64,
     pub registered_at_ms: i64,
@@ -129,6 +131,8 @@ pub struct Run {
     pub updated_at_ms: i64,
     pub started_at_ms: Option<i64>,
     pub finished_at_ms: Option<i64>,
+    /// For a script job: the script version its latest attempt ran (set at delivery).
+    pub script_version: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -242,6 +246,7 @@ impl Run {
             updated_at_ms: now_ms,
             started_at_ms: None,
             finished_at_ms: None,
+            script_version: None,
         }
     }
 }

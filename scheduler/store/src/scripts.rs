@@ -4,6 +4,15 @@ use async_trait::async_trait;
 
 use crate::{Page, Result, Script, ScriptVersion};
 
+/// The script version an attempt of a script job runs, as [`ScriptStore::script_pick_for_run`]
+/// chose and recorded it (no source: a runner fetches that by the run).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptPick {
+    pub script: Script,
+    /// The version's metadata (`source` is empty).
+    pub version: ScriptVersion,
+}
+
 /// Scripts (tenant-scoped, unique by name) and their versions. Every upload is a new
 /// version, numbered from 1; the script's `current_version` is what jobs that follow it
 /// run, and may be moved back to any earlier version (a rollback) and forward again.
@@ -39,6 +48,16 @@ pub trait ScriptStore: Send + Sync {
         version: i64,
         now_ms: i64,
     ) -> Result<Option<Script>>;
+    /// The version an attempt of a script job runs — `pinned`, else the script's current
+    /// one — recorded on the run (`runs.script_version`), read and written in one
+    /// transaction. `None` if the script or that version no longer exists. The engine's own
+    /// call on ids it read from the store (no tenant).
+    async fn script_pick_for_run(
+        &self,
+        run_id: &str,
+        script_id: &str,
+        pinned: Option<i64>,
+    ) -> Result<Option<ScriptPick>>;
     /// Delete a script and its versions; refused with a conflict (`script_in_use`) while jobs use it.
     async fn script_delete(&self, tenant_id: &str, script_id: &str) -> Result<bool>;
 }

@@ -75,6 +75,11 @@ pub struct RegisterRequest {
     /// Handler names this executor serves.
     #[serde(default)]
     pub handlers: Vec<String>,
+    /// Script runtimes this executor runs (`wasm`, `python`, `javascript`, `bash`, `sh`):
+    /// a `sundial runner` lists them and receives the app's script jobs of those runtimes.
+    /// A webhook executor leaves it empty and never receives a script run.
+    #[serde(default)]
+    pub runtimes: Vec<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -208,6 +213,13 @@ pub async fn register(
         .enumerate()
         .map(|(i, h)| parse_handler(&format!("handlers[{i}]"), h))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut runtimes = Vec::new();
+    for (i, r) in req.runtimes.iter().enumerate() {
+        let r: sundial_core::types::ScriptRuntime = sundial_core::types::parse_enum(&format!("runtimes[{i}]"), r)?;
+        if !runtimes.contains(&r.as_str().to_string()) {
+            runtimes.push(r.as_str().to_string());
+        }
+    }
     let now = st.now_ms();
     let exec = st
         .store
@@ -220,6 +232,7 @@ pub async fn register(
             tags: req.tags.unwrap_or_default(),
             metadata: req.metadata.unwrap_or(json!({})),
             handlers: handlers.clone(),
+            runtimes,
             state: ExecutorState::Online,
             running: 0,
             registered_at_ms: now,
@@ -517,6 +530,8 @@ pub struct ExecutorOut {
     pub handlers: Vec<String>,
     /// `online` only while heartbeats keep arriving.
     pub state: ExecutorState,
+    /// Script runtimes it runs (a `sundial runner`).
+    pub runtimes: Vec<String>,
     pub running: i64,
     pub last_heartbeat_at: String,
 }
@@ -555,6 +570,7 @@ pub async fn list(
             tags: e.tags,
             metadata: e.metadata,
             handlers: e.handlers,
+            runtimes: e.runtimes,
             running: e.running,
             last_heartbeat_at: sundial_core::time::rfc3339_utc(e.last_heartbeat_ms),
         })

@@ -34,6 +34,7 @@ pub(super) fn executor_row(r: &AnyRow) -> Result<Executor> {
         tags: json_col(r, "tags")?,
         metadata: json_col(r, "metadata")?,
         handlers: json_col(r, "handlers")?,
+        runtimes: json_col(r, "runtimes")?,
         state: parse_col(r, "state")?,
         running: col(r, "running")?,
         registered_at_ms: col(r, "registered_at_ms")?,
@@ -177,13 +178,14 @@ impl AppStore for SqlStore {
         let id = match existing {
             Some(id) => {
                 sqlx::query(
-                    "UPDATE executors SET name = ?, tags = ?, metadata = ?, handlers = ?, state = ?, running = ?, registered_at_ms = ?, \
+                    "UPDATE executors SET name = ?, tags = ?, metadata = ?, handlers = ?, runtimes = ?, state = ?, running = ?, registered_at_ms = ?, \
                      last_heartbeat_ms = ?, last_metadata_ms = ? WHERE id = ?",
                 )
                 .bind(&e.name)
                 .bind(to_json(&e.tags))
                 .bind(to_json(&e.metadata))
                 .bind(to_json(&e.handlers))
+                .bind(to_json(&e.runtimes))
                 .bind(e.state.as_str())
                 .bind(e.running)
                 .bind(e.registered_at_ms)
@@ -196,8 +198,8 @@ impl AppStore for SqlStore {
             }
             None => {
                 sqlx::query(
-                    "INSERT INTO executors (id, tenant_id, app_id, name, address, address_hash, tags, metadata, handlers, state, running, \
-                     registered_at_ms, last_heartbeat_ms, last_metadata_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO executors (id, tenant_id, app_id, name, address, address_hash, tags, metadata, handlers, runtimes, state, \
+                     running, registered_at_ms, last_heartbeat_ms, last_metadata_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 )
                 .bind(&e.id)
                 .bind(&e.tenant_id)
@@ -208,6 +210,7 @@ impl AppStore for SqlStore {
                 .bind(to_json(&e.tags))
                 .bind(to_json(&e.metadata))
                 .bind(to_json(&e.handlers))
+                .bind(to_json(&e.runtimes))
                 .bind(e.state.as_str())
                 .bind(e.running)
                 .bind(e.registered_at_ms)

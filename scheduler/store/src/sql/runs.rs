@@ -54,6 +54,7 @@ pub(super) fn run_row(r: &AnyRow) -> Result<Run> {
         updated_at_ms: col(r, "updated_at_ms")?,
         started_at_ms: col(r, "started_at_ms")?,
         finished_at_ms: col(r, "finished_at_ms")?,
+        script_version: col(r, "script_version")?,
     })
 }
 

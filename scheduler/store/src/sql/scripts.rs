@@ -5,7 +5,7 @@ use sqlx::any::AnyRow;
 
 use super::{SqlStore, col, parse_col};
 use crate::error::conflict_on;
-use crate::{Page, Result, Script, ScriptStore, ScriptVersion, StoreError};
+use crate::{Page, Result, Script, ScriptPick, ScriptStore, ScriptVersion, StoreError};
 
 const SCRIPT_COLS: &str = "id, tenant_id, name, runtime, current_version, created_at_ms, updated_at_ms";
 const VERSION_META_COLS: &str = "script_id, version, encoding, sha256, size_bytes, author, note, created_at_ms";
@@ -194,6 +194,46 @@ impl ScriptStore for SqlStore {
         .as_ref()
         .map(|r| version_row(r, true))
         .transpose()
+    }
+
+    async fn script_pick_for_run(
+        &self,
+        run_id: &str,
+        script_id: &str,
+        pinned: Option<i64>,
+    ) -> Result<Option<ScriptPick>> {
+        let mut tx = self.begin().await?;
+        let Some(script) = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {SCRIPT_COLS} FROM scripts WHERE id = ?")))
+            .bind(script_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(script_row)
+            .transpose()?
+        else {
+            return Ok(None);
+        };
+        let wanted = pinned.unwrap_or(script.current_version);
+        let Some(version) = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {VERSION_META_COLS} FROM script_versions WHERE script_id = ? AND version = ?"
+        )))
+        .bind(script_id)
+        .bind(wanted)
+        .fetch_optional(&mut *tx)
+        .await?
+        .as_ref()
+        .map(|r| version_row(r, false))
+        .transpose()?
+        else {
+            return Ok(None);
+        };
+        sqlx::query("UPDATE runs SET script_version = ? WHERE id = ?")
+            .bind(wanted)
+            .bind(run_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(Some(ScriptPick { script, version }))
     }
 
     async fn script_set_current(

@@ -82,24 +82,12 @@ fn all_recorded(dialect: Dialect) -> Vec<(i64, String, Option<String>)> {
     files(dialect).into_iter().map(|(v, n, c)| (v, n, Some(c))).collect()
 }
 
-/// Undo migration 0011 (its columns, its index and its row), as if the database predated it.
+/// Undo migration 0012 (its columns and its row), as if the database predated it.
 async fn undo_latest(conn: &mut AnyConnection, dialect: Dialect) {
-    assert_eq!(*versions(dialect).last().unwrap(), 11, "undo the latest migration here");
-    match dialect {
-        Dialect::MySql => {
-            exec(conn, "ALTER TABLE script_versions DROP COLUMN size_bytes, DROP COLUMN encoding, DROP COLUMN author")
-                .await;
-            exec(conn, "ALTER TABLE jobs DROP INDEX ix_jobs_script, DROP COLUMN script_version").await;
-        }
-        Dialect::Sqlite => {
-            exec(conn, "DROP INDEX ix_jobs_script").await;
-            exec(conn, "ALTER TABLE jobs DROP COLUMN script_version").await;
-            for c in ["size_bytes", "encoding", "author"] {
-                exec(conn, &format!("ALTER TABLE script_versions DROP COLUMN {c}")).await;
-            }
-        }
-    }
-    exec(conn, "DELETE FROM sundial_migrations WHERE version = 11").await;
+    assert_eq!(*versions(dialect).last().unwrap(), 12, "undo the latest migration here");
+    exec(conn, "ALTER TABLE runs DROP COLUMN script_version").await;
+    exec(conn, "ALTER TABLE executors DROP COLUMN runtimes").await;
+    exec(conn, "DELETE FROM sundial_migrations WHERE version = 12").await;
 }
 
 /// Connect two stores, then migrate both at once (connecting takes longer than migrating,

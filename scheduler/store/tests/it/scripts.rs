@@ -9,7 +9,8 @@ use crate::fixtures::*;
 for_each_database!(
     scripts_are_unique_per_tenant_and_isolated,
     every_upload_is_a_new_version_and_any_version_can_be_made_current_again,
-    a_script_in_use_by_a_job_is_not_deleted
+    a_script_in_use_by_a_job_is_not_deleted,
+    a_run_records_the_version_it_is_given
 );
 
 fn script_of(t: &Tenant, name: &str) -> (Script, ScriptVersion) {
@@ -114,4 +115,31 @@ pub async fn a_script_in_use_by_a_job_is_not_deleted(s: S) {
     assert!(s.script_delete(&t.id, &sc.id).await.unwrap());
     assert_eq!(s.script_get(&t.id, &sc.id).await.unwrap(), None);
     assert_eq!(s.script_version_get(&t.id, &sc.id, 1).await.unwrap(), None, "its versions went with it");
+}
+
+pub async fn a_run_records_the_version_it_is_given(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "runner").await;
+    let (sc, v1) = script_of(&t, "nightly");
+    s.script_create(&sc, &v1).await.unwrap();
+    s.script_add_version(&t.id, &sc.id, &version_of(&sc.id, 0, "print('v2')\n")).await.unwrap().unwrap();
+    let mut j = job_of(&a, "uses-it");
+    j.handler = None;
+    j.script_id = Some(sc.id.clone());
+    s.job_insert(&j, &[]).await.unwrap();
+    let r = run_of(&j, "f1", NOW);
+    s.run_insert(&r).await.unwrap();
+    assert_eq!(s.run_get(&t.id, &r.id).await.unwrap().unwrap().script_version, None, "none before its delivery");
+    // Following the script: its current version, recorded on the run; the source stays out.
+    let pick = s.script_pick_for_run(&r.id, &sc.id, None).await.unwrap().unwrap();
+    assert_eq!((pick.script.name.as_str(), pick.version.version, pick.version.source.as_str()), ("nightly", 2, ""));
+    assert_eq!(s.run_get(&t.id, &r.id).await.unwrap().unwrap().script_version, Some(2));
+    // Pinned: that version, even after a rollback moves the current one.
+    let pick = s.script_pick_for_run(&r.id, &sc.id, Some(1)).await.unwrap().unwrap();
+    assert_eq!((pick.version.version, pick.version.sha256), (1, v1.sha256.clone()));
+    assert_eq!(s.run_get(&t.id, &r.id).await.unwrap().unwrap().script_version, Some(1));
+    // A version or script that is not there: nothing picked, nothing written.
+    assert_eq!(s.script_pick_for_run(&r.id, &sc.id, Some(7)).await.unwrap(), None);
+    assert_eq!(s.script_pick_for_run(&r.id, "scr_gone", None).await.unwrap(), None);
+    assert_eq!(s.run_get(&t.id, &r.id).await.unwrap().unwrap().script_version, Some(1));
 }

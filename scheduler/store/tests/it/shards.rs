@@ -446,6 +446,7 @@ pub async fn reapers_see_shards_not_whole_sharded_runs(s: S) {
             tags: vec![],
             metadata: json!({}),
             handlers: vec!["h".into()],
+            runtimes: vec![],
             state: ExecutorState::Online,
             running: 0,
             registered_at_ms: NOW,
