@@ -1,6 +1,8 @@
 //! Hostile scripts against the bubblewrap sandbox. Each test is skipped (with a printed reason)
-//! only when bwrap is unavailable on the host. Tests that need cgroup limits fail when the
-//! limits are not enforced, unless SUNDIAL_SHELL_ALLOW_NO_CGROUPS=1 is set.
+//! only when bwrap is unavailable on the host. Tests that need cgroup limits build their sandbox
+//! without `accept_weaker` and fail when cgroups are not usable (not root, no writable cgroup
+//! controllers), unless SUNDIAL_SHELL_ALLOW_NO_CGROUPS=1 is set: then they are skipped. The
+//! others accept a weaker sandbox, so they run without root too.
 
 use std::fs;
 use std::io::ErrorKind;
@@ -10,14 +12,15 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use sundial_shell_sandbox::{
-    KillReason, SandboxConfig, SandboxError, Shell, ShellOutcome, ShellResult, ShellRun, ShellSandbox,
+    KillReason, Rlimits, SandboxConfig, SandboxError, Shell, ShellOutcome, ShellResult, ShellRun, ShellSandbox,
 };
 
+/// A sandbox for tests that do not need cgroup limits (`accept_weaker`).
 fn sandbox_with(config: SandboxConfig) -> Option<ShellSandbox> {
-    match ShellSandbox::new(config) {
+    match ShellSandbox::new(SandboxConfig { accept_weaker: true, ..config }) {
         Ok(s) => Some(s),
-        Err(SandboxError::Unavailable(why)) => {
-            eprintln!("SKIPPED: bwrap unavailable: {why}");
+        Err(SandboxError::Unavailable { reason }) => {
+            eprintln!("SKIPPED: bwrap unavailable: {reason}");
             None
         }
         Err(e) => panic!("sandbox setup failed: {e}"),
@@ -28,35 +31,40 @@ fn sandbox() -> Option<ShellSandbox> {
     sandbox_with(SandboxConfig::default())
 }
 
-fn require_limits(sb: &ShellSandbox) -> bool {
-    if sb.limits_enforced() {
-        return true;
+/// A sandbox with cgroup limits (no `accept_weaker`); see the module doc for when it skips.
+fn strong_with(config: SandboxConfig) -> Option<ShellSandbox> {
+    match ShellSandbox::new(SandboxConfig { accept_weaker: false, ..config }) {
+        Ok(s) => {
+            assert!(s.limits_enforced());
+            Some(s)
+        }
+        Err(SandboxError::Unavailable { reason }) => {
+            eprintln!("SKIPPED: bwrap unavailable: {reason}");
+            None
+        }
+        Err(SandboxError::TooWeak { level, reason }) => {
+            if std::env::var("SUNDIAL_SHELL_ALLOW_NO_CGROUPS").as_deref() == Ok("1") {
+                eprintln!("SKIPPED: isolation only {level}: {reason}");
+                return None;
+            }
+            panic!("isolation only {level} ({reason}); run as root, or set SUNDIAL_SHELL_ALLOW_NO_CGROUPS=1 to skip");
+        }
+        Err(e) => panic!("sandbox setup failed: {e}"),
     }
-    let why = sb.limits_skip_reason().unwrap_or("?");
-    if std::env::var("SUNDIAL_SHELL_ALLOW_NO_CGROUPS").as_deref() == Ok("1") {
-        eprintln!("SKIPPED: cgroup limits not enforced: {why}");
-        return false;
-    }
-    panic!("cgroup limits not enforced ({why}); set SUNDIAL_SHELL_ALLOW_NO_CGROUPS=1 to skip");
 }
 
 fn bash(source: &str) -> ShellRun {
-    ShellRun {
-        shell: Shell::Bash,
-        source: source.into(),
-        args: vec![],
-        env: vec![],
-        stdin: vec![],
-        timeout: Duration::from_secs(20),
-    }
+    ShellRun { shell: Shell::Bash, source: source.into(), timeout: Duration::from_secs(20), ..ShellRun::default() }
 }
 
 fn run(sb: &ShellSandbox, r: ShellRun) -> ShellOutcome {
+    let start = Instant::now();
     let o = sb.run(r).expect("run setup");
     eprintln!(
-        "result={:?} elapsed={:?} limits={} stdout={:?} stderr={:?}",
+        "result={:?} elapsed={:?} (run returned after {:?}) limits={} stdout={:?} stderr={:?}",
         o.result,
         o.elapsed,
+        start.elapsed(),
         o.limits_enforced,
         String::from_utf8_lossy(&o.stdout[..o.stdout.len().min(400)]),
         String::from_utf8_lossy(&o.stderr[..o.stderr.len().min(400)])
@@ -264,10 +272,7 @@ fn thread_sleep(ms: u64) {
 
 #[test]
 fn fork_bomb_is_contained() {
-    let Some(sb) = sandbox_with(SandboxConfig { pids_limit: 64, ..Default::default() }) else { return };
-    if !require_limits(&sb) {
-        return;
-    }
+    let Some(sb) = strong_with(SandboxConfig { pids_limit: 64, ..Default::default() }) else { return };
     let mut r = bash(":(){ :|:& };:");
     r.timeout = Duration::from_secs(3);
     let start = Instant::now();
@@ -302,10 +307,7 @@ fn fork_bomb_is_contained() {
 
 #[test]
 fn pids_limit_caps_processes() {
-    let Some(sb) = sandbox_with(SandboxConfig { pids_limit: 12, ..Default::default() }) else { return };
-    if !require_limits(&sb) {
-        return;
-    }
+    let Some(sb) = strong_with(SandboxConfig { pids_limit: 12, ..Default::default() }) else { return };
     let mut r = bash("for i in $(seq 1 30); do sleep 1006 & done; echo spawned-all");
     r.timeout = Duration::from_secs(3);
     let o = run(&sb, r);
@@ -318,12 +320,15 @@ fn pids_limit_caps_processes() {
 
 #[test]
 fn memory_limit_kills() {
-    let Some(sb) = sandbox_with(SandboxConfig { memory_limit_bytes: 64 * 1024 * 1024, ..Default::default() }) else {
+    // The cgroup layer alone: no RLIMIT_AS, which would make allocations fail before the OOM
+    // killer fires (see `memory_bomb_with_defaults`).
+    let Some(sb) = strong_with(SandboxConfig {
+        memory_limit_bytes: 64 * 1024 * 1024,
+        rlimits: Rlimits { address_space_bytes: Some(u64::MAX), ..Rlimits::default() },
+        ..Default::default()
+    }) else {
         return;
     };
-    if !require_limits(&sb) {
-        return;
-    }
     let o = run(&sb, bash("head -c 600M /dev/zero | tail"));
     // `tail` is OOM-killed, so the script's status is 137 and the memory cgroup saw the OOM kill.
     assert!(o.limits_enforced);
@@ -412,18 +417,17 @@ fn missing_bwrap_is_unavailable() {
         ..Default::default()
     })
     .unwrap_err();
-    assert!(matches!(err, SandboxError::Unavailable(_)), "{err}");
+    assert!(matches!(err, SandboxError::Unavailable { .. }), "{err}");
     // A bwrap that does not work (here: `false`) is unavailable too.
     let err =
         ShellSandbox::new(SandboxConfig { bwrap_path: Some(Path::new("/bin/false").into()), ..Default::default() })
             .unwrap_err();
-    assert!(matches!(err, SandboxError::Unavailable(_)), "{err}");
+    assert!(matches!(err, SandboxError::Unavailable { .. }), "{err}");
 }
 
 #[test]
 fn unreachable_temp_root_is_unavailable() {
-    if ShellSandbox::new(SandboxConfig::default()).is_err() {
-        eprintln!("SKIPPED: bwrap unavailable");
+    if sandbox().is_none() {
         return;
     }
     // Only meaningful when bwrap runs as another uid than ours (we are root).
@@ -435,15 +439,31 @@ fn unreachable_temp_root_is_unavailable() {
     let dir = tempfile::tempdir().unwrap();
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
-    let err =
-        ShellSandbox::new(SandboxConfig { temp_root: Some(dir.path().into()), ..Default::default() }).unwrap_err();
-    assert!(matches!(err, SandboxError::Unavailable(_)), "{err}");
+    let err = ShellSandbox::new(SandboxConfig {
+        temp_root: Some(dir.path().into()),
+        accept_weaker: true,
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(matches!(err, SandboxError::Unavailable { .. }), "{err}");
     eprintln!("{err}");
 }
 
 #[test]
 fn unwritable_cgroup_root_is_reported() {
     let dir = tempfile::tempdir().unwrap();
+    // Refused without accept_weaker, with the reason.
+    match ShellSandbox::new(SandboxConfig { cgroup_root: dir.path().into(), ..Default::default() }) {
+        Err(SandboxError::TooWeak { level, reason }) => {
+            assert_eq!(level.as_str(), "namespaces_only");
+            assert!(reason.contains("cgroup"), "{reason}");
+        }
+        Err(SandboxError::Unavailable { reason }) => {
+            eprintln!("SKIPPED: bwrap unavailable: {reason}");
+            return;
+        }
+        other => panic!("expected TooWeak: {other:?}"),
+    }
     let Some(sb) = sandbox_with(SandboxConfig { cgroup_root: dir.path().into(), ..Default::default() }) else {
         return;
     };
