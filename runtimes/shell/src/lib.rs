@@ -375,17 +375,24 @@ impl ShellSandbox {
             sandbox_uid: SANDBOX_UID,
         };
         let sandbox = ShellSandbox { bwrap, config, disable_userns, host_ids, cgroups, isolation };
-        // A full run of an empty script checks everything a real run needs (binds, the temp root
+        // A full run of a small script checks everything a real run needs (binds, the temp root
         // being reachable for the sandbox's uid, the rlimits, cgroup placement): bwrap's own
-        // setup failures would otherwise look like a script exiting with status 1.
+        // setup failures would otherwise look like a script exiting with status 1. Its output
+        // shows that it really ran inside (a `bwrap` that only exits 0 does not pass).
         let probe = sandbox.run(ShellRun {
             shell: Shell::Sh,
-            source: "exit 0\n".into(),
+            source: "echo \"sundial-probe $(id -u) $(cat /proc/sys/kernel/hostname)\"\n".into(),
             timeout: Duration::from_secs(30),
             ..ShellRun::default()
         });
+        let expected = format!("sundial-probe {SANDBOX_UID} sundial\n");
         match probe {
-            Ok(o) if o.result == ShellResult::Exited(0) => Ok(sandbox),
+            Ok(o) if o.result == ShellResult::Exited(0) && o.stdout == expected.as_bytes() => Ok(sandbox),
+            Ok(o) if o.result == ShellResult::Exited(0) => Err(unavailable(format!(
+                "trial sandboxed run printed {:?} instead of {expected:?}: {}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr).trim()
+            ))),
             Ok(o) => Err(unavailable(format!(
                 "trial sandboxed run failed ({:?}): {}",
                 o.result,
