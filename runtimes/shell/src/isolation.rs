@@ -17,7 +17,7 @@ pub struct Isolation {
     pub bwrap_version: Option<String>,
     /// A new user namespace works (always true: without it `new` fails).
     pub user_namespace: bool,
-    /// A new network namespace (only a down loopback) works (always true: without it `new`
+    /// A new network namespace (only its own loopback) works (always true: without it `new`
     /// fails).
     pub network_namespace: bool,
     /// bwrap's `--disable-userns` (bwrap ≥ 0.8) is used: no nested user namespaces inside.
