@@ -154,3 +154,24 @@ fn unavailable_without_working_bwrap() {
         assert!(matches!(err, SandboxError::Unavailable { .. }), "{bwrap}: {err}");
     }
 }
+
+/// An address-space limit too small for bwrap itself is found by the trial run at start-up
+/// (not by the first job), and the smallest workable one is far below the default.
+#[test]
+fn address_space_too_small_for_bwrap_is_unavailable() {
+    if sandbox().is_none() {
+        return;
+    }
+    let with_as = |bytes: u64| {
+        ShellSandbox::new(SandboxConfig {
+            rlimits: sundial_shell_sandbox::Rlimits { address_space_bytes: Some(bytes), ..Default::default() },
+            accept_weaker: true,
+            ..Default::default()
+        })
+    };
+    let err = with_as(1024 * 1024).unwrap_err();
+    eprintln!("{err}");
+    assert!(matches!(err, SandboxError::Unavailable { ref reason } if reason.contains("trial sandboxed run")), "{err}");
+    let sb = with_as(64 * 1024 * 1024).expect("bwrap and sh start within 64 MiB of address space");
+    assert_eq!(text(&run(&sb, bash("ulimit -v")).stdout), "65536\n");
+}
