@@ -402,9 +402,10 @@ impl ShellSandbox {
         }
     }
 
-    /// The isolation layers found at start-up, and the overall level.
-    pub fn isolation(&self) -> &Isolation {
-        &self.isolation
+    /// The isolation layers found at start-up, and the overall level (a copy; its `Display` is
+    /// one line for a start-up log).
+    pub fn isolation(&self) -> Isolation {
+        self.isolation.clone()
     }
 
     /// Whether runs get the cgroup limits (memory, pids, and cpu if available).
