@@ -8,19 +8,28 @@
 //! See the crate README for what is isolated, how, and what is not covered.
 
 mod cgroup;
+mod isolation;
+mod limits;
 
 use std::ffi::CString;
+use std::fmt;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cgroup::RunCgroup;
+use cgroup::{Backend, RunCgroup};
+pub use isolation::{CgroupMode, Isolation, IsolationLevel, RlimitsReport};
+pub use limits::Rlimits;
+use limits::RunRlimits;
 
 /// The fixed `PATH` inside the sandbox.
 pub const SANDBOX_PATH: &str = "/usr/bin:/bin";
@@ -29,13 +38,21 @@ pub const SANDBOX_HOME: &str = "/work";
 /// The uid/gid the script runs as inside the sandbox's user namespace.
 pub const SANDBOX_UID: u32 = 65534;
 
+/// How often the waiting loop looks at the run's cancel flag (and bwrap's state), at most.
+const POLL: Duration = Duration::from_millis(20);
+
 /// Setup errors. A script that fails, times out or is killed is not an error: it is a
 /// [`ShellOutcome`].
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    /// bubblewrap is missing or does not work on this host; the shell runtime should not be offered.
-    #[error("shell sandbox unavailable: {0}")]
-    Unavailable(String),
+    /// bubblewrap is missing or does not work on this host (no user or network namespaces, ...);
+    /// the shell runtime should not be offered. Never a fallback to an unsandboxed run.
+    #[error("shell sandbox unavailable: {reason}")]
+    Unavailable { reason: String },
+    /// bwrap works, but the isolation is weaker than [`IsolationLevel::Strong`] (no usable
+    /// cgroups, or bwrap would run as host root) and [`SandboxConfig::accept_weaker`] is false.
+    #[error("shell sandbox isolation would only be `{level}`, refused (set accept_weaker to run with it): {reason}")]
+    TooWeak { level: IsolationLevel, reason: String },
     /// The run's input cannot be passed to the sandbox (bad env name, NUL byte, ...).
     #[error("invalid shell run: {0}")]
     InvalidInput(String),
@@ -45,7 +62,7 @@ pub enum SandboxError {
     /// The per-run directory or script file could not be created.
     #[error("run directory setup failed: {0}")]
     RunDir(#[source] io::Error),
-    /// bwrap could not be started (or could not place itself in the cgroups).
+    /// bwrap could not be started (or could not set its limits or join the cgroups).
     #[error("failed to start bwrap: {0}")]
     Spawn(#[source] io::Error),
     /// Waiting for the sandbox failed.
@@ -58,21 +75,34 @@ pub enum SandboxError {
 pub struct SandboxConfig {
     /// Path of the `bwrap` binary; `None` searches `$PATH`, then `/usr/bin/bwrap`.
     pub bwrap_path: Option<PathBuf>,
-    /// cgroup v1 `memory.limit_in_bytes` per run (and `memory.memsw.limit_in_bytes` if present).
+    /// Memory limit of a run as a whole: cgroup v1 `memory.limit_in_bytes` (and
+    /// `memory.memsw.limit_in_bytes` if present), v2 `memory.max` (and `memory.swap.max` 0).
     pub memory_limit_bytes: u64,
-    /// cgroup v1 `pids.max` per run (counts bwrap's own two processes too).
+    /// cgroup `pids.max` per run (counts bwrap's own two processes too).
     pub pids_limit: u64,
+    /// CPU bandwidth of a run as a whole, in thousandths of a CPU (1000 = one core): cgroup v1
+    /// `cpu.cfs_quota_us` per 100 ms `cpu.cfs_period_us`, v2 `cpu.max`. 0: no CPU bandwidth
+    /// limit. Used only where the `cpu` controller is available.
+    pub cpu_millis: u64,
+    /// Per-process `setrlimit` limits (CPU time, address space, file size, open files).
+    pub rlimits: Rlimits,
     /// Bytes kept per stream (stdout, stderr); the rest is read and discarded.
     pub output_cap_bytes: usize,
-    /// Where the cgroup v1 controllers are mounted (`<root>/memory`, `<root>/pids`).
+    /// Where cgroups are mounted: a cgroup v2 hierarchy if `<root>/cgroup.controllers` exists,
+    /// else cgroup v1 hierarchies `<root>/memory`, `<root>/pids` (and `<root>/cpu`).
     pub cgroup_root: PathBuf,
     /// Parent of the per-run temp directories; `None` means `std::env::temp_dir()`.
     pub temp_root: Option<PathBuf>,
     /// When this process runs as root, bwrap is started as this unprivileged host `(uid, gid)`
     /// (default nobody, 65534). Without it the sandbox's user namespace would map to host root,
     /// and files owned by host root (such as host-global sysctls under `/proc/sys`) would be
-    /// writable from inside. Ignored when this process is not root. `None` keeps root (unsafe).
+    /// writable from inside. Ignored when this process is not root. `None` keeps root (unsafe:
+    /// level [`IsolationLevel::HostRoot`], refused unless `accept_weaker`).
     pub host_ids_when_root: Option<(u32, u32)>,
+    /// Accept an isolation weaker than [`IsolationLevel::Strong`] (no cgroup limits, or host
+    /// root). Default false: [`ShellSandbox::new`] then fails with [`SandboxError::TooWeak`].
+    /// bwrap with working user and network namespaces is required either way.
+    pub accept_weaker: bool,
 }
 
 impl Default for SandboxConfig {
@@ -81,10 +111,13 @@ impl Default for SandboxConfig {
             bwrap_path: None,
             memory_limit_bytes: 256 * 1024 * 1024,
             pids_limit: 64,
+            cpu_millis: 1000,
+            rlimits: Rlimits::default(),
             output_cap_bytes: 1024 * 1024,
             cgroup_root: PathBuf::from("/sys/fs/cgroup"),
             temp_root: None,
             host_ids_when_root: Some((65534, 65534)),
+            accept_weaker: false,
         }
     }
 }
@@ -107,8 +140,18 @@ impl Shell {
     }
 }
 
+/// Which output stream a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+/// Called with each chunk of output as it is read (see [`ShellRun::on_output`]).
+pub type OutputCallback = Arc<dyn Fn(OutputStream, &[u8]) + Send + Sync>;
+
 /// One script run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ShellRun {
     pub shell: Shell,
     /// The script text, written to `/work/.job.sh` inside the sandbox.
@@ -122,6 +165,51 @@ pub struct ShellRun {
     pub stdin: Vec<u8>,
     /// Wall-clock limit; the whole sandbox is SIGKILLed when it passes.
     pub timeout: Duration,
+    /// `RLIMIT_CPU` seconds for this run, overriding [`Rlimits::cpu_seconds`] (whose default is
+    /// `ceil(timeout) + 1`).
+    pub cpu_seconds: Option<u64>,
+    /// Set to true (from any thread) to stop the run: within about 20 ms the sandbox is
+    /// SIGKILLed like on a timeout and the result is `Killed { Cancelled }`. Already true at the
+    /// start: nothing is started.
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Called with each chunk of stdout/stderr as it is read, from the reader threads (one per
+    /// stream, so calls for the two streams can overlap), besides the captured buffers. Only the
+    /// bytes within `output_cap_bytes` are passed. A slow callback slows the script down (its
+    /// pipe fills); a panicking one is not called again.
+    pub on_output: Option<OutputCallback>,
+}
+
+impl Default for ShellRun {
+    /// An empty bash script with a 60 s timeout.
+    fn default() -> Self {
+        ShellRun {
+            shell: Shell::Bash,
+            source: String::new(),
+            args: vec![],
+            env: vec![],
+            stdin: vec![],
+            timeout: Duration::from_secs(60),
+            cpu_seconds: None,
+            cancel: None,
+            on_output: None,
+        }
+    }
+}
+
+impl fmt::Debug for ShellRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShellRun")
+            .field("shell", &self.shell)
+            .field("source", &self.source)
+            .field("args", &self.args)
+            .field("env", &self.env)
+            .field("stdin", &format_args!("{} bytes", self.stdin.len()))
+            .field("timeout", &self.timeout)
+            .field("cpu_seconds", &self.cpu_seconds)
+            .field("cancel", &self.cancel)
+            .field("on_output", &self.on_output.as_ref().map(|_| "Fn"))
+            .finish()
+    }
 }
 
 /// Why the sandbox was killed.
@@ -129,6 +217,8 @@ pub struct ShellRun {
 pub enum KillReason {
     /// The wall-clock timeout passed.
     Timeout,
+    /// [`ShellRun::cancel`] was set.
+    Cancelled,
     /// The memory cgroup's OOM killer fired (or bwrap died by SIGKILL with the limit hit).
     Memory,
     /// bwrap itself died of this signal (not sent by us).
@@ -139,7 +229,8 @@ pub enum KillReason {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShellResult {
     /// The script's exit status as bwrap reports it. Like a shell, bwrap reports a script that
-    /// died of signal N as 128+N, so `Exited(137)` may mean SIGKILL.
+    /// died of signal N as 128+N, so `Exited(137)` may mean SIGKILL, `Exited(152)` SIGXCPU (the
+    /// CPU-time rlimit) and `Exited(153)` SIGXFSZ (the file-size rlimit).
     Exited(i32),
     Killed {
         reason: KillReason,
@@ -155,7 +246,7 @@ pub struct ShellOutcome {
     pub stdout_truncated: bool,
     pub stderr_truncated: bool,
     pub elapsed: Duration,
-    /// Whether the memory and pids cgroup limits applied to this run.
+    /// Whether the cgroup limits (memory, pids, and cpu if available) applied to this run.
     pub limits_enforced: bool,
     /// The memory cgroup's OOM killer killed some process of the run (even if the script went on
     /// and exited on its own, which is then reported as `Exited`).
@@ -170,35 +261,41 @@ pub struct ShellSandbox {
     disable_userns: bool,
     /// The host uid/gid bwrap is started as, if it is switched away from ours.
     host_ids: Option<(u32, u32)>,
-    /// `None` when cgroup limits are enforced, else why not.
-    limits_skipped: Option<String>,
+    /// The cgroup hierarchy runs are confined in, or why there is none.
+    cgroups: Result<Backend, String>,
+    isolation: Isolation,
 }
 
 impl ShellSandbox {
-    /// Finds bwrap, checks it works (`bwrap --unshare-all --ro-bind / / true`) and whether the
-    /// cgroup v1 memory and pids controllers are writable.
+    /// Finds bwrap, checks that it works with user and network namespaces, detects cgroups
+    /// (v2, else v1) and does a full trial run. Fails with [`SandboxError::Unavailable`] when
+    /// bwrap or the namespaces do not work, and with [`SandboxError::TooWeak`] when the
+    /// isolation is below [`IsolationLevel::Strong`] and `accept_weaker` is false.
     pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
+        let unavailable = |reason: String| SandboxError::Unavailable { reason };
         let bwrap = match &config.bwrap_path {
             Some(p) => p.clone(),
             None => find_in_path("bwrap").ok_or_else(|| {
-                SandboxError::Unavailable(
+                unavailable(
                     "bwrap (bubblewrap) not found in $PATH or /usr/bin; install it (apt-get install bubblewrap)".into(),
                 )
             })?,
         };
         if !bwrap.is_file() {
-            return Err(SandboxError::Unavailable(format!("bwrap not found at {}", bwrap.display())));
+            return Err(unavailable(format!("bwrap not found at {}", bwrap.display())));
         }
-        // SAFETY: plain syscall.
-        let host_ids = if unsafe { libc::geteuid() } == 0 { config.host_ids_when_root } else { None };
+        // SAFETY: plain syscalls.
+        let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let host_ids = if euid == 0 { config.host_ids_when_root } else { None };
         let trial = |extra: &[&str]| -> Result<(), String> {
             let mut cmd = Command::new(&bwrap);
-            // SAFETY: the hook only makes async-signal-safe syscalls (see `pre_exec_hook`).
-            unsafe { cmd.pre_exec(move || pre_exec_hook(&[], host_ids)) };
+            let hook = PreExec { setsid: false, rlimits: vec![], procs_files: vec![], host_ids };
+            // SAFETY: the hook only makes async-signal-safe syscalls (see `PreExec::run`).
+            unsafe { cmd.pre_exec(move || hook.run()) };
             let out = cmd
-                .args(["--unshare-all", "--unshare-user"])
                 .args(extra)
                 .args(["--ro-bind", "/", "/", "true"])
+                .env_clear()
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
@@ -208,58 +305,140 @@ impl ShellSandbox {
                 Ok(())
             } else {
                 Err(format!(
-                    "trial run `{} --unshare-all --ro-bind / / true`{} failed ({}): {}",
+                    "trial run `{} {} --ro-bind / / true`{} failed ({}): {}",
                     bwrap.display(),
+                    extra.join(" "),
                     host_ids.map(|(u, g)| format!(" as uid {u} gid {g}")).unwrap_or_default(),
                     out.status,
                     String::from_utf8_lossy(&out.stderr).trim()
                 ))
             }
         };
-        trial(&[]).map_err(SandboxError::Unavailable)?;
+        // Layer by layer, so the reason names the one that is missing.
+        trial(&["--unshare-user"]).map_err(|e| unavailable(format!("no user namespaces: {e}")))?;
+        trial(&["--unshare-user", "--unshare-net"]).map_err(|e| unavailable(format!("no network namespace: {e}")))?;
+        trial(&["--unshare-all", "--unshare-user"]).map_err(|e| unavailable(format!("namespaces unavailable: {e}")))?;
         // bwrap >= 0.8: forbid nested user namespaces inside the sandbox.
-        let disable_userns = trial(&["--disable-userns"]).is_ok();
-        let limits_skipped = cgroup::probe(&config.cgroup_root).err();
-        let sandbox = ShellSandbox { bwrap, config, disable_userns, host_ids, limits_skipped };
-        // A full run of an empty script checks everything a real run needs (binds, the temp root
-        // being reachable for the sandbox's uid, cgroup placement): bwrap's own setup failures
-        // would otherwise look like a script exiting with status 1.
+        let disable_userns = trial(&["--unshare-all", "--unshare-user", "--disable-userns"]).is_ok();
+        let bwrap_version = bwrap_version(&bwrap);
+        let cgroups = cgroup::detect(&config.cgroup_root, config.cpu_millis > 0);
+        let (runs_as_uid, runs_as_gid) = host_ids.unwrap_or((euid, egid));
+
+        let (level, weaker_reason) = if runs_as_uid == 0 {
+            let reason = "bwrap would run as host root, so the sandbox's user namespace maps to host root \
+                          (host_ids_when_root is None)";
+            (IsolationLevel::HostRoot, Some(reason.to_string()))
+        } else if let Err(why) = &cgroups {
+            (IsolationLevel::NamespacesOnly, Some(format!("no cgroup limits (memory, pids): {why}")))
+        } else {
+            (IsolationLevel::Strong, None)
+        };
+        if let Some(reason) = weaker_reason
+            && !config.accept_weaker
+        {
+            return Err(SandboxError::TooWeak { level, reason });
+        }
+        let rl = &config.rlimits;
+        let isolation = Isolation {
+            level,
+            bwrap_path: bwrap.clone(),
+            bwrap_version,
+            user_namespace: true,
+            network_namespace: true,
+            nested_user_namespaces_blocked: disable_userns,
+            cgroup: match &cgroups {
+                Ok(Backend::V1 { .. }) => CgroupMode::V1,
+                Ok(Backend::V2 { .. }) => CgroupMode::V2,
+                Err(reason) => CgroupMode::None { reason: reason.clone() },
+            },
+            controllers: match &cgroups {
+                Ok(b) => b
+                    .controllers()
+                    .into_iter()
+                    .filter(|c| *c != "cpu" || config.cpu_millis > 0)
+                    .map(String::from)
+                    .collect(),
+                Err(_) => vec![],
+            },
+            rlimits: RlimitsReport {
+                cpu_seconds: rl.cpu_seconds,
+                address_space_bytes: Some(
+                    rl.address_space_bytes.unwrap_or(config.memory_limit_bytes.saturating_mul(2)),
+                )
+                .filter(|b| *b != u64::MAX),
+                file_size_bytes: rl.file_size_bytes,
+                open_files: rl.open_files,
+                core_bytes: 0,
+            },
+            runs_as_uid,
+            runs_as_gid,
+            sandbox_uid: SANDBOX_UID,
+        };
+        let sandbox = ShellSandbox { bwrap, config, disable_userns, host_ids, cgroups, isolation };
+        // A full run of a small script checks everything a real run needs (binds, the temp root
+        // being reachable for the sandbox's uid, the rlimits, cgroup placement): bwrap's own
+        // setup failures would otherwise look like a script exiting with status 1. Its output
+        // shows that it really ran inside (a `bwrap` that only exits 0 does not pass).
         let probe = sandbox.run(ShellRun {
             shell: Shell::Sh,
-            source: "exit 0\n".into(),
-            args: vec![],
-            env: vec![],
-            stdin: vec![],
+            source: "echo \"sundial-probe $(id -u) $(cat /proc/sys/kernel/hostname)\"\n".into(),
             timeout: Duration::from_secs(30),
+            ..ShellRun::default()
         });
+        let expected = format!("sundial-probe {SANDBOX_UID} sundial\n");
         match probe {
-            Ok(o) if o.result == ShellResult::Exited(0) => Ok(sandbox),
-            Ok(o) => Err(SandboxError::Unavailable(format!(
+            Ok(o) if o.result == ShellResult::Exited(0) && o.stdout == expected.as_bytes() => Ok(sandbox),
+            Ok(o) if o.result == ShellResult::Exited(0) => Err(unavailable(format!(
+                "trial sandboxed run printed {:?} instead of {expected:?}: {}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr).trim()
+            ))),
+            Ok(o) => Err(unavailable(format!(
                 "trial sandboxed run failed ({:?}): {}",
                 o.result,
                 String::from_utf8_lossy(&o.stderr).trim()
             ))),
-            Err(e) => Err(SandboxError::Unavailable(format!("trial sandboxed run failed: {e}"))),
+            Err(e) => Err(unavailable(format!("trial sandboxed run failed: {e}"))),
         }
     }
 
-    /// Whether runs get the memory and pids cgroup limits.
+    /// The isolation layers found at start-up, and the overall level (a copy; its `Display` is
+    /// one line for a start-up log).
+    pub fn isolation(&self) -> Isolation {
+        self.isolation.clone()
+    }
+
+    /// Whether runs get the cgroup limits (memory, pids, and cpu if available).
     pub fn limits_enforced(&self) -> bool {
-        self.limits_skipped.is_none()
+        self.cgroups.is_ok()
     }
 
     /// Why cgroup limits are not enforced, if they are not.
     pub fn limits_skip_reason(&self) -> Option<&str> {
-        self.limits_skipped.as_deref()
+        self.cgroups.as_ref().err().map(String::as_str)
     }
 
     pub fn config(&self) -> &SandboxConfig {
         &self.config
     }
 
-    /// Runs one script. Blocks until it ends or its timeout passes (plus cleanup).
+    /// Runs one script. Blocks until it ends, its timeout passes or it is cancelled (plus
+    /// cleanup).
     pub fn run(&self, input: ShellRun) -> Result<ShellOutcome, SandboxError> {
         validate(&input)?;
+        let cancelled = |c: &Option<Arc<AtomicBool>>| c.as_ref().is_some_and(|c| c.load(Ordering::SeqCst));
+        if cancelled(&input.cancel) {
+            return Ok(ShellOutcome {
+                result: ShellResult::Killed { reason: KillReason::Cancelled },
+                stdout: vec![],
+                stderr: vec![],
+                stdout_truncated: false,
+                stderr_truncated: false,
+                elapsed: Duration::ZERO,
+                limits_enforced: false,
+                oom_killed: false,
+            });
+        }
 
         // Per-run directory: <tmp>/sundial-shell-XXXX/work, bound at /work; removed on drop.
         let temp_root = self.config.temp_root.clone().unwrap_or_else(std::env::temp_dir);
@@ -277,33 +456,43 @@ impl ShellSandbox {
         }
         fs::set_permissions(&work, fs::Permissions::from_mode(0o700)).map_err(SandboxError::RunDir)?;
 
-        let cgroup = if self.limits_enforced() {
-            Some(
-                RunCgroup::create(&self.config.cgroup_root, self.config.memory_limit_bytes, self.config.pids_limit)
-                    .map_err(SandboxError::Cgroup)?,
-            )
-        } else {
-            None
+        let cgroup = match &self.cgroups {
+            Ok(backend) => {
+                let limits = cgroup::Limits {
+                    memory_bytes: self.config.memory_limit_bytes,
+                    pids: self.config.pids_limit,
+                    cpu_millis: self.config.cpu_millis,
+                };
+                Some(RunCgroup::create(backend, &limits).map_err(SandboxError::Cgroup)?)
+            }
+            Err(_) => None,
         };
 
         let mut cmd = self.command(&input, &work);
-        let procs_files = cgroup.as_ref().map(RunCgroup::procs_files).unwrap_or_default();
-        let host_ids = self.host_ids;
+        let rlimits =
+            RunRlimits::resolve(&self.config.rlimits, self.config.memory_limit_bytes, input.cpu_seconds, input.timeout);
+        let hook = PreExec {
+            setsid: true,
+            rlimits: rlimits.plan(),
+            procs_files: cgroup.as_ref().map(RunCgroup::procs_files).unwrap_or_default(),
+            host_ids: self.host_ids,
+        };
         // SAFETY: the hook runs between fork and exec and only makes async-signal-safe syscalls
-        // (getpid, setrlimit, open, write, close, setgroups, setgid, setuid) on memory prepared
-        // before the fork.
+        // (setsid, setrlimit, getpid, open, write, close, setgroups, setresgid, setresuid) on
+        // memory prepared before the fork.
         unsafe {
-            cmd.pre_exec(move || pre_exec_hook(&procs_files, host_ids));
+            cmd.pre_exec(move || hook.run());
         }
         let start = Instant::now();
         let mut child = cmd.spawn().map_err(SandboxError::Spawn)?;
+        let pid = child.id() as libc::pid_t;
 
         let cap = self.config.output_cap_bytes;
-        let (tx, rx) = mpsc::channel::<(Stream, Vec<u8>, bool)>();
+        let (tx, rx) = mpsc::channel::<(OutputStream, Vec<u8>, bool)>();
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
-        spawn_reader(stdout, cap, Stream::Out, tx.clone());
-        spawn_reader(stderr, cap, Stream::Err, tx);
+        spawn_reader(stdout, cap, OutputStream::Stdout, input.on_output.clone(), tx.clone());
+        spawn_reader(stderr, cap, OutputStream::Stderr, input.on_output.clone(), tx);
         if let Some(mut stdin) = child.stdin.take() {
             let data = input.stdin;
             thread::spawn(move || {
@@ -312,10 +501,33 @@ impl ShellSandbox {
             });
         }
 
-        let (status, timed_out) = wait_with_timeout(&mut child, input.timeout).map_err(SandboxError::Wait)?;
+        let deadline = start + input.timeout;
+        let ending = wait_for_exit(pid, deadline, || cancelled(&input.cancel));
+        // bwrap has exited (not yet reaped, so its pid and process group cannot be reused) or
+        // must be stopped. SIGKILL its whole process group (bwrap and its pid-1 child; the
+        // script has its own session inside) and, on timeout or cancel, everything in the run's
+        // cgroups. --die-with-parent makes the kernel kill bwrap's pid-1 child, which takes the
+        // whole pid namespace with it.
+        // SAFETY: plain syscall; `pid` is our unreaped child, the leader of its own group.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+        if !matches!(ending, Ok(Ending::Exited))
+            && let Some(cg) = &cgroup
+        {
+            cg.kill_once();
+        }
+        let status = child.wait();
         let elapsed = start.elapsed();
-        // bwrap is gone; with --die-with-parent its pid-1 child and the pid namespace go with it.
-        // Make sure nothing is left in the cgroups either.
+        let (ending, status) = match (ending, status) {
+            (Ok(e), Ok(s)) => (e, s),
+            (Err(e), _) | (_, Err(e)) => {
+                if let Some(cg) = &cgroup {
+                    cg.kill_all(Duration::from_secs(5));
+                }
+                return Err(SandboxError::Wait(e));
+            }
+        };
+        // Make sure nothing is left in the cgroups either (also after a normal exit: background
+        // processes never outlive the run).
         let memory_events = cgroup.as_ref().map(|cg| {
             let events = cg.memory_events();
             cg.kill_all(Duration::from_secs(5));
@@ -329,27 +541,16 @@ impl ShellSandbox {
         for _ in 0..2 {
             let left = collect_deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
-                Ok((Stream::Out, buf, t)) => out = (buf, t),
-                Ok((Stream::Err, buf, t)) => err = (buf, t),
+                Ok((OutputStream::Stdout, buf, t)) => out = (buf, t),
+                Ok((OutputStream::Stderr, buf, t)) => err = (buf, t),
                 Err(_) => break,
             }
         }
 
-        let result = if timed_out {
-            ShellResult::Killed { reason: KillReason::Timeout }
-        } else {
-            let (oom_killed, limit_hit) = memory_events.unwrap_or((false, false));
-            match (status.code(), status.signal()) {
-                (_, Some(sig)) if oom_killed || (limit_hit && sig == libc::SIGKILL) => {
-                    ShellResult::Killed { reason: KillReason::Memory }
-                }
-                (_, Some(sig)) => ShellResult::Killed { reason: KillReason::Signal(sig) },
-                (Some(code), _) if code > 128 && (oom_killed || (limit_hit && code == 128 + libc::SIGKILL)) => {
-                    ShellResult::Killed { reason: KillReason::Memory }
-                }
-                (Some(code), _) => ShellResult::Exited(code),
-                (None, None) => ShellResult::Exited(-1),
-            }
+        let result = match ending {
+            Ending::Timeout => ShellResult::Killed { reason: KillReason::Timeout },
+            Ending::Cancelled => ShellResult::Killed { reason: KillReason::Cancelled },
+            Ending::Exited => classify(status, memory_events.unwrap_or((false, false))),
         };
         let limits_enforced = cgroup.is_some();
         let oom_killed = memory_events.is_some_and(|(oom, _)| oom);
@@ -409,14 +610,36 @@ impl ShellSandbox {
         cmd.args(["--remount-ro", "/", "--chdir", "/work", "--cap-drop", "ALL"]);
         cmd.args([input.shell.interpreter(), "/work/.job.sh"]);
         cmd.args(&input.args);
-        cmd.env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Own process group: terminal signals for the host process do not reach it.
-            .process_group(0);
+        // Own session and process group (setsid in the pre_exec hook): terminal signals for the
+        // host process do not reach it, and the timeout can kill the whole group.
+        cmd.env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd
     }
+}
+
+/// The result of a run that ended on its own: the exit status, corrected to a memory kill when
+/// the memory cgroup saw one.
+fn classify(status: ExitStatus, (oom_killed, limit_hit): (bool, bool)) -> ShellResult {
+    match (status.code(), status.signal()) {
+        (_, Some(sig)) if oom_killed || (limit_hit && sig == libc::SIGKILL) => {
+            ShellResult::Killed { reason: KillReason::Memory }
+        }
+        (_, Some(sig)) => ShellResult::Killed { reason: KillReason::Signal(sig) },
+        (Some(code), _) if code > 128 && (oom_killed || (limit_hit && code == 128 + libc::SIGKILL)) => {
+            ShellResult::Killed { reason: KillReason::Memory }
+        }
+        (Some(code), _) => ShellResult::Exited(code),
+        (None, None) => ShellResult::Exited(-1),
+    }
+}
+
+/// `bwrap --version`, e.g. `bubblewrap 0.8.0` -> `0.8.0`.
+fn bwrap_version(bwrap: &Path) -> Option<String> {
+    let out = Command::new(bwrap).arg("--version").env_clear().stdin(Stdio::null()).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next()?.trim();
+    let version = line.strip_prefix("bubblewrap").unwrap_or(line).trim();
+    (out.status.success() && !version.is_empty()).then(|| version.to_string())
 }
 
 /// Removes the per-run directory even if the script left unwritable subdirectories.
@@ -443,17 +666,12 @@ fn make_writable(dir: &Path) {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Stream {
-    Out,
-    Err,
-}
-
 fn spawn_reader<R: Read + Send + 'static>(
     mut r: R,
     cap: usize,
-    which: Stream,
-    tx: mpsc::Sender<(Stream, Vec<u8>, bool)>,
+    which: OutputStream,
+    mut on_output: Option<OutputCallback>,
+    tx: mpsc::Sender<(OutputStream, Vec<u8>, bool)>,
 ) {
     thread::spawn(move || {
         let mut kept = Vec::new();
@@ -467,7 +685,14 @@ fn spawn_reader<R: Read + Send + 'static>(
                     if n > room {
                         truncated = true;
                     }
-                    kept.extend_from_slice(&chunk[..n.min(room)]);
+                    let keep = &chunk[..n.min(room)];
+                    if !keep.is_empty()
+                        && let Some(f) = &on_output
+                        && catch_unwind(AssertUnwindSafe(|| f(which, keep))).is_err()
+                    {
+                        on_output = None;
+                    }
+                    kept.extend_from_slice(keep);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => break,
@@ -477,55 +702,97 @@ fn spawn_reader<R: Read + Send + 'static>(
     });
 }
 
-fn wait_with_timeout(child: &mut Child, timeout: Duration) -> io::Result<(std::process::ExitStatus, bool)> {
-    let deadline = Instant::now() + timeout;
+/// Why the waiting loop stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// bwrap exited on its own (not reaped yet).
+    Exited,
+    Timeout,
+    Cancelled,
+}
+
+/// Waits until the child exits, `deadline` passes or `cancelled()` is true, polling every
+/// 1..20 ms. The child is left unreaped (`WNOWAIT`), so its pid and process group stay ours.
+fn wait_for_exit(pid: libc::pid_t, deadline: Instant, cancelled: impl Fn() -> bool) -> io::Result<Ending> {
     let mut nap = Duration::from_millis(1);
     loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok((status, false));
+        // SAFETY: zeroed siginfo_t is a valid out-parameter; plain syscall on our own child.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+        };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        // SAFETY: si_pid is set by waitid (0 when the child has not exited).
+        if unsafe { info.si_pid() } != 0 {
+            return Ok(Ending::Exited);
+        }
+        if cancelled() {
+            return Ok(Ending::Cancelled);
         }
         let now = Instant::now();
         if now >= deadline {
-            // SIGKILL bwrap (not yet reaped, so the pid is still ours). --die-with-parent makes
-            // the kernel kill bwrap's pid-1 child, which takes the whole pid namespace with it.
-            let _ = child.kill();
-            return Ok((child.wait()?, true));
+            return Ok(Ending::Timeout);
         }
         thread::sleep(nap.min(deadline - now));
-        nap = (nap * 2).min(Duration::from_millis(20));
+        nap = (nap * 2).min(POLL);
     }
 }
 
-/// Runs in the forked child before exec: no core dumps, join the per-run cgroups (as root, so
-/// before anything of the job runs), then drop to the unprivileged host ids.
-fn pre_exec_hook(procs_files: &[CString], host_ids: Option<(u32, u32)>) -> io::Result<()> {
-    // SAFETY: async-signal-safe syscalls only; every pointer is into memory owned by the caller.
-    unsafe {
-        let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
-        let mut buf = [0u8; 20];
-        let digits = format_pid(libc::getpid() as u32, &mut buf);
-        for path in procs_files {
-            let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-            if fd < 0 {
+/// What the forked child does before `exec` of bwrap, prepared before the fork.
+struct PreExec {
+    /// New session and process group (the child becomes their leader).
+    setsid: bool,
+    rlimits: Vec<(limits::Resource, libc::rlimit)>,
+    /// The per-run cgroups' `cgroup.procs` files.
+    procs_files: Vec<CString>,
+    /// Drop to these host ids last.
+    host_ids: Option<(u32, u32)>,
+}
+
+impl PreExec {
+    /// Own session, rlimits (incl. no core dumps), join the per-run cgroups (as root, so before
+    /// anything of the job runs), then drop to the unprivileged host ids.
+    fn run(&self) -> io::Result<()> {
+        // SAFETY: async-signal-safe syscalls only; every pointer is into memory owned by `self`.
+        unsafe {
+            if self.setsid && libc::setsid() < 0 {
                 return Err(io::Error::last_os_error());
             }
-            let written = libc::write(fd, digits.as_ptr().cast(), digits.len());
-            let err = io::Error::last_os_error();
-            libc::close(fd);
-            if written != digits.len() as isize {
-                return Err(err);
+            if self.rlimits.is_empty() {
+                let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+                libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            }
+            limits::apply(&self.rlimits)?;
+            let mut buf = [0u8; 20];
+            let digits = format_pid(libc::getpid() as u32, &mut buf);
+            for path in &self.procs_files {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let written = libc::write(fd, digits.as_ptr().cast(), digits.len());
+                let err = io::Error::last_os_error();
+                libc::close(fd);
+                if written != digits.len() as isize {
+                    return Err(err);
+                }
+            }
+            if let Some((uid, gid)) = self.host_ids
+                && (libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setresgid(gid, gid, gid) != 0
+                    || libc::setresuid(uid, uid, uid) != 0)
+            {
+                return Err(io::Error::last_os_error());
             }
         }
-        if let Some((uid, gid)) = host_ids
-            && (libc::setgroups(0, std::ptr::null()) != 0
-                || libc::setresgid(gid, gid, gid) != 0
-                || libc::setresuid(uid, uid, uid) != 0)
-        {
-            return Err(io::Error::last_os_error());
-        }
+        Ok(())
     }
-    Ok(())
 }
 
 fn format_pid(mut n: u32, buf: &mut [u8; 20]) -> &[u8] {
@@ -587,13 +854,31 @@ mod tests {
     #[test]
     fn rejects_bad_env() {
         let run = ShellRun {
-            shell: Shell::Sh,
             source: "true".into(),
-            args: vec![],
             env: vec![("A=B".into(), "x".into())],
-            stdin: vec![],
             timeout: Duration::from_secs(1),
+            ..ShellRun::default()
         };
         assert!(matches!(validate(&run), Err(SandboxError::InvalidInput(_))));
+    }
+
+    #[test]
+    fn classifies_statuses() {
+        let exited = |c: i32| ExitStatus::from_raw(c << 8);
+        let signalled = ExitStatus::from_raw;
+        assert_eq!(classify(exited(1), (false, false)), ShellResult::Exited(1));
+        assert_eq!(classify(exited(137), (false, false)), ShellResult::Exited(137));
+        assert_eq!(classify(exited(137), (false, true)), ShellResult::Killed { reason: KillReason::Memory });
+        assert_eq!(classify(exited(152), (true, true)), ShellResult::Killed { reason: KillReason::Memory });
+        assert_eq!(classify(exited(1), (true, true)), ShellResult::Exited(1));
+        assert_eq!(classify(signalled(9), (false, false)), ShellResult::Killed { reason: KillReason::Signal(9) });
+        assert_eq!(classify(signalled(9), (false, true)), ShellResult::Killed { reason: KillReason::Memory });
+    }
+
+    #[test]
+    fn run_debug_hides_the_callback() {
+        let run = ShellRun { on_output: Some(Arc::new(|_, _| {})), ..ShellRun::default() };
+        let s = format!("{run:?}");
+        assert!(s.contains("on_output: Some(\"Fn\")"), "{s}");
     }
 }

@@ -1,87 +1,21 @@
 //! Hostile scripts against the bubblewrap sandbox. Each test is skipped (with a printed reason)
-//! only when bwrap is unavailable on the host. Tests that need cgroup limits fail when the
-//! limits are not enforced, unless SUNDIAL_SHELL_ALLOW_NO_CGROUPS=1 is set.
+//! only when bwrap is unavailable on the host. Tests that need cgroup limits build their sandbox
+//! without `accept_weaker` and fail when cgroups are not usable (not root, no writable cgroup
+//! controllers), unless SUNDIAL_SHELL_ALLOW_NO_CGROUPS=1 is set: then they are skipped. The
+//! others accept a weaker sandbox, so they run without root too.
 
 use std::fs;
 use std::io::ErrorKind;
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use sundial_shell_sandbox::{
-    KillReason, SandboxConfig, SandboxError, Shell, ShellOutcome, ShellResult, ShellRun, ShellSandbox,
-};
+use sundial_shell_sandbox::{KillReason, Rlimits, SandboxConfig, SandboxError, Shell, ShellResult, ShellSandbox};
 
-fn sandbox_with(config: SandboxConfig) -> Option<ShellSandbox> {
-    match ShellSandbox::new(config) {
-        Ok(s) => Some(s),
-        Err(SandboxError::Unavailable(why)) => {
-            eprintln!("SKIPPED: bwrap unavailable: {why}");
-            None
-        }
-        Err(e) => panic!("sandbox setup failed: {e}"),
-    }
-}
+mod common;
 
-fn sandbox() -> Option<ShellSandbox> {
-    sandbox_with(SandboxConfig::default())
-}
-
-fn require_limits(sb: &ShellSandbox) -> bool {
-    if sb.limits_enforced() {
-        return true;
-    }
-    let why = sb.limits_skip_reason().unwrap_or("?");
-    if std::env::var("SUNDIAL_SHELL_ALLOW_NO_CGROUPS").as_deref() == Ok("1") {
-        eprintln!("SKIPPED: cgroup limits not enforced: {why}");
-        return false;
-    }
-    panic!("cgroup limits not enforced ({why}); set SUNDIAL_SHELL_ALLOW_NO_CGROUPS=1 to skip");
-}
-
-fn bash(source: &str) -> ShellRun {
-    ShellRun {
-        shell: Shell::Bash,
-        source: source.into(),
-        args: vec![],
-        env: vec![],
-        stdin: vec![],
-        timeout: Duration::from_secs(20),
-    }
-}
-
-fn run(sb: &ShellSandbox, r: ShellRun) -> ShellOutcome {
-    let o = sb.run(r).expect("run setup");
-    eprintln!(
-        "result={:?} elapsed={:?} limits={} stdout={:?} stderr={:?}",
-        o.result,
-        o.elapsed,
-        o.limits_enforced,
-        String::from_utf8_lossy(&o.stdout[..o.stdout.len().min(400)]),
-        String::from_utf8_lossy(&o.stderr[..o.stderr.len().min(400)])
-    );
-    o
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Host processes whose command line contains `needle` (a pgrep -f without procps).
-fn host_processes(needle: &str) -> Vec<(u32, String)> {
-    let mut found = Vec::new();
-    for e in fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-        if let Ok(cmd) = fs::read(e.path().join("cmdline")) {
-            let cmd = text(&cmd).replace('\0', " ");
-            if cmd.contains(needle) && pid != std::process::id() {
-                found.push((pid, cmd));
-            }
-        }
-    }
-    found
-}
+use common::*;
 
 #[test]
 fn hello_exit_code_args_env_stdin() {
@@ -258,28 +192,28 @@ fn timeout_kills_everything() {
     assert!(host_processes("sleep 1010").is_empty(), "{:?}", host_processes("sleep 1010"));
 }
 
-fn thread_sleep(ms: u64) {
-    std::thread::sleep(Duration::from_millis(ms));
-}
-
 #[test]
 fn fork_bomb_is_contained() {
-    let Some(sb) = sandbox_with(SandboxConfig { pids_limit: 64, ..Default::default() }) else { return };
-    if !require_limits(&sb) {
-        return;
-    }
+    let Some(sb) = strong_with(SandboxConfig { pids_limit: 64, ..Default::default() }) else { return };
+    // The marker argument shows in the command line of every shell of the bomb on the host.
+    let mark = marker("forkbomb");
     let mut r = bash(":(){ :|:& };:");
+    r.args = vec![mark.clone()];
     r.timeout = Duration::from_secs(3);
     let start = Instant::now();
     let o = run(&sb, r);
     let took = start.elapsed();
     assert!(took < Duration::from_secs(10), "fork bomb run took {took:?}");
     assert!(o.limits_enforced);
+    // No process of the bomb is left behind, although the top-level shell exited at once.
+    let left = wait_no_processes(&mark);
+    assert!(left.is_empty(), "{} bomb processes left: {:?}", left.len(), &left[..left.len().min(3)]);
     // The host is fine.
     assert!(Command::new("true").status().unwrap().success());
     // The same bomb with the top-level shell kept alive, so only the timeout can end it; the
     // host keeps working while it rages.
     let mut r = bash(":(){ :|:& };:; sleep 1008");
+    r.args = vec![mark.clone()];
     r.timeout = Duration::from_secs(3);
     let start = Instant::now();
     let bomb = std::thread::scope(|s| {
@@ -292,8 +226,9 @@ fn fork_bomb_is_contained() {
     assert_eq!(bomb.result, ShellResult::Killed { reason: KillReason::Timeout });
     assert!(took < Duration::from_secs(10), "fork bomb run took {took:?}");
     assert!(text(&bomb.stderr).contains("fork"), "the pids limit did not bite: {}", text(&bomb.stderr));
-    thread_sleep(200);
-    assert!(host_processes("sleep 1008").is_empty());
+    assert!(wait_no_processes("sleep 1008").is_empty());
+    let left = wait_no_processes(&mark);
+    assert!(left.is_empty(), "{} bomb processes left: {:?}", left.len(), &left[..left.len().min(3)]);
     assert!(Command::new("true").status().unwrap().success());
     // A following run works normally.
     let o = run(&sb, bash("echo alive"));
@@ -302,10 +237,7 @@ fn fork_bomb_is_contained() {
 
 #[test]
 fn pids_limit_caps_processes() {
-    let Some(sb) = sandbox_with(SandboxConfig { pids_limit: 12, ..Default::default() }) else { return };
-    if !require_limits(&sb) {
-        return;
-    }
+    let Some(sb) = strong_with(SandboxConfig { pids_limit: 12, ..Default::default() }) else { return };
     let mut r = bash("for i in $(seq 1 30); do sleep 1006 & done; echo spawned-all");
     r.timeout = Duration::from_secs(3);
     let o = run(&sb, r);
@@ -318,12 +250,15 @@ fn pids_limit_caps_processes() {
 
 #[test]
 fn memory_limit_kills() {
-    let Some(sb) = sandbox_with(SandboxConfig { memory_limit_bytes: 64 * 1024 * 1024, ..Default::default() }) else {
+    // The cgroup layer alone: no RLIMIT_AS, which would make allocations fail before the OOM
+    // killer fires (see `memory_bomb_with_defaults`).
+    let Some(sb) = strong_with(SandboxConfig {
+        memory_limit_bytes: 64 * 1024 * 1024,
+        rlimits: Rlimits { address_space_bytes: Some(u64::MAX), ..Rlimits::default() },
+        ..Default::default()
+    }) else {
         return;
     };
-    if !require_limits(&sb) {
-        return;
-    }
     let o = run(&sb, bash("head -c 600M /dev/zero | tail"));
     // `tail` is OOM-killed, so the script's status is 137 and the memory cgroup saw the OOM kill.
     assert!(o.limits_enforced);
@@ -412,18 +347,17 @@ fn missing_bwrap_is_unavailable() {
         ..Default::default()
     })
     .unwrap_err();
-    assert!(matches!(err, SandboxError::Unavailable(_)), "{err}");
+    assert!(matches!(err, SandboxError::Unavailable { .. }), "{err}");
     // A bwrap that does not work (here: `false`) is unavailable too.
     let err =
         ShellSandbox::new(SandboxConfig { bwrap_path: Some(Path::new("/bin/false").into()), ..Default::default() })
             .unwrap_err();
-    assert!(matches!(err, SandboxError::Unavailable(_)), "{err}");
+    assert!(matches!(err, SandboxError::Unavailable { .. }), "{err}");
 }
 
 #[test]
 fn unreachable_temp_root_is_unavailable() {
-    if ShellSandbox::new(SandboxConfig::default()).is_err() {
-        eprintln!("SKIPPED: bwrap unavailable");
+    if sandbox().is_none() {
         return;
     }
     // Only meaningful when bwrap runs as another uid than ours (we are root).
@@ -435,15 +369,31 @@ fn unreachable_temp_root_is_unavailable() {
     let dir = tempfile::tempdir().unwrap();
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o700)).unwrap();
-    let err =
-        ShellSandbox::new(SandboxConfig { temp_root: Some(dir.path().into()), ..Default::default() }).unwrap_err();
-    assert!(matches!(err, SandboxError::Unavailable(_)), "{err}");
+    let err = ShellSandbox::new(SandboxConfig {
+        temp_root: Some(dir.path().into()),
+        accept_weaker: true,
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(matches!(err, SandboxError::Unavailable { .. }), "{err}");
     eprintln!("{err}");
 }
 
 #[test]
 fn unwritable_cgroup_root_is_reported() {
     let dir = tempfile::tempdir().unwrap();
+    // Refused without accept_weaker, with the reason.
+    match ShellSandbox::new(SandboxConfig { cgroup_root: dir.path().into(), ..Default::default() }) {
+        Err(SandboxError::TooWeak { level, reason }) => {
+            assert_eq!(level.as_str(), "namespaces_only");
+            assert!(reason.contains("cgroup"), "{reason}");
+        }
+        Err(SandboxError::Unavailable { reason }) => {
+            eprintln!("SKIPPED: bwrap unavailable: {reason}");
+            return;
+        }
+        other => panic!("expected TooWeak: {other:?}"),
+    }
     let Some(sb) = sandbox_with(SandboxConfig { cgroup_root: dir.path().into(), ..Default::default() }) else {
         return;
     };
@@ -452,4 +402,89 @@ fn unwritable_cgroup_root_is_reported() {
     let o = run(&sb, bash("echo ok"));
     assert!(!o.limits_enforced);
     assert_eq!(text(&o.stdout), "ok\n");
+}
+
+/// MariaDB listens on 127.0.0.1:3306 on the development and CI hosts: the sandbox must not reach
+/// it (nor anything else: the network namespace has only its own loopback).
+#[test]
+fn cannot_reach_host_database_port() {
+    let Some(sb) = sandbox() else { return };
+    let host_listens = TcpStream::connect_timeout(&"127.0.0.1:3306".parse().unwrap(), Duration::from_secs(1)).is_ok();
+    eprintln!("host has a listener on 127.0.0.1:3306: {host_listens}");
+    let o = run(
+        &sb,
+        bash(
+            "bash -c 'echo > /dev/tcp/127.0.0.1/3306'; echo \"tcp=$?\"\n\
+             bash -c 'echo > /dev/tcp/localhost/3306'; echo \"localhost=$?\"",
+        ),
+    );
+    let out = text(&o.stdout);
+    for l in ["tcp=", "localhost="] {
+        let line = out.lines().find(|x| x.starts_with(l)).unwrap_or_else(|| panic!("{l} missing: {out}"));
+        assert_ne!(line, format!("{l}0"), "{out}");
+    }
+    // bwrap brings up the new namespace's own loopback, where nothing listens: refused, although
+    // the host's 127.0.0.1:3306 accepts connections.
+    let err = text(&o.stderr);
+    assert!(err.contains("Connection refused") || err.contains("Network is unreachable"), "{err}");
+}
+
+/// A secret in the host process's environment does not reach the script, not even through
+/// /proc (bwrap itself is started with an empty environment).
+#[test]
+fn host_environment_secret_not_visible() {
+    let Some(sb) = sandbox() else { return };
+    let secret = format!("s3cr3t-{}", std::process::id());
+    // SAFETY: test-only; no other thread of this test binary reads this variable.
+    unsafe { std::env::set_var("SUNDIAL_TEST_SECRET", &secret) };
+    assert_eq!(std::env::var("SUNDIAL_TEST_SECRET").unwrap(), secret);
+    let o = run(
+        &sb,
+        bash(
+            "echo \"var=[$SUNDIAL_TEST_SECRET]\"; env; set; \
+             for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < \"$f\"; done",
+        ),
+    );
+    assert_eq!(o.result, ShellResult::Exited(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.starts_with("var=[]\n"), "{out}");
+    assert!(!out.contains(&secret), "secret visible: {out}");
+    assert!(!out.contains("SUNDIAL_TEST_SECRET"), "{out}");
+}
+
+/// `yes` forever, on both streams: each is capped, the run ends at the timeout, quickly.
+#[test]
+fn yes_flood_is_capped() {
+    let Some(sb) = sandbox() else { return };
+    let mark = marker("yes");
+    let mut r = bash("yes \"$1-e\" >&2 & yes \"$1\"");
+    r.args = vec![mark.clone()];
+    r.timeout = Duration::from_secs(2);
+    let start = Instant::now();
+    let o = run(&sb, r);
+    assert!(start.elapsed() < Duration::from_secs(6), "took {:?}", start.elapsed());
+    assert_eq!(o.result, ShellResult::Killed { reason: KillReason::Timeout });
+    assert_eq!(o.stdout.len(), 1024 * 1024);
+    assert!(o.stdout_truncated);
+    let line = format!("{mark}\n");
+    let whole = o.stdout.len() / line.len() * line.len();
+    assert!(o.stdout[..whole].chunks(line.len()).all(|c| c == line.as_bytes()));
+    assert_eq!(o.stderr.len(), 1024 * 1024);
+    assert!(o.stderr_truncated);
+    assert!(text(&o.stderr).starts_with(&format!("{mark}-e\n")));
+    assert!(wait_no_processes(&mark).is_empty());
+}
+
+#[test]
+fn failing_script_reports_code_and_stderr() {
+    let Some(sb) = sandbox() else { return };
+    let o = run(&sb, bash("echo oops >&2; exit 1"));
+    assert_eq!(o.result, ShellResult::Exited(1));
+    assert_eq!(text(&o.stderr), "oops\n");
+    assert!(o.stdout.is_empty());
+    // A failing command's own message and status.
+    let o = run(&sb, bash("set -e; ls /nonexistent; echo unreachable"));
+    assert_eq!(o.result, ShellResult::Exited(2));
+    assert!(text(&o.stderr).contains("No such file or directory"), "{}", text(&o.stderr));
+    assert!(o.stdout.is_empty());
 }
