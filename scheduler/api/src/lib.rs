@@ -24,7 +24,7 @@ use axum::routing::{get, post};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-pub use state::{ApiConfig, AppState, ScriptLimits};
+pub use state::{ApiConfig, AppState, RuntimeOffer, ScriptLimits};
 
 use crate::error::ApiError;
 use crate::routes::*;
@@ -41,6 +41,7 @@ pub fn router(state: AppState) -> Router {
         .route("/apps", post(apps::create).get(apps::list))
         .route("/apps/{id}", get(apps::get).patch(apps::update).delete(apps::delete))
         .route("/apps/{id}/rotate-secret", post(apps::rotate_secret))
+        .route("/runtimes", get(scripts::runtimes))
         .route("/scripts", post(scripts::create).layer(DefaultBodyLimit::max(script_body)).get(scripts::list))
         .route("/scripts/{id}", get(scripts::get).delete(scripts::delete))
         .route(
@@ -63,6 +64,7 @@ pub fn router(state: AppState) -> Router {
         .route("/runs/{id}/retry", post(runs::retry))
         .route("/runs/{id}/result", post(executors::result))
         .route("/runs/{id}/logs", post(executors::logs))
+        .route("/runs/{id}/script", post(executors::run_script))
         .route("/apps/{id}/executors", get(executors::list))
         .route("/executors/register", post(executors::register))
         .route("/executors/heartbeat", post(executors::heartbeat))

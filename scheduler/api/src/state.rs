@@ -15,6 +15,41 @@ pub struct ApiConfig {
     pub outbound: sundial_core::outbound::OutboundPolicy,
     /// What script uploads may be.
     pub scripts: ScriptLimits,
+    /// The script runtimes this install offers (`GET /api/v1/runtimes`); a script of a
+    /// runtime that is not available is refused at upload. The binary fills this from
+    /// what its runner detected at start-up; the default offers every runtime.
+    pub runtimes: Vec<RuntimeOffer>,
+}
+
+/// A script runtime as this install offers it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct RuntimeOffer {
+    pub runtime: sundial_core::types::ScriptRuntime,
+    /// Scripts of this runtime can be uploaded and run here.
+    pub available: bool,
+    /// How runs are isolated: `wasm` (inside wasmtime: no host files, network or
+    /// environment; deadline, fuel and memory caps), `strong` (bubblewrap namespaces plus
+    /// cgroup limits), `namespaces_only` (bubblewrap without cgroup limits, accepted by
+    /// the operator), or `none` (not available).
+    pub isolation: String,
+    /// What was detected (engine, interpreter, sandbox layers), or why it is not available.
+    pub detail: String,
+}
+
+impl RuntimeOffer {
+    /// Every runtime, available (the default of a bare [`ApiConfig`]).
+    pub fn all_available() -> Vec<RuntimeOffer> {
+        use sundial_core::types::ScriptRuntime::*;
+        [Wasm, Python, Javascript, Bash, Sh]
+            .into_iter()
+            .map(|runtime| RuntimeOffer {
+                runtime,
+                available: true,
+                isolation: if matches!(runtime, Bash | Sh) { "strong" } else { "wasm" }.to_string(),
+                detail: String::new(),
+            })
+            .collect()
+    }
 }
 
 /// Upload limits for scripts.
@@ -46,6 +81,7 @@ impl Default for ApiConfig {
             secret_grace_ms: 24 * 3_600_000,
             outbound: sundial_core::outbound::OutboundPolicy::default(),
             scripts: ScriptLimits::default(),
+            runtimes: RuntimeOffer::all_available(),
         }
     }
 }

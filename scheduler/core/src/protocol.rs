@@ -45,6 +45,26 @@ pub struct Delivery {
     /// For a run fired by its parent's success: the parent run and its output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentRef>,
+    /// For a script job (sent only to runners): the script version this attempt runs. The
+    /// runner fetches its source with `POST /api/v1/executors/script` (by the run) and checks
+    /// it against `sha256`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<ScriptRef>,
+}
+
+/// The script version an attempt of a script job runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ScriptRef {
+    pub id: String,
+    pub name: String,
+    /// `wasm`, `python`, `javascript`, `bash` or `sh`.
+    pub runtime: String,
+    pub version: i64,
+    /// SHA-256 of the source's bytes (decoded for a WebAssembly binary), lower-case hex.
+    pub sha256: String,
+    /// The job's timeout: the script's wall-clock budget.
+    pub timeout_ms: i64,
 }
 
 /// Which shard of the run this delivery is (`{"index": 0, "total": 1}` for an unsharded run).
@@ -125,6 +145,7 @@ mod tests {
             trigger: TriggerKind::Schedule,
             shard: ShardRef { index: 0, total: 1 },
             parent: None,
+            script: None,
         };
         assert_eq!(
             serde_json::to_value(&d).unwrap(),

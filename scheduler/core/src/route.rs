@@ -4,8 +4,10 @@
 //!
 //! Eligibility comes first: an executor is eligible when it is `online` and
 //! serves the job's handler (`handlers == None`, as for an app's static
-//! endpoints, serves every handler; a script job has no handler and may run on
-//! any executor). Ineligible candidates go to the trail as `offline` or
+//! endpoints, serves every handler). A script job's handler is
+//! [`script_handler`]`(runtime)`, served only by executors that run that runtime
+//! (a `sundial runner` registered with `runtimes`, or a node's built-in runner),
+//! never by a static endpoint. Ineligible candidates go to the trail as `offline` or
 //! `lacks_handler`. Eligible ones are sorted by `(registered_at_ms, id)` so
 //! that `first`, `last`, `round_robin` and the tie-breaks of the other routes
 //! are stable and the same on every node.
@@ -58,8 +60,15 @@ pub const MAX_TRACKED_KEYS: usize = 100_000;
 pub const MAX_EXECUTORS_PER_KEY: usize = 1_024;
 /// At most this many distinct executor sets keep a cached hash ring.
 const MAX_CACHED_RINGS: usize = 64;
-/// [`NoExecutor::handler`] for a script job, which any executor may run.
-pub const ANY_HANDLER: &str = "*";
+/// The prefix of a script job's routing handler ([`script_handler`]).
+pub const SCRIPT_HANDLER_PREFIX: &str = "sundial:script:";
+
+/// The handler a script job of `runtime` is routed by: an executor serves it only when it
+/// lists it explicitly (a runner lists one per runtime it runs). The `:` keeps it apart
+/// from every handler name an executor can register.
+pub fn script_handler(runtime: &str) -> String {
+    format!("{SCRIPT_HANDLER_PREFIX}{runtime}")
+}
 
 /// An executor as the router sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,10 +88,12 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// Does this candidate serve `handler` (`None`: a script job, any executor)?
+    /// Does this candidate serve `handler` (`None`: any)? A static endpoint serves every
+    /// handler but a script job's.
     pub fn serves(&self, handler: Option<&str>) -> bool {
         match (handler, &self.handlers) {
-            (None, _) | (_, None) => true,
+            (None, _) => true,
+            (Some(h), None) => !h.starts_with(SCRIPT_HANDLER_PREFIX),
             (Some(h), Some(hs)) => hs.iter().any(|x| x == h),
         }
     }
@@ -126,7 +137,7 @@ pub struct Plan {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("no online executor serves handler `{handler}` ({passed_over} passed over)")]
 pub struct NoExecutor {
-    /// The job's handler, or [`ANY_HANDLER`] for a script job.
+    /// The job's handler (for a script job, [`script_handler`]).
     pub handler: String,
     /// How many candidates there were (all of them were passed over).
     pub passed_over: usize,
@@ -245,7 +256,7 @@ impl RouteState {
         }
         if eligible.is_empty() {
             return Err(NoExecutor {
-                handler: handler.unwrap_or(ANY_HANDLER).to_owned(),
+                handler: handler.unwrap_or("*").to_owned(),
                 passed_over: trail.len(),
                 trail,
             });
@@ -441,10 +452,18 @@ mod tests {
     }
 
     #[test]
-    fn script_job_may_run_on_any_executor() {
-        let cs = [exec("a", 1, &["x"]), exec("b", 2, &[])];
-        let p = RouteState::new().plan(Route::Failover, None, "j", &cs).unwrap();
-        assert_eq!(ids(&p.targets), ["a", "b"]);
+    fn a_script_job_runs_only_where_its_runtime_is_served() {
+        let wasm = script_handler("wasm");
+        let cs = [
+            exec("a", 1, &["x"]),
+            exec("r", 2, &[wasm.as_str()]),
+            exec("p", 3, &["sundial:script:python"]),
+            static_endpoint("https://hooks.example.com/x"),
+        ];
+        let p = RouteState::new().plan(Route::Failover, Some(&wasm), "j", &cs).unwrap();
+        assert_eq!(ids(&p.targets), ["r"], "neither a handler executor, another runtime's runner nor a static endpoint");
+        assert!(!static_endpoint("https://x/").serves(Some("sundial:script:bash")));
+        assert!(static_endpoint("https://x/").serves(Some("any-handler")));
     }
 
     #[test]

@@ -11,13 +11,71 @@ use sundial_core::types::{ExecutorState, JobState, Route};
 use sundial_store::{AppRouting, AttemptTarget, DispatchDecision, FinishOutcome, Job, Run, ToDispatch};
 
 use crate::outcome::finish_params;
-use crate::transport::{Answer, ExecutorResult, candidates, delivery_body, read_answer};
+use crate::transport::{Answer, ExecutorResult, candidates, delivery_body, is_registered, read_answer};
 use crate::{Engine, Result};
 
 /// A dispatch transaction slower than this moves its runs' deadlines by its duration.
 const DISPATCH_SLOW_MS: i64 = 250;
 
+/// What an attempt of a job runs.
+pub(crate) enum Work {
+    /// The job's handler, on an executor that serves it.
+    Handler,
+    /// A script job: the version this attempt runs (recorded on the run), on a runner.
+    Script(sundial_core::protocol::ScriptRef),
+    /// A script job whose script or pinned version is gone: the attempt fails, saying so.
+    ScriptGone(String),
+}
+
+impl Work {
+    /// The handler the attempt is routed by ([`script_handler`](sundial_core::route::script_handler) for a script).
+    pub(crate) fn handler(&self, job: &Job) -> Option<String> {
+        match self {
+            Work::Handler => job.handler.clone(),
+            Work::Script(s) => Some(sundial_core::route::script_handler(&s.runtime)),
+            Work::ScriptGone(_) => None,
+        }
+    }
+}
+
 impl Engine {
+    /// What this attempt of `job` runs: for a script job, the version is picked (the
+    /// pinned one, else the current one) and recorded on the run now.
+    pub(crate) async fn work_of(&self, run: &Run, job: &Job) -> Result<Work> {
+        let Some(script_id) = &job.script_id else {
+            return Ok(Work::Handler);
+        };
+        Ok(match self.store.script_pick_for_run(&run.id, script_id, job.script_version).await? {
+            Some(p) => Work::Script(sundial_core::protocol::ScriptRef {
+                id: p.script.id,
+                name: p.script.name,
+                runtime: p.script.runtime.as_str().to_string(),
+                version: p.version.version,
+                sha256: p.version.sha256,
+                timeout_ms: job.timeout_ms,
+            }),
+            None => Work::ScriptGone(match job.script_version {
+                Some(v) => format!("script {script_id} has no version {v}"),
+                None => format!("script {script_id} no longer exists"),
+            }),
+        })
+    }
+
+    /// The candidates for an attempt of `job`: this node's built-in runner joins a script job's.
+    pub(crate) fn candidates_for(
+        &self,
+        job: &Job,
+        app: &sundial_store::App,
+        executors: &[sundial_store::Executor],
+        now: i64,
+    ) -> Vec<Candidate> {
+        let builtin = match (&job.script_id, &self.cfg.builtin_runner) {
+            (Some(_), Some(b)) => Some((self.cfg.node_id.as_str(), b)),
+            _ => None,
+        };
+        candidates(app, executors, now, self.cfg.executor_offline_ms, builtin)
+    }
+
     /// Dispatch claimed runs: one transaction commits every one that may go as
     /// `dispatching` (commit before send) and reads the apps and executors routing needs;
     /// then each run is routed and delivered in a task of its own. With `wait`, returns
@@ -231,8 +289,23 @@ impl Engine {
             return self.dispatch_sharded(run, job).await;
         }
         let (app, executors) = routing.map(|r| (Some(&r.app), r.executors.as_slice())).unwrap_or((None, &[]));
-        let mut cands = app.map(|a| candidates(a, executors, now, self.cfg.executor_offline_ms)).unwrap_or_default();
-        let body = serde_json::to_vec(&delivery_body(&run, &job)).expect("JSON");
+        let mut cands = app.map(|a| self.candidates_for(&job, a, executors, now)).unwrap_or_default();
+        let work = self.work_of(&run, &job).await?;
+        let handler = work.handler(&job);
+        let mut body = delivery_body(&run, &job);
+        let mut last_failure = (FailReason::NoExecutor, "no online executor serves this handler".to_string());
+        match work {
+            Work::Handler => {}
+            Work::Script(s) => {
+                last_failure.1 = format!("no online runner runs `{}` scripts", s.runtime);
+                body.script = Some(s);
+            }
+            Work::ScriptGone(msg) => {
+                cands.clear();
+                last_failure = (FailReason::Error, msg);
+            }
+        }
+        let body = serde_json::to_vec(&body).expect("JSON");
         let headers = [
             ("sundial-run-id", run.id.clone()),
             ("sundial-attempt", run.attempt.to_string()),
@@ -240,13 +313,12 @@ impl Engine {
             ("sundial-shard", "0/1".to_string()),
         ];
         let mut trail: Vec<TrailEntry> = Vec::new();
-        let mut last_failure = (FailReason::NoExecutor, "no online executor serves this handler".to_string());
         let mut retired = 0;
         let mut tried = 0;
         let mut chosen: Option<Candidate> = None;
         let mut answer_final: Option<Answer> = None;
         'replan: for _ in 0..8 {
-            let plan = self.fire.routes.lock().await.plan(job.route, job.handler.as_deref(), &job.id, &cands);
+            let plan = self.fire.routes.lock().await.plan(job.route, handler.as_deref(), &job.id, &cands);
             let plan = match plan {
                 Ok(p) => p,
                 Err(no) => {
@@ -279,7 +351,7 @@ impl Engine {
                 match read_answer(resp, self.cfg.max_answer_bytes).await {
                     Answer::Offline => {
                         trail.push(TrailEntry::new(target, "executor_offline"));
-                        if !target.id.starts_with("static:") {
+                        if is_registered(&target.id) {
                             self.store
                                 .executor_set_state(&app.id, &target.id, ExecutorState::Offline, self.now_ms())
                                 .await?;

@@ -95,6 +95,19 @@ pub struct EngineConfig {
     pub max_answer_bytes: usize,
     /// Where deliveries and cancels may go ([`sundial_core::outbound`]).
     pub outbound: sundial_core::outbound::OutboundPolicy,
+    /// This node's built-in script runner, if it has one (`sundial serve` starts it).
+    pub builtin_runner: Option<BuiltinRunner>,
+}
+
+/// A node's built-in script runner: for every app's script jobs of the runtimes it runs, a
+/// candidate beside the app's registered runners (after them in registration order), under
+/// the executor id `builtin:<node id>`. It is an executor like any other: signed
+/// deliveries to `address`, cancels to `address/cancel`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltinRunner {
+    pub address: String,
+    /// `wasm`, `python`, …: what it runs on this node.
+    pub runtimes: Vec<String>,
 }
 
 impl EngineConfig {
@@ -121,6 +134,7 @@ impl EngineConfig {
             max_dispatch_lead_ms: 2_000,
             max_answer_bytes: 1024 * 1024,
             outbound: sundial_core::outbound::OutboundPolicy::default(),
+            builtin_runner: None,
         }
     }
 }

@@ -33,7 +33,13 @@ use sundial_store::{
 use tokio::task::JoinSet;
 
 use crate::outcome::{finish_attempt, retry_delay_ms};
-use crate::transport::{Answer, CancelTarget, ExecutorResult, candidates, read_answer, shard_delivery_body};
+use sundial_core::protocol::ScriptRef;
+use crate::delivery::Work;
+use crate::transport::{Answer, CancelTarget, ExecutorResult, is_registered, read_answer, shard_delivery_body};
+
+/// What [`Engine::shard_plan`] decides: the app, the eligible executors, the trail, and a
+/// script job's script version.
+type ShardPlan = (Option<App>, Vec<Candidate>, Vec<TrailEntry>, Option<ScriptRef>);
 use crate::{Engine, Result};
 
 const NO_EXECUTOR: &str = "no online executor serves this handler";
@@ -89,18 +95,29 @@ struct Sent {
 }
 
 impl Engine {
-    /// The app, its candidates, and the sharding plan (eligible executors and trail) now.
-    async fn shard_plan(&self, job: &Job) -> Result<(Option<App>, Vec<Candidate>, Vec<TrailEntry>)> {
+    /// The app, its candidates, and the sharding plan (eligible executors and trail) now;
+    /// for a script job, the script version the shards run (recorded on the run).
+    async fn shard_plan(&self, run: &Run, job: &Job) -> Result<ShardPlan> {
         let now = self.now_ms();
         let app = self.store.app_by_id(&job.app_id).await?;
         let Some(a) = &app else {
-            return Ok((None, Vec::new(), Vec::new()));
+            return Ok((None, Vec::new(), Vec::new(), None));
+        };
+        let work = self.work_of(run, job).await?;
+        let handler = work.handler(job);
+        let script = match work {
+            Work::Script(s) => Some(s),
+            Work::ScriptGone(msg) => {
+                tracing::warn!(run_id = %run.id, "{msg}");
+                return Ok((app, Vec::new(), Vec::new(), None));
+            }
+            Work::Handler => None,
         };
         let executors = self.store.executor_list(&a.id).await?;
-        let cands = candidates(a, &executors, now, self.cfg.executor_offline_ms);
-        Ok(match self.fire.routes.lock().await.plan(Route::Sharding, job.handler.as_deref(), &job.id, &cands) {
-            Ok(plan) => (app, plan.targets, plan.trail),
-            Err(no) => (app, Vec::new(), no.trail),
+        let cands = self.candidates_for(job, a, &executors, now);
+        Ok(match self.fire.routes.lock().await.plan(Route::Sharding, handler.as_deref(), &job.id, &cands) {
+            Ok(plan) => (app, plan.targets, plan.trail, script),
+            Err(no) => (app, Vec::new(), no.trail, script),
         })
     }
 
@@ -108,7 +125,7 @@ impl Engine {
     /// `dispatching` (first dispatch or redelivery): freeze the shard set, then send.
     pub(crate) async fn dispatch_sharded(self: &Arc<Self>, run: Run, job: Job) -> Result<()> {
         let now = self.now_ms();
-        let (app, eligible, trail) = self.shard_plan(&job).await?;
+        let (app, eligible, trail, script) = self.shard_plan(&run, &job).await?;
         let freeze = ShardFreeze {
             run_id: run.id.clone(),
             run_attempt: run.attempt,
@@ -141,8 +158,9 @@ impl Engine {
         let mut set = JoinSet::new();
         for d in shards.into_iter().filter(|d| d.shard.state == RunState::Dispatching) {
             let (e, run, job, app, trail) = (self.clone(), run.clone(), job.clone(), app.clone(), passed.clone());
+            let script = script.clone();
             set.spawn(async move {
-                let r = e.send_shard(&run, &job, app.as_deref(), total, &d, trail).await;
+                let r = e.send_shard(&run, &job, app.as_deref(), script.as_ref(), total, &d, trail).await;
                 (d.shard.shard_index, r)
             });
         }
@@ -173,6 +191,7 @@ impl Engine {
         run: &Run,
         job: &Job,
         app: Option<&App>,
+        script: Option<&ScriptRef>,
         total: i64,
         d: &ShardDelivery,
         mut trail: Vec<TrailEntry>,
@@ -200,8 +219,9 @@ impl Engine {
             outcome: outcome.to_string(),
         };
         trail.push(entry(outcome::CHOSEN));
-        let body =
-            serde_json::to_vec(&shard_delivery_body(run, job, shard.attempt, shard.shard_index, total)).expect("JSON");
+        let mut body = shard_delivery_body(run, job, shard.attempt, shard.shard_index, total);
+        body.script = script.cloned();
+        let body = serde_json::to_vec(&body).expect("JSON");
         let headers = [
             ("sundial-run-id", run.id.clone()),
             ("sundial-attempt", shard.attempt.to_string()),
@@ -235,7 +255,7 @@ impl Engine {
             }
             Answer::Offline => {
                 trail.push(entry("executor_offline"));
-                if !exec_id.starts_with("static:") {
+                if is_registered(exec_id) {
                     self.store.executor_set_state(&app.id, exec_id, ExecutorState::Offline, self.now_ms()).await?;
                 }
                 (failed(FailReason::Error, format!("executor {exec_id} is going offline (503)")), false)
@@ -325,7 +345,7 @@ impl Engine {
                 self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
                 continue;
             };
-            let (app, eligible, trail) = self.shard_plan(&job).await?;
+            let (app, eligible, trail, script) = self.shard_plan(&run, &job).await?;
             let target = eligible
                 .iter()
                 .find(|c| shard.executor_id.as_deref() == Some(c.id.as_str()))
@@ -347,7 +367,7 @@ impl Engine {
             let (e, trail) = (self.clone(), passed_over(&trail));
             tasks.spawn(async move {
                 let _permit = permit;
-                if let Err(err) = e.send_shard(&run, &job, app.as_ref(), total, &d, trail).await {
+                if let Err(err) = e.send_shard(&run, &job, app.as_ref(), script.as_ref(), total, &d, trail).await {
                     tracing::warn!(run_id = %run.id, shard = d.shard.shard_index, error = %err,
                         "shard retry not recorded; its deadline brings it back");
                 }

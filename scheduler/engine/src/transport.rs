@@ -16,7 +16,7 @@ use serde_json::Value;
 use sundial_core::clock::SharedClock;
 use sundial_core::outbound::{OutboundPolicy, Refused};
 use sundial_core::protocol;
-use sundial_core::route::Candidate;
+use sundial_core::route::{Candidate, script_handler};
 use sundial_core::run_state::FailReason;
 use sundial_core::signing::{self, SigningKey};
 use sundial_core::time::rfc3339_utc;
@@ -268,11 +268,25 @@ async fn read_bounded(mut resp: reqwest::Response, limit: usize) -> Result<Vec<u
     Ok(body)
 }
 
+/// The executor id of a node's built-in runner (`builtin:<node id>`).
+pub(crate) fn builtin_id(node_id: &str) -> String {
+    format!("builtin:{node_id}")
+}
+
+/// Is this candidate id a registered executor's (one with a row to mark offline)?
+pub(crate) fn is_registered(id: &str) -> bool {
+    !id.starts_with("static:") && !id.starts_with("builtin:")
+}
+
+/// Who may take an attempt of the app's jobs: its static endpoints, its registered
+/// executors (a runner's runtimes as [`script_handler`]s) and, for script jobs, this node's
+/// built-in runner.
 pub(crate) fn candidates(
     app: &App,
     executors: &[sundial_store::Executor],
     now: i64,
     offline_ms: i64,
+    builtin: Option<(&str, &crate::BuiltinRunner)>,
 ) -> Vec<Candidate> {
     let statics = app.endpoints.iter().map(|url| Candidate {
         id: format!("static:{url}"),
@@ -286,11 +300,19 @@ pub(crate) fn candidates(
         id: e.id.clone(),
         address: e.address.clone(),
         online: e.state == ExecutorState::Online && e.last_heartbeat_ms >= now - offline_ms,
-        handlers: Some(e.handlers.clone()),
+        handlers: Some(e.handlers.iter().cloned().chain(e.runtimes.iter().map(|r| script_handler(r))).collect()),
         running: e.running,
         registered_at_ms: e.registered_at_ms,
     });
-    statics.chain(registered).collect()
+    let builtin = builtin.map(|(node_id, b)| Candidate {
+        id: builtin_id(node_id),
+        address: b.address.clone(),
+        online: true,
+        handlers: Some(b.runtimes.iter().map(|r| script_handler(r)).collect()),
+        running: 0,
+        registered_at_ms: i64::MAX,
+    });
+    statics.chain(registered).chain(builtin).collect()
 }
 
 /// The body of a delivery ([`protocol::Delivery`]).
@@ -314,6 +336,7 @@ pub(crate) fn shard_delivery_body(run: &Run, job: &Job, attempt: i64, index: i64
             .parent_run_id
             .as_ref()
             .map(|p| protocol::ParentRef { run_id: p.clone(), output: run.parent_output.clone() }),
+        script: None,
     }
 }
 

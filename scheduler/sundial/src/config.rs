@@ -91,6 +91,23 @@ pub struct Settings {
     /// 172.16/12, 192.168/16, 100.64/10, fc00::/7)? (`true`/`false`)
     #[arg(long, env = "SUNDIAL_OUTBOUND_ALLOW_PRIVATE")]
     pub outbound_allow_private: Option<bool>,
+    /// Run script jobs on this node (its built-in runner): `true` (default) or `false`.
+    #[arg(long, env = "SUNDIAL_RUNNER", num_args = 0..=1, default_missing_value = "true")]
+    pub runner: Option<bool>,
+    /// Scripts this node's runner runs at once at most (default: the number of cores).
+    #[arg(long, env = "SUNDIAL_RUNNER_CONCURRENCY")]
+    pub runner_concurrency: Option<usize>,
+    /// Turn on the shell runtime (`bash`, `sh` scripts, in bubblewrap). Off by default.
+    #[arg(long, env = "SUNDIAL_ALLOW_SHELL", num_args = 0..=1, default_missing_value = "true")]
+    pub allow_shell: Option<bool>,
+    /// Run shell scripts even where cgroup limits are not available (bubblewrap and
+    /// rlimits only). Off by default: the shell runtime is then not offered.
+    #[arg(long, env = "SUNDIAL_SHELL_ACCEPT_WEAKER", num_args = 0..=1, default_missing_value = "true")]
+    pub shell_accept_weaker: Option<bool>,
+    /// Where the Python and JavaScript interpreters (`python.wasm`, `javascript.wasm`) are
+    /// (default: `<data_dir>/interpreters`; `scripts/fetch-interpreters` puts them there).
+    #[arg(long, env = "SUNDIAL_INTERPRETERS_DIR")]
+    pub interpreters_dir: Option<PathBuf>,
 }
 
 /// Settings with every default applied.
@@ -117,6 +134,13 @@ pub struct Resolved {
     pub max_script_wasm_bytes: usize,
     pub max_script_text_bytes: usize,
     pub outbound: sundial_core::outbound::OutboundPolicy,
+    pub runner: bool,
+    pub runner_concurrency: usize,
+    pub allow_shell: bool,
+    pub shell_accept_weaker: bool,
+    pub interpreters_dir: PathBuf,
+    /// The runner's caches (compiled modules, per-run directories): `<data_dir>/runner`.
+    pub runner_dir: PathBuf,
 }
 
 impl Settings {
@@ -195,7 +219,21 @@ impl Settings {
                 .or(file.outbound_allow_private)
                 .unwrap_or(engine_defaults.outbound.allow_private),
         };
+        let runner_concurrency = self
+            .runner_concurrency
+            .or(file.runner_concurrency)
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
+        anyhow::ensure!((1..=1024).contains(&runner_concurrency), "runner_concurrency: must be 1-1024");
         Ok(Resolved {
+            runner: self.runner.or(file.runner).unwrap_or(true),
+            runner_concurrency,
+            allow_shell: self.allow_shell.or(file.allow_shell).unwrap_or(false),
+            shell_accept_weaker: self.shell_accept_weaker.or(file.shell_accept_weaker).unwrap_or(false),
+            interpreters_dir: self
+                .interpreters_dir
+                .or(file.interpreters_dir)
+                .unwrap_or_else(|| data_dir.join("interpreters")),
+            runner_dir: data_dir.join("runner"),
             listen: self.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.into()),
             database_url,
             db_max_connections: self.db_max_connections.or(file.db_max_connections).unwrap_or(10),

@@ -1,8 +1,10 @@
-//! `sundial`: the one binary. `serve` runs a node (API and scheduling engine),
-//! `migrate` applies database migrations, `openapi` prints the OpenAPI document.
+//! `sundial`: the one binary. `serve` runs a node (API, scheduling engine and a built-in
+//! script runner), `runner` runs a script runner for one app on its own, `migrate`
+//! applies database migrations, `openapi` prints the OpenAPI document.
 //! (Benchmarks drive this binary from outside: the `sundial-bench` crate.)
 
 mod config;
+mod runner;
 
 use std::future::IntoFuture;
 use std::sync::Arc;
@@ -37,6 +39,9 @@ struct Cli {
 enum Command {
     /// Run a Sundial node (embedded SQLite by default).
     Serve(Settings),
+    /// Run a script runner for one app: an executor that registers with a Sundial node,
+    /// runs the app's script jobs in its sandboxes, and deregisters on SIGTERM.
+    Runner(runner::RunnerArgs),
     /// Apply database migrations and exit.
     Migrate(Settings),
     /// Print the OpenAPI document.
@@ -89,6 +94,12 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     let listener = TcpListener::bind(&cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     engine_cfg.address = format!("http://{addr}");
+    let builtin = if cfg.runner { Some(runner::start_builtin(&cfg, store.clone(), clock.clone(), addr).await?) } else { None };
+    engine_cfg.builtin_runner = builtin.as_ref().map(|b| b.engine_side.clone());
+    let runtimes = match &builtin {
+        Some(b) => runner::offers(b.runner.runtimes()),
+        None => runner::no_builtin_offers(),
+    };
     let engine = Engine::new(store.clone(), clock.clone(), engine_cfg, wake.clone());
     let state = AppState::new(
         store.clone(),
@@ -101,6 +112,7 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
                 max_wasm_bytes: cfg.max_script_wasm_bytes,
                 max_text_bytes: cfg.max_script_text_bytes,
             },
+            runtimes,
         },
         wake,
     )
@@ -124,10 +136,19 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     let stopped_at = Arc::new(std::sync::Mutex::new(None::<std::time::Instant>));
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
     let (stopping, at) = (engine.clone(), stopped_at.clone());
+    let builtin_runner = builtin.as_ref().map(|b| b.runner.clone());
     let signal = async move {
         shutdown_signal().await;
         tracing::info!("shutting down: no more claiming; handing back claimed runs");
         stopping.stop().await;
+        if let Some(r) = builtin_runner {
+            // Scripts in progress finish (their results still reach this node's API), new
+            // deliveries get 503; what is still running after the grace is cancelled.
+            let cancelled = r.shutdown(grace).await;
+            if cancelled > 0 {
+                tracing::warn!(cancelled, "scripts still running after the grace period were cancelled");
+            }
+        }
         tracing::info!("draining HTTP requests and in-flight deliveries");
         *at.lock().expect("not poisoned") = Some(std::time::Instant::now());
         let _ = stopped_tx.send(());
@@ -181,6 +202,7 @@ async fn main() -> anyhow::Result<()> {
             init_tracing(&cfg);
             serve(cfg).await
         }
+        Command::Runner(args) => runner::run(args).await,
         Command::Migrate(s) => {
             let cfg = s.resolve()?;
             init_tracing(&cfg);

@@ -350,6 +350,60 @@ async fn run_of_app(st: &AppState, app: &sundial_store::App, run_id: &str) -> Ap
     Ok((run, job))
 }
 
+/// The source a runner runs for a run of a script job.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunScript {
+    pub run_id: String,
+    pub script_id: String,
+    pub name: String,
+    pub runtime: sundial_core::types::ScriptRuntime,
+    /// The version the run's latest attempt runs (as in its delivery's `script.version`).
+    pub version: i64,
+    /// SHA-256 of the source's bytes (decoded for `base64`), lower-case hex.
+    pub sha256: String,
+    /// `text`, or `base64` for a WebAssembly binary.
+    pub encoding: String,
+    pub source: String,
+}
+
+/// The script source of a run of a script job: the version its latest attempt runs (a
+/// runner fetches it after a delivery and caches it by `sha256`). Signed with the app
+/// secret, for a run of the app only; the body is `{}`.
+#[utoipa::path(post, path = "/api/v1/runs/{id}/script", operation_id = "get_run_script", tag = "executors", request_body = Object, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
+    params(("id" = String, Path)),
+    responses((status = 200, body = RunScript), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn run_script(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<axum::Json<RunScript>> {
+    let (app, _): (_, serde_json::Map<String, Value>) = verify(&st, &headers, &body).await?;
+    let (run, job) = run_of_app(&st, &app, &id).await?;
+    let Some(script_id) = job.script_id else {
+        return Err(ApiError::conflict("not_a_script_run", format!("run {id} is a run of a handler job, not of a script")));
+    };
+    let Some(version) = run.script_version else {
+        return Err(ApiError::conflict("not_delivered", format!("run {id} has not been delivered yet")));
+    };
+    let script = st.store.script_get(&app.tenant_id, &script_id).await?.ok_or_else(|| ApiError::not_found("script"))?;
+    let v = st
+        .store
+        .script_version_get(&app.tenant_id, &script_id, version)
+        .await?
+        .ok_or_else(|| ApiError::not_found("script version"))?;
+    Ok(axum::Json(RunScript {
+        run_id: run.id,
+        script_id,
+        name: script.name,
+        runtime: script.runtime,
+        version,
+        sha256: v.sha256,
+        encoding: v.encoding,
+        source: v.source,
+    }))
+}
+
 /// An attempt's result, for a delivery answered `202`. Signed. The same result again
 /// is accepted (200, `duplicate`); a result for an attempt that is not current, or a
 /// different result for a finished attempt, is refused with 409 and changes nothing.

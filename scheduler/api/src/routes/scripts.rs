@@ -163,7 +163,35 @@ fn check_source(
             return Err(ApiError::field(field, "invalid_wasm", problem));
         }
     }
+    offered(st, runtime)?;
     Ok(Source { text: stored, encoding, sha256: hex::encode(Sha256::digest(&bytes)), size: bytes.len() })
+}
+
+/// Is `runtime` available on this install? If not, the upload is refused saying why.
+fn offered(st: &AppState, runtime: ScriptRuntime) -> ApiResult<()> {
+    match st.config.runtimes.iter().find(|o| o.runtime == runtime) {
+        Some(o) if o.available => Ok(()),
+        Some(o) => Err(ApiError::field(
+            "runtime",
+            "runtime_unavailable",
+            format!("this install does not run `{runtime}` scripts: {}", o.detail),
+        )),
+        None => Err(ApiError::field("runtime", "runtime_unavailable", format!("this install does not run `{runtime}` scripts"))),
+    }
+}
+
+/// The script runtimes and how each is isolated.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct RuntimeList {
+    pub items: Vec<crate::state::RuntimeOffer>,
+}
+
+/// The script runtimes this install offers, each with its isolation level and what was
+/// detected at start-up (any key).
+#[utoipa::path(get, path = "/api/v1/runtimes", operation_id = "list_runtimes", tag = "scripts",
+    responses((status = 200, body = RuntimeList), (status = 401, body = ErrorBody)))]
+pub async fn runtimes(State(st): State<AppState>, _caller: crate::auth::Caller) -> axum::Json<RuntimeList> {
+    axum::Json(RuntimeList { items: st.config.runtimes.clone() })
 }
 
 fn version_row(script_id: &str, source: Source, caller: &TenantCaller, note: String, now: i64) -> ScriptVersion {

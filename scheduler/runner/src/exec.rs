@@ -1,0 +1,275 @@
+//! Running one attempt of a script in its sandbox, and what the run's result is.
+//!
+//! What a script gets (the same in every runtime):
+//! - arguments: `$1` the run's params as JSON, `$2` the shard as `index/total`, `$3` the
+//!   parent run's output as JSON (`null` without a parent);
+//! - stdin: the run's params as JSON;
+//! - environment (nothing of the runner's own): `SUNDIAL_RUN_ID`, `SUNDIAL_ATTEMPT`,
+//!   `SUNDIAL_JOB`, `SUNDIAL_SCHEDULED_AT`, `SUNDIAL_SHARD_INDEX`, `SUNDIAL_SHARD_TOTAL`.
+//!
+//! What the run's result is: exit code 0 succeeds, anything else fails with the exit code
+//! and the tail of stderr as the message; a sandbox stop (deadline, fuel, memory, timeout,
+//! cancel) fails with what stopped it. The output is the last line of stdout when it is
+//! JSON, else none. Every line of stdout and stderr goes to the run's log.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sundial_core::protocol::Delivery;
+use sundial_runtimes::{RunInput, RunResult, TrapKind};
+use sundial_shell_sandbox::{KillReason, Shell, ShellResult, ShellRun};
+
+use crate::runtimes::Runtimes;
+
+/// How much of stderr a failure's message quotes.
+const MESSAGE_TAIL: usize = 1_000;
+
+/// Where a run's output lines go as they are written (`stdout` lines at `info`, `stderr` at `warn`).
+pub(crate) type LineSink = Arc<dyn Fn(&'static str, &[u8]) + Send + Sync>;
+
+/// How an attempt ended, as the result call and the synchronous answer carry it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub succeeded: bool,
+    pub output: Option<Value>,
+    pub message: Option<String>,
+}
+
+impl Outcome {
+    pub(crate) fn failed(message: impl Into<String>) -> Self {
+        Outcome { succeeded: false, output: None, message: Some(message.into()) }
+    }
+
+    /// The executor protocol's answer body (`{"status", "output"?, "message"?}`).
+    pub fn answer(&self) -> Value {
+        let mut v = json!({"status": if self.succeeded { "succeeded" } else { "failed" }});
+        if let Some(o) = &self.output {
+            v["output"] = o.clone();
+        }
+        if let Some(m) = &self.message {
+            v["message"] = json!(m);
+        }
+        v
+    }
+}
+
+/// The script's source, checked against the delivery's SHA-256.
+pub(crate) struct Source {
+    pub runtime: String,
+    pub bytes: Arc<Vec<u8>>,
+    pub sha256: String,
+}
+
+fn args_of(d: &Delivery) -> Vec<String> {
+    vec![
+        d.params.to_string(),
+        format!("{}/{}", d.shard.index, d.shard.total),
+        d.parent.as_ref().and_then(|p| p.output.clone()).unwrap_or(Value::Null).to_string(),
+    ]
+}
+
+fn env_of(d: &Delivery) -> Vec<(String, String)> {
+    vec![
+        ("SUNDIAL_RUN_ID".into(), d.run_id.clone()),
+        ("SUNDIAL_ATTEMPT".into(), d.attempt.to_string()),
+        ("SUNDIAL_JOB".into(), d.job.clone()),
+        ("SUNDIAL_SCHEDULED_AT".into(), d.scheduled_at.clone()),
+        ("SUNDIAL_SHARD_INDEX".into(), d.shard.index.to_string()),
+        ("SUNDIAL_SHARD_TOTAL".into(), d.shard.total.to_string()),
+    ]
+}
+
+/// The output: the last non-empty line of stdout, when it is JSON.
+fn output_of(stdout: &[u8]) -> Option<Value> {
+    let text = String::from_utf8_lossy(stdout);
+    let last = text.lines().rev().find(|l| !l.trim().is_empty())?;
+    serde_json::from_str(last.trim()).ok()
+}
+
+fn tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end();
+    let start = text.len().saturating_sub(MESSAGE_TAIL);
+    let start = (start..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+    text[start..].to_string()
+}
+
+fn exited(code: i32, stdout: &[u8], stderr: &[u8], truncated: bool) -> Outcome {
+    if code == 0 {
+        return Outcome { succeeded: true, output: output_of(stdout), message: None };
+    }
+    let mut message = format!("exit code {code}");
+    let t = tail(stderr);
+    if !t.is_empty() {
+        message.push_str(": ");
+        message.push_str(&t);
+    }
+    if truncated {
+        message.push_str(" (output truncated at the cap)");
+    }
+    Outcome { succeeded: false, output: None, message: Some(message) }
+}
+
+/// Run `source` for delivery `d` (blocking: call it under `spawn_blocking`).
+pub(crate) fn run_blocking(
+    runtimes: &Runtimes,
+    d: &Delivery,
+    source: &Source,
+    timeout: Duration,
+    cancel: Arc<AtomicBool>,
+    sink: LineSink,
+) -> Outcome {
+    match source.runtime.as_str() {
+        "wasm" => {
+            let Some(wasm) = &runtimes.wasm else {
+                return Outcome::failed("this runner does not run `wasm` scripts");
+            };
+            let module = match runtimes.compiled(wasm, &source.sha256, &source.bytes) {
+                Ok(m) => m,
+                Err(e) => return Outcome::failed(format!("the module does not compile: {e}")),
+            };
+            let input = RunInput {
+                args: args_of(d),
+                env: env_of(d),
+                stdin: d.params.to_string().into_bytes(),
+                deadline: timeout,
+                fuel: runtimes.fuel,
+                memory_bytes: None,
+                work_dir: None,
+                ..RunInput::default()
+            };
+            let input = with_controls(input, cancel, sink);
+            let out = wasm.run(&module, input);
+            wasm_outcome(out)
+        }
+        "python" | "javascript" => interpreted(runtimes, d, source, timeout, cancel, sink),
+        "bash" | "sh" => {
+            let Some(shell) = &runtimes.shell else {
+                return Outcome::failed(format!(
+                    "this runner does not run `{}` scripts: {}",
+                    source.runtime,
+                    runtimes.shell_reason.as_deref().unwrap_or("the shell runtime is off")
+                ));
+            };
+            let text = String::from_utf8_lossy(&source.bytes).into_owned();
+            let sink2 = sink.clone();
+            let run = ShellRun {
+                shell: if source.runtime == "bash" { Shell::Bash } else { Shell::Sh },
+                source: text,
+                args: args_of(d),
+                env: env_of(d),
+                stdin: d.params.to_string().into_bytes(),
+                timeout,
+                cpu_seconds: None,
+                cancel: Some(cancel),
+                on_output: Some(Arc::new(move |stream, bytes: &[u8]| {
+                    let level = match stream {
+                        sundial_shell_sandbox::OutputStream::Stdout => "info",
+                        sundial_shell_sandbox::OutputStream::Stderr => "warn",
+                    };
+                    sink2(level, bytes)
+                })),
+            };
+            match shell.run(run) {
+                Err(e) => Outcome::failed(format!("the shell sandbox failed: {e}")),
+                Ok(out) => match out.result {
+                    ShellResult::Exited(code) => {
+                        exited(code, &out.stdout, &out.stderr, out.stdout_truncated || out.stderr_truncated)
+                    }
+                    ShellResult::Killed { reason } => Outcome::failed(match reason {
+                        KillReason::Timeout => format!("timeout: stopped after {} ms", timeout.as_millis()),
+                        KillReason::Cancelled => "cancelled".to_string(),
+                        KillReason::Memory => "memory: the script used more memory than its limit".to_string(),
+                        KillReason::Signal(n) => format!("the sandbox died of signal {n}"),
+                    }),
+                },
+            }
+        }
+        other => Outcome::failed(format!("unknown script runtime `{other}`")),
+    }
+}
+
+/// The cancel flag and the output stream of a wasm run.
+fn with_controls(mut input: RunInput, cancel: Arc<AtomicBool>, sink: LineSink) -> RunInput {
+    input.cancel = Some(cancel);
+    input.on_output = Some(Arc::new(move |stream, bytes: &[u8]| {
+        let level = match stream {
+            sundial_runtimes::OutputStream::Stdout => "info",
+            sundial_runtimes::OutputStream::Stderr => "warn",
+        };
+        sink(level, bytes)
+    }));
+    input
+}
+
+fn wasm_outcome(out: sundial_runtimes::RunOutcome) -> Outcome {
+    match out.result {
+        RunResult::Exited(code) => exited(code, &out.stdout, &out.stderr, out.stdout_truncated || out.stderr_truncated),
+        RunResult::Trap { kind, message } => Outcome::failed(match kind {
+            TrapKind::OutOfFuel => format!("out of fuel: {message}"),
+            TrapKind::Deadline => format!("deadline: {message}"),
+            TrapKind::Memory => format!("memory: {message}"),
+            TrapKind::Cancelled => "cancelled".to_string(),
+            TrapKind::Other => {
+                let t = tail(&out.stderr);
+                if t.is_empty() { format!("trap: {message}") } else { format!("trap: {message}: {t}") }
+            }
+        }),
+    }
+}
+
+fn interpreted(
+    runtimes: &Runtimes,
+    d: &Delivery,
+    source: &Source,
+    timeout: Duration,
+    cancel: Arc<AtomicBool>,
+    sink: LineSink,
+) -> Outcome {
+    let (Some(wasm), Some(interp)) = (&runtimes.wasm, &runtimes.interpreters) else {
+        return Outcome::failed(format!("this runner does not run `{}` scripts", source.runtime));
+    };
+    let lang = if source.runtime == "python" { sundial_runtimes::Lang::Python } else { sundial_runtimes::Lang::JavaScript };
+    let module = match interp.get(lang) {
+        Ok(m) => m,
+        Err(why) => return Outcome::failed(format!("this runner has no `{}` interpreter: {why}", source.runtime)),
+    };
+    let text = String::from_utf8_lossy(&source.bytes).into_owned();
+    let input = RunInput {
+        args: args_of(d),
+        env: env_of(d),
+        stdin: d.params.to_string().into_bytes(),
+        deadline: timeout,
+        fuel: runtimes.fuel,
+        memory_bytes: None,
+        work_dir: None,
+        ..RunInput::default()
+    };
+    let input = with_controls(input, cancel, sink);
+    wasm_outcome(wasm.run_interpreted(module, &text, input))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_output_is_the_last_line_of_stdout_when_it_is_json() {
+        assert_eq!(output_of(b"working\n{\"rows\": 3}\n\n"), Some(json!({"rows": 3})));
+        assert_eq!(output_of(b"{\"rows\": 3}\ndone\n"), None);
+        assert_eq!(output_of(b""), None);
+        assert_eq!(output_of(b"42"), Some(json!(42)));
+    }
+
+    #[test]
+    fn a_failure_says_its_exit_code_and_the_tail_of_stderr() {
+        let o = exited(1, b"", b"first\noops\n", false);
+        assert_eq!(o, Outcome::failed("exit code 1: first\noops"));
+        let long = "é".repeat(2_000);
+        let m = exited(2, b"", long.as_bytes(), true).message.unwrap();
+        assert!(m.starts_with("exit code 2: é") && m.ends_with("(output truncated at the cap)"), "{m}");
+        assert_eq!(exited(0, b"{\"a\":1}", b"warn", false), Outcome { succeeded: true, output: Some(json!({"a": 1})), message: None });
+    }
+}

@@ -1,0 +1,198 @@
+//! The sandboxes this runner has, detected once at start-up, and what it reports about
+//! each (`GET /api/v1/runtimes` shows the built-in runner's).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use sundial_runtimes::{CompiledModule, RuntimeConfig, WasmRuntime};
+use sundial_shell_sandbox::{SandboxConfig, ShellSandbox};
+
+/// Compiled modules kept in memory, by SHA-256 (the on-disk cache holds every one).
+const MODULES_IN_MEMORY: usize = 64;
+
+/// Which sandboxes to set up, and their limits.
+#[derive(Debug, Clone)]
+pub struct RuntimesConfig {
+    /// Compiled modules are cached here (by engine hash and module SHA-256).
+    pub cache_dir: PathBuf,
+    /// Where the interpreters are (`python.wasm`, `javascript.wasm`): `scripts/fetch-interpreters`
+    /// puts them in `target/interpreters`.
+    pub interpreters_dir: Option<PathBuf>,
+    /// Linear-memory cap of a wasm run (Python and JavaScript included).
+    pub wasm_memory_bytes: usize,
+    /// Fuel (CPU budget) of a wasm run; `None`: only the wall-clock deadline.
+    pub wasm_fuel: Option<u64>,
+    /// stdout and stderr are each kept up to this many bytes.
+    pub output_cap_bytes: usize,
+    /// Run `bash`/`sh` scripts (in bubblewrap). Off unless the operator turns it on.
+    pub allow_shell: bool,
+    /// Accept a weaker shell sandbox (no cgroup limits) rather than no shell runtime.
+    pub shell_accept_weaker: bool,
+}
+
+impl RuntimesConfig {
+    pub fn new(cache_dir: PathBuf) -> Self {
+        Self {
+            cache_dir,
+            interpreters_dir: None,
+            wasm_memory_bytes: 128 * 1024 * 1024,
+            wasm_fuel: None,
+            output_cap_bytes: 1024 * 1024,
+            allow_shell: false,
+            shell_accept_weaker: false,
+        }
+    }
+}
+
+/// One runtime as this runner offers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    /// `wasm`, `python`, `javascript`, `bash` or `sh`.
+    pub runtime: &'static str,
+    pub available: bool,
+    /// `wasm`, `strong`, `namespaces_only`, `host_root` or `none`.
+    pub isolation: String,
+    /// What was detected, or why it is not available.
+    pub detail: String,
+}
+
+/// The sandboxes, shared by every run.
+pub struct Runtimes {
+    pub(crate) wasm: Option<Arc<WasmRuntime>>,
+    pub(crate) interpreters: Option<sundial_runtimes::Interpreters>,
+    pub(crate) shell: Option<ShellSandbox>,
+    pub(crate) shell_reason: Option<String>,
+    pub(crate) fuel: Option<u64>,
+    modules: Mutex<HashMap<String, Arc<CompiledModule>>>,
+    offers: Vec<Offer>,
+}
+
+impl std::fmt::Debug for Runtimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtimes").field("offers", &self.offers).finish()
+    }
+}
+
+impl Runtimes {
+    /// Set up every sandbox the configuration asks for; what fails is reported, not fatal.
+    pub fn detect(cfg: &RuntimesConfig) -> Runtimes {
+        let mut offers = Vec::new();
+        let wasm = WasmRuntime::new(RuntimeConfig {
+            cache_dir: Some(cfg.cache_dir.join("wasm")),
+            default_memory_bytes: cfg.wasm_memory_bytes,
+            output_cap_bytes: cfg.output_cap_bytes,
+            ..RuntimeConfig::default()
+        });
+        let (wasm, wasm_detail) = match wasm {
+            Ok(w) => (Some(Arc::new(w)), String::new()),
+            Err(e) => (None, format!("wasmtime did not start: {e}")),
+        };
+        let limits = format!(
+            "wasmtime 48, WASI preview 1: no network, host files or environment; memory {} MiB, deadline = the job's timeout{}",
+            cfg.wasm_memory_bytes / (1024 * 1024),
+            cfg.wasm_fuel.map(|f| format!(", fuel {f}")).unwrap_or_default()
+        );
+        offers.push(Offer {
+            runtime: "wasm",
+            available: wasm.is_some(),
+            isolation: if wasm.is_some() { "wasm" } else { "none" }.into(),
+            detail: if wasm.is_some() { limits.clone() } else { wasm_detail.clone() },
+        });
+        let interpreters = match (&wasm, &cfg.interpreters_dir) {
+            (Some(w), Some(dir)) => Some(sundial_runtimes::Interpreters::load(dir, w)),
+            _ => None,
+        };
+        for (name, lang) in [("python", sundial_runtimes::Lang::Python), ("javascript", sundial_runtimes::Lang::JavaScript)] {
+            let (available, detail) = match (&wasm, &interpreters) {
+                (None, _) => (false, wasm_detail.clone()),
+                (Some(_), None) => (false, "no interpreters directory configured (`interpreters_dir`)".to_string()),
+                (Some(_), Some(i)) => match i.get(lang) {
+                    Ok(it) => (
+                        true,
+                        format!(
+                            "{limits}; interpreter {} ({} bytes, sha256 {})",
+                            i.dir().join(lang.file_name()).display(),
+                            it.info().size,
+                            it.info().sha256
+                        ),
+                    ),
+                    Err(why) => (false, why.to_string()),
+                },
+            };
+            offers.push(Offer {
+                runtime: name,
+                available,
+                isolation: if available { "wasm" } else { "none" }.into(),
+                detail,
+            });
+        }
+        let (shell, shell_reason) = if !cfg.allow_shell {
+            (None, Some("the shell runtime is off (start with --allow-shell to run bash and sh scripts)".to_string()))
+        } else {
+            let sc = SandboxConfig {
+                output_cap_bytes: cfg.output_cap_bytes,
+                temp_root: Some(cfg.cache_dir.join("shell-runs")),
+                accept_weaker: cfg.shell_accept_weaker,
+                ..SandboxConfig::default()
+            };
+            let _ = std::fs::create_dir_all(cfg.cache_dir.join("shell-runs"));
+            match ShellSandbox::new(sc) {
+                Ok(s) => (Some(s), None),
+                Err(e) => (None, Some(format!("the shell sandbox is not available here: {e}"))),
+            }
+        };
+        for name in ["bash", "sh"] {
+            offers.push(match &shell {
+                Some(s) => {
+                    let iso = s.isolation();
+                    Offer { runtime: name, available: true, isolation: iso.level.as_str().into(), detail: iso.to_string() }
+                }
+                None => Offer {
+                    runtime: name,
+                    available: false,
+                    isolation: "none".into(),
+                    detail: shell_reason.clone().unwrap_or_default(),
+                },
+            });
+        }
+        Runtimes {
+            wasm,
+            interpreters,
+            shell,
+            shell_reason,
+            fuel: cfg.wasm_fuel,
+            modules: Mutex::new(HashMap::new()),
+            offers,
+        }
+    }
+
+    /// Every runtime, available or not, with its isolation.
+    pub fn offers(&self) -> &[Offer] {
+        &self.offers
+    }
+
+    /// The runtimes this runner runs (what it registers).
+    pub fn available(&self) -> Vec<String> {
+        self.offers.iter().filter(|o| o.available).map(|o| o.runtime.to_string()).collect()
+    }
+
+    /// A module compiled (or loaded from the caches) by its SHA-256.
+    pub(crate) fn compiled(
+        &self,
+        wasm: &WasmRuntime,
+        sha256: &str,
+        bytes: &[u8],
+    ) -> Result<Arc<CompiledModule>, sundial_runtimes::RuntimeError> {
+        if let Some(m) = self.modules.lock().expect("modules").get(sha256) {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(wasm.compile(bytes)?);
+        let mut modules = self.modules.lock().expect("modules");
+        if modules.len() >= MODULES_IN_MEMORY {
+            modules.clear(); // the on-disk cache still has them: a reload is a file read
+        }
+        modules.insert(sha256.to_string(), m.clone());
+        Ok(m)
+    }
+}
