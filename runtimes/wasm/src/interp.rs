@@ -210,7 +210,11 @@ let wake = null;
 const fail = (e) => {
   try {
     std.err.puts(String(e) + '\n');
-    if (e !== null && typeof e === 'object' && typeof e.stack === 'string') std.err.puts(e.stack);
+    if (e !== null && typeof e === 'object' && typeof e.stack === 'string') {
+      const lines = e.stack.split('\n');
+      const cut = lines.findIndex((line) => line.includes('at loadScript (native)'));
+      std.err.puts((cut < 0 ? lines : lines.slice(0, cut).concat([''])).join('\n'));
+    }
   } catch (_) {}
   std.out.flush();
   std.err.flush();
