@@ -29,6 +29,7 @@
 
 mod interp;
 mod output;
+mod sleep;
 
 pub use interp::{Interpreter, Interpreters, Lang, Unavailable};
 pub use output::{OutputCallback, OutputStream};
@@ -295,8 +296,16 @@ impl std::fmt::Debug for WasmRuntime {
 struct RunState {
     wasi: WasiP1Ctx,
     limits: StoreLimits,
-    /// Why the epoch callback interrupted the guest, if it did.
+    /// Why the epoch callback (or an interrupted sleep) stopped the guest, if it did.
     stopped: Option<TrapKind>,
+    /// The run's cancel flag.
+    cancel: Option<Arc<AtomicBool>>,
+    /// When the run's wall-clock budget ends (`None`: too far to represent).
+    deadline: Option<Instant>,
+    /// Zero of the guest's monotonic clock (see `sleep::RunClock`).
+    clock_base: Instant,
+    /// The `poll_oneoff` trampoline, once instantiated (see `sleep`).
+    trampoline: Option<wasmtime::Instance>,
 }
 
 /// How a run enters the guest once it is instantiated.
@@ -319,6 +328,7 @@ impl WasmRuntime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut RunState| &mut s.wasi)
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        sleep::shadow_poll_oneoff(&engine, &mut linker).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_hash = format!("{:016x}", hasher.finish());
@@ -510,8 +520,10 @@ impl WasmRuntime {
             }
         }
 
+        let clock_base = Instant::now();
         let mut wasi = WasiCtxBuilder::new();
-        wasi.args(argv)
+        wasi.monotonic_clock(sleep::RunClock(clock_base))
+            .args(argv)
             .envs(&input.env)
             .stdin(MemoryInputPipe::new(input.stdin.clone()))
             .stdout(stdout.clone())
@@ -524,34 +536,33 @@ impl WasmRuntime {
 
         let limits = StoreLimitsBuilder::new()
             .memory_size(memory_limit)
-            .instances(1)
+            // The guest, and the `poll_oneoff` trampoline (see `sleep`).
+            .instances(2)
             .tables(4)
             .table_elements(100_000)
             .memories(1)
             .trap_on_grow_failure(false)
             .build();
-        let mut store = Store::new(&self.engine, RunState { wasi: wasi.build_p1(), limits, stopped: None });
+        let state = RunState {
+            wasi: wasi.build_p1(),
+            limits,
+            stopped: None,
+            cancel: input.cancel.clone(),
+            deadline: started.checked_add(input.deadline),
+            clock_base,
+            trampoline: None,
+        };
+        let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
         store.set_fuel(fuel).map_err(|e| trap(TrapKind::Other, format!("{e:#}")))?;
         // Every tick (10 ms) the callback checks the cancel flag and the deadline.
-        let deadline = started.checked_add(input.deadline);
-        let cancel = input.cancel.clone();
         store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |mut ctx| {
-            let stop = if is_cancelled(cancel.as_ref()) {
-                Some(TrapKind::Cancelled)
-            } else if deadline.is_some_and(|d| Instant::now() >= d) {
-                Some(TrapKind::Deadline)
-            } else {
-                None
-            };
-            match stop {
-                Some(kind) => {
-                    ctx.data_mut().stopped = Some(kind);
-                    Ok(UpdateDeadline::Interrupt)
-                }
-                None => Ok(UpdateDeadline::Continue(1)),
+        store.epoch_deadline_callback(|mut ctx| match sleep::stop_reason(ctx.data()) {
+            Some(kind) => {
+                ctx.data_mut().stopped = Some(kind);
+                Ok(UpdateDeadline::Interrupt)
             }
+            None => Ok(UpdateDeadline::Continue(1)),
         });
         Ok(store)
     }

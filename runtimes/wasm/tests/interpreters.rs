@@ -467,3 +467,42 @@ fn js_output_is_streamed_and_capped() {
     assert!(out.stdout_truncated);
     assert_eq!(*seen.lock().unwrap(), out.stdout);
 }
+
+#[test]
+fn python_sleep_works_and_is_interrupted_by_the_deadline_and_cancel() {
+    let out = py("import time\nt = time.monotonic()\ntime.sleep(0.05)\nprint(time.monotonic() - t >= 0.05)");
+    assert_exit(&out, 0);
+    assert_eq!(text(&out.stdout), "True\n");
+
+    let started = Instant::now();
+    let out = run(
+        Lang::Python,
+        "import time\ntime.sleep(3600)",
+        RunInput { deadline: Duration::from_millis(300), ..input() },
+    );
+    assert_trap(&out, TrapKind::Deadline);
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = cancel.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        flag.store(true, Ordering::Relaxed);
+    });
+    let started = Instant::now();
+    let out = run(Lang::Python, "import time\ntime.sleep(3600)", RunInput { cancel: Some(cancel), ..input() });
+    canceller.join().unwrap();
+    assert_trap(&out, TrapKind::Cancelled);
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+}
+
+#[test]
+fn js_sleeps_and_far_timers_are_interrupted_by_the_deadline() {
+    for source in ["os.sleep(3600 * 1000)", "setTimeout(() => console.log('never'), 3600 * 1000)"] {
+        let started = Instant::now();
+        let out = run(Lang::JavaScript, source, RunInput { deadline: Duration::from_millis(300), ..input() });
+        assert_trap(&out, TrapKind::Deadline);
+        assert!(started.elapsed() < Duration::from_secs(3), "{source}: {:?}", started.elapsed());
+        assert!(out.stdout.is_empty());
+    }
+}
