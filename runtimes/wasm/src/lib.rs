@@ -4,7 +4,8 @@
 //! interruption) and runs modules synchronously, each run in a fresh
 //! [`Store`] with its own limits:
 //!
-//! * wall-clock deadline (epoch interruption, 10 ms resolution),
+//! * wall-clock deadline (epoch interruption, 10 ms resolution; a guest
+//!   sleeping in `poll_oneoff` is woken for it too),
 //! * fuel (instruction budget),
 //! * linear-memory cap (growth past it fails *inside* the guest:
 //!   `memory.grow` returns -1),
@@ -19,7 +20,8 @@
 //! module must export a `_start` function.
 //!
 //! Source code in Python or JavaScript runs inside an interpreter that is
-//! itself such a module: see [`Interpreters`] and
+//! itself a WASI module (CPython: a command; QuickJS-NG: a reactor, driven
+//! through its own exports), under the same limits: see [`Interpreters`] and
 //! [`WasmRuntime::run_interpreted`].
 //!
 //! The API is blocking: async callers should run it on a blocking thread

@@ -138,7 +138,7 @@ fn python_hello_world() {
     let out = py("print('hello from python')");
     assert_exit(&out, 0);
     assert_eq!(text(&out.stdout), "hello from python\n");
-    eprintln!("python hello: {:?}", out.elapsed);
+    eprintln!("python hello: {:?}, fuel {:?}", out.elapsed, out.fuel_consumed);
 }
 
 #[test]
@@ -301,7 +301,7 @@ fn js_hello_world() {
     let out = js("console.log('hello from js'); print('via print', 42);");
     assert_exit(&out, 0);
     assert_eq!(text(&out.stdout), "hello from js\nvia print 42\n");
-    eprintln!("javascript hello: {:?}", out.elapsed);
+    eprintln!("javascript hello: {:?}, fuel {:?}", out.elapsed, out.fuel_consumed);
 }
 
 #[test]
