@@ -506,3 +506,55 @@ fn js_sleeps_and_far_timers_are_interrupted_by_the_deadline() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[test]
+fn python_reads_stdin_and_writes_utf8() {
+    let out = run(
+        Lang::Python,
+        "name = input()\nprint(f'héllo ✓ {name}')\nprint(repr(__import__('sys').stdin.read()))",
+        RunInput { stdin: "wörld\nrest\n".as_bytes().to_vec(), ..input() },
+    );
+    assert_exit(&out, 0);
+    assert_eq!(text(&out.stdout), "héllo ✓ wörld\n'rest\\n'\n");
+}
+
+#[test]
+fn python_cannot_start_processes() {
+    let out = py(r#"
+import subprocess, os
+try:
+    subprocess.run(['/bin/sh', '-c', 'true'])
+    print('RAN')
+except OSError as e:
+    print('refused')
+print(hasattr(os, 'system'), hasattr(os, 'fork'))
+"#);
+    assert_exit(&out, 0);
+    assert_eq!(text(&out.stdout), "refused\nFalse False\n");
+}
+
+#[test]
+fn js_reads_stdin_and_writes_utf8() {
+    let out = run(
+        Lang::JavaScript,
+        "console.log('héllo ✓ ' + std.in.getline()); console.log(JSON.stringify(std.in.readAsString()));",
+        RunInput { stdin: "wörld\nrest\n".as_bytes().to_vec(), ..input() },
+    );
+    assert_exit(&out, 0);
+    assert_eq!(text(&out.stdout), "héllo ✓ wörld\n\"rest\\n\"\n");
+}
+
+#[test]
+fn js_cancel_stops_a_busy_script() {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = cancel.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        flag.store(true, Ordering::Relaxed);
+    });
+    let started = Instant::now();
+    let out = run(Lang::JavaScript, "let i = 0; for (;;) { i++; }", RunInput { cancel: Some(cancel), ..input() });
+    canceller.join().unwrap();
+    assert_trap(&out, TrapKind::Cancelled);
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+}
