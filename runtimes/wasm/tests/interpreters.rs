@@ -558,3 +558,22 @@ fn js_cancel_stops_a_busy_script() {
     assert_trap(&out, TrapKind::Cancelled);
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
 }
+
+#[test]
+fn runaway_recursion_is_contained() {
+    // CPython stops it at its recursion limit (catchable).
+    let out = py("def f():\n    return f()\ntry:\n    f()\nexcept RecursionError:\n    print('RecursionError')");
+    assert_exit(&out, 0);
+    assert_eq!(text(&out.stdout), "RecursionError\n");
+    // QuickJS's WASI build has no stack check of its own: the wasm stack runs
+    // out and the run traps (uncatchable in JS), the host is unaffected.
+    let out = js("function f() { return f(); } try { f(); } catch (e) { console.log('caught'); }");
+    match &out.result {
+        RunResult::Trap { kind: TrapKind::Other, message } => assert!(message.contains("stack"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    // A moderate depth works.
+    let out = js("function g(n) { return n == 0 ? 0 : 1 + g(n - 1); } console.log(g(400));");
+    assert_exit(&out, 0);
+    assert_eq!(text(&out.stdout), "400\n");
+}
