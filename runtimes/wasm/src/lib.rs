@@ -4,11 +4,14 @@
 //! interruption) and runs modules synchronously, each run in a fresh
 //! [`Store`] with its own limits:
 //!
-//! * wall-clock deadline (epoch interruption, 10 ms resolution),
+//! * wall-clock deadline (epoch interruption, 10 ms resolution; a guest
+//!   sleeping in `poll_oneoff` is woken for it too),
 //! * fuel (instruction budget),
 //! * linear-memory cap (growth past it fails *inside* the guest:
 //!   `memory.grow` returns -1),
-//! * captured, capped stdout/stderr,
+//! * captured, capped stdout/stderr, optionally streamed to a callback as
+//!   the guest writes it ([`RunInput::on_output`]),
+//! * cancellation from another thread ([`RunInput::cancel`]),
 //! * only the environment and arguments given by the caller,
 //! * no network and no host filesystem, except one optional directory
 //!   preopened as `/work`.
@@ -16,10 +19,22 @@
 //! Only imports from the `wasi_snapshot_preview1` module are allowed, and the
 //! module must export a `_start` function.
 //!
+//! Source code in Python or JavaScript runs inside an interpreter that is
+//! itself a WASI module (CPython: a command; QuickJS-NG: a reactor, driven
+//! through its own exports), under the same limits: see [`Interpreters`] and
+//! [`WasmRuntime::run_interpreted`].
+//!
 //! The API is blocking: async callers should run it on a blocking thread
 //! (e.g. `tokio::task::spawn_blocking`).
 
 #![warn(missing_docs)]
+
+mod interp;
+mod output;
+mod sleep;
+
+pub use interp::{Interpreter, Interpreters, Lang, Unavailable};
+pub use output::{OutputCallback, OutputStream};
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
@@ -30,10 +45,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
-use wasmtime::{Config, Engine, Linker, Module, Store, StoreLimits, StoreLimitsBuilder, Trap};
+use wasmtime::{Config, Engine, Linker, Module, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
 use wasmtime_wasi::p1::WasiP1Ctx;
-use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
+use wasmtime_wasi::p2::pipe::MemoryInputPipe;
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
+
+use output::CapturePipe;
 
 /// The only import module a guest may import from.
 pub const WASI_MODULE: &str = "wasi_snapshot_preview1";
@@ -96,11 +113,19 @@ pub struct RuntimeConfig {
     pub default_memory_bytes: usize,
     /// Bytes of stdout and of stderr kept per run (default 1 MiB each).
     pub output_cap_bytes: usize,
+    /// Largest accepted interpreter module, in bytes (default 64 MiB; CPython is 26 MB).
+    pub max_interpreter_bytes: usize,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        Self { cache_dir: None, max_module_bytes: 10 << 20, default_memory_bytes: 128 << 20, output_cap_bytes: 1 << 20 }
+        Self {
+            cache_dir: None,
+            max_module_bytes: 10 << 20,
+            default_memory_bytes: 128 << 20,
+            output_cap_bytes: 1 << 20,
+            max_interpreter_bytes: 64 << 20,
+        }
     }
 }
 
@@ -130,9 +155,10 @@ impl std::fmt::Debug for CompiledModule {
 }
 
 /// Inputs and limits of one run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunInput {
-    /// Arguments after the program name (the guest sees `job` as `argv[0]`).
+    /// Arguments after the program name (the guest sees `job` as `argv[0]`;
+    /// for [`run_interpreted`](WasmRuntime::run_interpreted) they follow the script's path).
     pub args: Vec<String>,
     /// The guest's whole environment (the host's is never inherited).
     pub env: Vec<(String, String)>,
@@ -144,8 +170,33 @@ pub struct RunInput {
     pub fuel: Option<u64>,
     /// Linear-memory cap; `None` uses [`RuntimeConfig::default_memory_bytes`].
     pub memory_bytes: Option<usize>,
-    /// Host directory preopened read-write as `/work`; `None` gives no filesystem.
+    /// Host directory preopened read-write as `/work`; `None` gives no filesystem
+    /// (for [`run_interpreted`](WasmRuntime::run_interpreted): a fresh temporary directory).
     pub work_dir: Option<PathBuf>,
+    /// Set it (from any thread) to stop the run: the guest is stopped within about
+    /// two epoch ticks (10-20 ms) while it runs wasm code, with `Trap { Cancelled }`.
+    /// Already set when the run starts: the guest is not started at all.
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Called with each chunk the guest writes to stdout/stderr, as it is written
+    /// (only bytes within `output_cap_bytes` are passed on). The chunks are also
+    /// kept in [`RunOutcome::stdout`]/[`RunOutcome::stderr`] as usual.
+    pub on_output: Option<OutputCallback>,
+}
+
+impl std::fmt::Debug for RunInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunInput")
+            .field("args", &self.args)
+            .field("env", &self.env)
+            .field("stdin_len", &self.stdin.len())
+            .field("deadline", &self.deadline)
+            .field("fuel", &self.fuel)
+            .field("memory_bytes", &self.memory_bytes)
+            .field("work_dir", &self.work_dir)
+            .field("cancel", &self.cancel.as_ref().map(|c| c.load(Ordering::Relaxed)))
+            .field("on_output", &self.on_output.as_ref().map(|_| "Fn"))
+            .finish()
+    }
 }
 
 impl Default for RunInput {
@@ -158,6 +209,8 @@ impl Default for RunInput {
             fuel: None,
             memory_bytes: None,
             work_dir: None,
+            cancel: None,
+            on_output: None,
         }
     }
 }
@@ -171,6 +224,8 @@ pub enum TrapKind {
     Deadline,
     /// The module needs more memory than its cap just to start.
     Memory,
+    /// [`RunInput::cancel`] was set.
+    Cancelled,
     /// Any other trap or failure (wasm trap, instantiation or setup error).
     Other,
 }
@@ -243,6 +298,27 @@ impl std::fmt::Debug for WasmRuntime {
 struct RunState {
     wasi: WasiP1Ctx,
     limits: StoreLimits,
+    /// Why the epoch callback (or an interrupted sleep) stopped the guest, if it did.
+    stopped: Option<TrapKind>,
+    /// The run's cancel flag.
+    cancel: Option<Arc<AtomicBool>>,
+    /// When the run's wall-clock budget ends (`None`: too far to represent).
+    deadline: Option<Instant>,
+    /// Zero of the guest's monotonic clock (see `sleep::RunClock`).
+    clock_base: Instant,
+    /// The `poll_oneoff` trampoline, once instantiated (see `sleep`).
+    trampoline: Option<wasmtime::Instance>,
+}
+
+/// How a run enters the guest once it is instantiated.
+pub(crate) enum Entry<'a> {
+    /// A WASI command: call `_start`.
+    Start,
+    /// A QuickJS-NG WASI reactor: call `_initialize`, then `qjs_init_argv(argc, argv)`.
+    QjsReactor {
+        /// The argv given to `qjs_init_argv` (not the WASI args).
+        argv: &'a [String],
+    },
 }
 
 impl WasmRuntime {
@@ -254,6 +330,7 @@ impl WasmRuntime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut RunState| &mut s.wasi)
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        sleep::shadow_poll_oneoff(&engine, &mut linker).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_hash = format!("{:016x}", hasher.finish());
@@ -320,26 +397,45 @@ impl WasmRuntime {
     /// Validates then compiles a module, through the on-disk cache when one is configured.
     pub fn compile(&self, bytes: &[u8]) -> Result<CompiledModule> {
         let (info, binary) = self.validate_binary(bytes)?;
+        let (module, from_cache) = self.compile_cached(&info.sha256, &binary)?;
+        Ok(CompiledModule { module, info, from_cache })
+    }
+
+    /// Compiles a binary whose sha256 is `sha256`, or loads it from the cache.
+    /// Returns the module and whether it came from the cache.
+    pub(crate) fn compile_cached(&self, sha256: &str, binary: &[u8]) -> Result<(Module, bool)> {
         let Some(cache_dir) = &self.config.cache_dir else {
-            let module = self.compile_binary(&binary)?;
-            return Ok(CompiledModule { module, info, from_cache: false });
+            return Ok((self.compile_binary(binary)?, false));
         };
         let dir = cache_dir.join(&self.engine_hash);
-        let path = dir.join(format!("{}.cwasm", info.sha256));
-        if path.is_file() {
-            // SAFETY: the file lives under the directory keyed by this engine's
-            // compatibility hash and under the module's own sha256, and is only
-            // ever written (atomically) by `compile` below from wasmtime's own
-            // serialization. wasmtime additionally checks the header and engine
-            // settings of the artifact; a failure falls back to compiling.
-            if let Ok(module) = unsafe { Module::deserialize_file(&self.engine, &path) } {
-                return Ok(CompiledModule { module, info, from_cache: true });
-            }
+        let path = dir.join(format!("{sha256}.cwasm"));
+        if let Some(module) = self.load_artifact(&path) {
+            return Ok((module, true));
         }
-        let module = self.compile_binary(&binary)?;
+        // One compiler per artifact across threads and processes (e.g. test
+        // processes all loading CPython): take the artifact's lock file, then
+        // look again, as whoever held it may just have written the artifact.
+        let _lock = CompileLock::acquire(&dir, sha256)?;
+        if let Some(module) = self.load_artifact(&path) {
+            return Ok((module, true));
+        }
+        let module = self.compile_binary(binary)?;
         let artifact = module.serialize().map_err(|e| RuntimeError::Invalid(format!("serialize: {e:#}")))?;
         write_atomically(&dir, &path, &artifact)?;
-        Ok(CompiledModule { module, info, from_cache: false })
+        Ok((module, false))
+    }
+
+    fn load_artifact(&self, path: &Path) -> Option<Module> {
+        if !path.is_file() {
+            return None;
+        }
+        // SAFETY: the file lives under the directory keyed by this engine's
+        // compatibility hash and under the module's own sha256, and is only
+        // ever written (atomically) by `compile_cached` from wasmtime's own
+        // serialization of a module compiled from that very binary. wasmtime
+        // additionally checks the header and engine settings of the artifact;
+        // a failure falls back to compiling.
+        unsafe { Module::deserialize_file(&self.engine, path) }.ok()
     }
 
     fn compile_binary(&self, binary: &[u8]) -> Result<Module> {
@@ -350,25 +446,41 @@ impl WasmRuntime {
     ///
     /// Never panics on guest behaviour: every failure is reported in the outcome.
     pub fn run(&self, module: &CompiledModule, input: RunInput) -> RunOutcome {
-        let started = Instant::now();
+        let mut argv = Vec::with_capacity(input.args.len() + 1);
+        argv.push("job".to_string());
+        argv.extend(input.args.iter().cloned());
+        self.execute(&module.module, &argv, &input, Entry::Start, Instant::now())
+    }
+
+    /// Runs `module` with the given WASI argv, entering it as `entry` says.
+    pub(crate) fn execute(
+        &self,
+        module: &Module,
+        argv: &[String],
+        input: &RunInput,
+        entry: Entry<'_>,
+        started: Instant,
+    ) -> RunOutcome {
         let cap = self.config.output_cap_bytes;
-        // One byte more than the cap: if it fills up, the guest wrote too much.
-        let stdout = MemoryOutputPipe::new(cap.saturating_add(1));
-        let stderr = MemoryOutputPipe::new(cap.saturating_add(1));
+        let stdout = CapturePipe::new(cap, OutputStream::Stdout, input.on_output.clone());
+        let stderr = CapturePipe::new(cap, OutputStream::Stderr, input.on_output.clone());
         let initial_fuel = input.fuel.unwrap_or(UNLIMITED_FUEL).min(UNLIMITED_FUEL);
         let mut fuel_consumed = None;
 
-        let result = match self.build_store(module, &input, &stdout, &stderr, initial_fuel) {
+        let result = match self.build_store(module, argv, input, &stdout, &stderr, initial_fuel, started) {
             Err(result) => result,
             Ok(mut store) => {
-                let result = self.instantiate_and_start(&mut store, module);
+                let result = self.instantiate_and_enter(&mut store, module, &entry);
                 fuel_consumed = store.get_fuel().ok().map(|left| initial_fuel.saturating_sub(left));
-                result
+                match (result, store.data().stopped) {
+                    (RunResult::Trap { message, .. }, Some(kind)) => RunResult::Trap { kind, message },
+                    (result, _) => result,
+                }
             }
         };
 
-        let (stdout, stdout_truncated) = take_capped(&stdout, cap);
-        let (stderr, stderr_truncated) = take_capped(&stderr, cap);
+        let (stdout, stdout_truncated) = stdout.take();
+        let (stderr, stderr_truncated) = stderr.take();
         let exit_code = match result {
             RunResult::Exited(code) => Some(code),
             RunResult::Trap { .. } => None,
@@ -385,16 +497,22 @@ impl WasmRuntime {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn build_store(
         &self,
-        module: &CompiledModule,
+        module: &Module,
+        argv: &[String],
         input: &RunInput,
-        stdout: &MemoryOutputPipe,
-        stderr: &MemoryOutputPipe,
+        stdout: &CapturePipe,
+        stderr: &CapturePipe,
         fuel: u64,
+        started: Instant,
     ) -> std::result::Result<Store<RunState>, RunResult> {
+        if is_cancelled(input.cancel.as_ref()) {
+            return Err(trap(TrapKind::Cancelled, "cancelled before the run started".into()));
+        }
         let memory_limit = input.memory_bytes.unwrap_or(self.config.default_memory_bytes);
-        if let Some(initial_pages) = module.module.resources_required().max_initial_memory_size {
+        if let Some(initial_pages) = module.resources_required().max_initial_memory_size {
             let needed = initial_pages.saturating_mul(WASM_PAGE);
             if needed > memory_limit as u64 {
                 return Err(trap(
@@ -404,11 +522,10 @@ impl WasmRuntime {
             }
         }
 
+        let clock_base = Instant::now();
         let mut wasi = WasiCtxBuilder::new();
-        let mut args = Vec::with_capacity(input.args.len() + 1);
-        args.push("job".to_string());
-        args.extend(input.args.iter().cloned());
-        wasi.args(&args)
+        wasi.monotonic_clock(sleep::RunClock(clock_base))
+            .args(argv)
             .envs(&input.env)
             .stdin(MemoryInputPipe::new(input.stdin.clone()))
             .stdout(stdout.clone())
@@ -421,32 +538,58 @@ impl WasmRuntime {
 
         let limits = StoreLimitsBuilder::new()
             .memory_size(memory_limit)
-            .instances(1)
+            // The guest, and the `poll_oneoff` trampoline (see `sleep`).
+            .instances(2)
             .tables(4)
             .table_elements(100_000)
             .memories(1)
             .trap_on_grow_failure(false)
             .build();
-        let mut store = Store::new(&self.engine, RunState { wasi: wasi.build_p1(), limits });
+        let state = RunState {
+            wasi: wasi.build_p1(),
+            limits,
+            stopped: None,
+            cancel: input.cancel.clone(),
+            deadline: started.checked_add(input.deadline),
+            clock_base,
+            trampoline: None,
+        };
+        let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
         store.set_fuel(fuel).map_err(|e| trap(TrapKind::Other, format!("{e:#}")))?;
-        let ticks = input.deadline.as_nanos().div_ceil(EPOCH_TICK.as_nanos()).max(1);
-        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
-        store.epoch_deadline_trap();
+        // Every tick (10 ms) the callback checks the cancel flag and the deadline.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|mut ctx| match sleep::stop_reason(ctx.data()) {
+            Some(kind) => {
+                ctx.data_mut().stopped = Some(kind);
+                Ok(UpdateDeadline::Interrupt)
+            }
+            None => Ok(UpdateDeadline::Continue(1)),
+        });
         Ok(store)
     }
 
-    fn instantiate_and_start(&self, store: &mut Store<RunState>, module: &CompiledModule) -> RunResult {
-        let mut run = || -> wasmtime::Result<()> {
-            let instance = self.linker.instantiate(&mut *store, &module.module)?;
-            let start = instance.get_typed_func::<(), ()>(&mut *store, "_start")?;
-            start.call(&mut *store, ())
+    fn instantiate_and_enter(&self, store: &mut Store<RunState>, module: &Module, entry: &Entry<'_>) -> RunResult {
+        let mut run = || -> wasmtime::Result<RunResult> {
+            let instance = self.linker.instantiate(&mut *store, module)?;
+            match entry {
+                Entry::Start => {
+                    let start = instance.get_typed_func::<(), ()>(&mut *store, "_start")?;
+                    start.call(&mut *store, ())?;
+                    Ok(RunResult::Exited(0))
+                }
+                Entry::QjsReactor { argv } => interp::enter_qjs_reactor(&mut *store, &instance, argv),
+            }
         };
         match run() {
-            Ok(()) => RunResult::Exited(0),
+            Ok(result) => result,
             Err(e) => classify(e),
         }
     }
+}
+
+fn is_cancelled(cancel: Option<&Arc<AtomicBool>>) -> bool {
+    cancel.is_some_and(|c| c.load(Ordering::Relaxed))
 }
 
 fn trap(kind: TrapKind, message: String) -> RunResult {
@@ -463,13 +606,6 @@ fn classify(e: wasmtime::Error) -> RunResult {
         _ => TrapKind::Other,
     };
     trap(kind, format!("{e:#}"))
-}
-
-/// Copies a pipe's contents, keeping at most `cap` bytes.
-fn take_capped(pipe: &MemoryOutputPipe, cap: usize) -> (Vec<u8>, bool) {
-    let contents = pipe.contents();
-    let truncated = contents.len() > cap;
-    (contents[..contents.len().min(cap)].to_vec(), truncated)
 }
 
 /// Refuses non-WASI imports and a missing `_start: [] -> []` function export.
@@ -522,6 +658,33 @@ fn check_imports_exports(binary: &[u8]) -> Result<()> {
         .copied()
         .unwrap_or(false);
     if start_ok { Ok(()) } else { Err(RuntimeError::NoStart) }
+}
+
+/// An exclusive lock on `<dir>/.<sha256>.lock`, held while one artifact is
+/// compiled. The file is removed (while still held) when the lock is dropped:
+/// a process already waiting on it then finds the artifact, and one arriving
+/// later does not need the lock. The lock only saves duplicate compiles; the
+/// artifact itself is written atomically either way.
+struct CompileLock {
+    path: PathBuf,
+    _file: std::fs::File,
+}
+
+impl CompileLock {
+    fn acquire(dir: &Path, sha256: &str) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|source| RuntimeError::Cache { path: dir.to_path_buf(), source })?;
+        let path = dir.join(format!(".{sha256}.lock"));
+        let io = |source| RuntimeError::Cache { path: path.clone(), source };
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io)?;
+        file.lock().map_err(io)?;
+        Ok(Self { path, _file: file })
+    }
+}
+
+impl Drop for CompileLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
