@@ -255,11 +255,7 @@ impl RouteState {
             }
         }
         if eligible.is_empty() {
-            return Err(NoExecutor {
-                handler: handler.unwrap_or("*").to_owned(),
-                passed_over: trail.len(),
-                trail,
-            });
+            return Err(NoExecutor { handler: handler.unwrap_or("*").to_owned(), passed_over: trail.len(), trail });
         }
 
         let n = eligible.len();
@@ -461,7 +457,11 @@ mod tests {
             static_endpoint("https://hooks.example.com/x"),
         ];
         let p = RouteState::new().plan(Route::Failover, Some(&wasm), "j", &cs).unwrap();
-        assert_eq!(ids(&p.targets), ["r"], "neither a handler executor, another runtime's runner nor a static endpoint");
+        assert_eq!(
+            ids(&p.targets),
+            ["r"],
+            "neither a handler executor, another runtime's runner nor a static endpoint"
+        );
         assert!(!static_endpoint("https://x/").serves(Some("sundial:script:bash")));
         assert!(static_endpoint("https://x/").serves(Some("any-handler")));
     }

@@ -32,10 +32,10 @@ use sundial_store::{
 };
 use tokio::task::JoinSet;
 
-use crate::outcome::{finish_attempt, retry_delay_ms};
-use sundial_core::protocol::ScriptRef;
 use crate::delivery::Work;
+use crate::outcome::{finish_attempt, retry_delay_ms};
 use crate::transport::{Answer, CancelTarget, ExecutorResult, is_registered, read_answer, shard_delivery_body};
+use sundial_core::protocol::ScriptRef;
 
 /// What [`Engine::shard_plan`] decides: the app, the eligible executors, the trail, and a
 /// script job's script version.

@@ -69,7 +69,8 @@ impl Api {
             .await
             .map_err(|e| RunnerError::Call { path: path.to_string(), message: e.to_string() })?;
         let status = resp.status();
-        let bytes = resp.bytes().await.map_err(|e| RunnerError::Call { path: path.to_string(), message: e.to_string() })?;
+        let bytes =
+            resp.bytes().await.map_err(|e| RunnerError::Call { path: path.to_string(), message: e.to_string() })?;
         if !status.is_success() {
             return Err(RunnerError::Refused {
                 path: path.to_string(),
@@ -93,10 +94,15 @@ impl Api {
         shard: i64,
         lines: Vec<(String, String)>,
     ) -> Result<(), RunnerError> {
-        let lines: Vec<Value> = lines.into_iter().map(|(level, message)| json!({"level": level, "message": message})).collect();
-        self.post(app_id, &format!("/api/v1/runs/{run_id}/logs"), &json!({"attempt": attempt, "shard": shard, "lines": lines}))
-            .await
-            .map(|_| ())
+        let lines: Vec<Value> =
+            lines.into_iter().map(|(level, message)| json!({"level": level, "message": message})).collect();
+        self.post(
+            app_id,
+            &format!("/api/v1/runs/{run_id}/logs"),
+            &json!({"attempt": attempt, "shard": shard, "lines": lines}),
+        )
+        .await
+        .map(|_| ())
     }
 
     /// Report a result by callback, trying again a few times if Sundial cannot be reached

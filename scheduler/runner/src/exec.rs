@@ -231,7 +231,8 @@ fn interpreted(
     let (Some(wasm), Some(interp)) = (&runtimes.wasm, &runtimes.interpreters) else {
         return Outcome::failed(format!("this runner does not run `{}` scripts", source.runtime));
     };
-    let lang = if source.runtime == "python" { sundial_runtimes::Lang::Python } else { sundial_runtimes::Lang::JavaScript };
+    let lang =
+        if source.runtime == "python" { sundial_runtimes::Lang::Python } else { sundial_runtimes::Lang::JavaScript };
     let module = match interp.get(lang) {
         Ok(m) => m,
         Err(why) => return Outcome::failed(format!("this runner has no `{}` interpreter: {why}", source.runtime)),
@@ -270,6 +271,9 @@ mod tests {
         let long = "é".repeat(2_000);
         let m = exited(2, b"", long.as_bytes(), true).message.unwrap();
         assert!(m.starts_with("exit code 2: é") && m.ends_with("(output truncated at the cap)"), "{m}");
-        assert_eq!(exited(0, b"{\"a\":1}", b"warn", false), Outcome { succeeded: true, output: Some(json!({"a": 1})), message: None });
+        assert_eq!(
+            exited(0, b"{\"a\":1}", b"warn", false),
+            Outcome { succeeded: true, output: Some(json!({"a": 1})), message: None }
+        );
     }
 }

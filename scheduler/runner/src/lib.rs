@@ -218,9 +218,12 @@ impl Runner {
     /// Check a signed call from Sundial; the app it is for.
     async fn verify(&self, headers: &HeaderMap, body: &[u8]) -> Result<String, Response> {
         let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-        let unauthorized = |m: String| (StatusCode::UNAUTHORIZED, axum::Json(json!({"code": "bad_signature", "message": m}))).into_response();
+        let unauthorized = |m: String| {
+            (StatusCode::UNAUTHORIZED, axum::Json(json!({"code": "bad_signature", "message": m}))).into_response()
+        };
         let app_id = h(headers::APP_ID).ok_or_else(|| unauthorized(format!("missing header `{}`", headers::APP_ID)))?;
-        let secrets = self.inner.keys.secrets(app_id).await.ok_or_else(|| unauthorized(format!("unknown app {app_id}")))?;
+        let secrets =
+            self.inner.keys.secrets(app_id).await.ok_or_else(|| unauthorized(format!("unknown app {app_id}")))?;
         let keys: Vec<SigningKey> = secrets.iter().filter_map(|s| SigningKey::parse(s).ok()).collect();
         signing::verify(
             &keys,
@@ -239,11 +242,14 @@ impl Runner {
         if let Some(s) = self.inner.sources.lock().expect("sources").get(sha256) {
             return Ok(s.clone());
         }
-        let got = self.inner.api.run_script(app_id, &d.run_id).await.map_err(|e| format!("fetching the script: {e}"))?;
+        let got =
+            self.inner.api.run_script(app_id, &d.run_id).await.map_err(|e| format!("fetching the script: {e}"))?;
         let bytes = match got.encoding.as_str() {
             "base64" => {
                 use base64::Engine as _;
-                base64::engine::general_purpose::STANDARD.decode(got.source.trim()).map_err(|e| format!("the script's base64: {e}"))?
+                base64::engine::general_purpose::STANDARD
+                    .decode(got.source.trim())
+                    .map_err(|e| format!("the script's base64: {e}"))?
             }
             _ => got.source.into_bytes(),
         };
@@ -266,7 +272,8 @@ impl Runner {
             return Outcome::failed("this executor runs script jobs only (the delivery names no script)");
         };
         if !self.inner.runtimes.available().contains(&script.runtime) {
-            let why = self.inner.runtimes.offers().iter().find(|o| o.runtime == script.runtime).map(|o| o.detail.clone());
+            let why =
+                self.inner.runtimes.offers().iter().find(|o| o.runtime == script.runtime).map(|o| o.detail.clone());
             return Outcome::failed(format!(
                 "this runner does not run `{}` scripts{}",
                 script.runtime,
@@ -299,9 +306,10 @@ impl Runner {
         let source = Source { runtime: script.runtime.clone(), bytes, sha256: script.sha256.clone() };
         let cancel = flight.cancel.clone();
         let d2 = d.clone();
-        let outcome = tokio::task::spawn_blocking(move || exec::run_blocking(&runtimes, &d2, &source, timeout, cancel, sink))
-            .await
-            .unwrap_or_else(|e| Outcome::failed(format!("the run panicked: {e}")));
+        let outcome =
+            tokio::task::spawn_blocking(move || exec::run_blocking(&runtimes, &d2, &source, timeout, cancel, sink))
+                .await
+                .unwrap_or_else(|e| Outcome::failed(format!("the run panicked: {e}")));
         let _ = logger.await; // every line is sent before the result
         outcome
     }
@@ -387,7 +395,10 @@ async fn deliver(State(r): State<Runner>, headers: HeaderMap, body: Bytes) -> Re
     let d: Delivery = match serde_json::from_slice(&body) {
         Ok(d) => d,
         Err(e) => {
-            return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"code": "invalid_body", "message": e.to_string()})))
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                axum::Json(json!({"code": "invalid_body", "message": e.to_string()})),
+            )
                 .into_response();
         }
     };
@@ -397,7 +408,10 @@ async fn deliver(State(r): State<Runner>, headers: HeaderMap, body: Bytes) -> Re
         match running.get(&key) {
             Some(f) => (f.clone(), true),
             None => {
-                let f = Arc::new(InFlight { cancel: Arc::new(AtomicBool::new(false)), by_callback: AtomicBool::new(false) });
+                let f = Arc::new(InFlight {
+                    cancel: Arc::new(AtomicBool::new(false)),
+                    by_callback: AtomicBool::new(false),
+                });
                 running.insert(key.clone(), f.clone());
                 (f, false)
             }
@@ -439,7 +453,10 @@ async fn cancel(State(r): State<Runner>, headers: HeaderMap, body: Bytes) -> Res
     let c: Cancel = match serde_json::from_slice(&body) {
         Ok(c) => c,
         Err(e) => {
-            return (StatusCode::UNPROCESSABLE_ENTITY, axum::Json(json!({"code": "invalid_body", "message": e.to_string()})))
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                axum::Json(json!({"code": "invalid_body", "message": e.to_string()})),
+            )
                 .into_response();
         }
     };
@@ -463,7 +480,12 @@ pub struct Registration {
 
 impl Registration {
     /// Register `address` (where this runner listens) with the app, for its runtimes.
-    pub async fn register(runner: &Runner, app_id: &str, address: &str, name: &str) -> Result<Registration, RunnerError> {
+    pub async fn register(
+        runner: &Runner,
+        app_id: &str,
+        address: &str,
+        name: &str,
+    ) -> Result<Registration, RunnerError> {
         let body = json!({
             "address": address,
             "name": name,

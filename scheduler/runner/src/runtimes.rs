@@ -103,7 +103,9 @@ impl Runtimes {
             (Some(w), Some(dir)) => Some(sundial_runtimes::Interpreters::load(dir, w)),
             _ => None,
         };
-        for (name, lang) in [("python", sundial_runtimes::Lang::Python), ("javascript", sundial_runtimes::Lang::JavaScript)] {
+        for (name, lang) in
+            [("python", sundial_runtimes::Lang::Python), ("javascript", sundial_runtimes::Lang::JavaScript)]
+        {
             let (available, detail) = match (&wasm, &interpreters) {
                 (None, _) => (false, wasm_detail.clone()),
                 (Some(_), None) => (false, "no interpreters directory configured (`interpreters_dir`)".to_string()),
@@ -146,7 +148,12 @@ impl Runtimes {
             offers.push(match &shell {
                 Some(s) => {
                     let iso = s.isolation();
-                    Offer { runtime: name, available: true, isolation: iso.level.as_str().into(), detail: iso.to_string() }
+                    Offer {
+                        runtime: name,
+                        available: true,
+                        isolation: iso.level.as_str().into(),
+                        detail: iso.to_string(),
+                    }
                 }
                 None => Offer {
                     runtime: name,

@@ -94,7 +94,8 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     let listener = TcpListener::bind(&cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     engine_cfg.address = format!("http://{addr}");
-    let builtin = if cfg.runner { Some(runner::start_builtin(&cfg, store.clone(), clock.clone(), addr).await?) } else { None };
+    let builtin =
+        if cfg.runner { Some(runner::start_builtin(&cfg, store.clone(), clock.clone(), addr).await?) } else { None };
     engine_cfg.builtin_runner = builtin.as_ref().map(|b| b.engine_side.clone());
     let runtimes = match &builtin {
         Some(b) => runner::offers(b.runner.runtimes()),

@@ -11,7 +11,7 @@ use anyhow::Context;
 use async_trait::async_trait;
 use clap::Args;
 use sundial_api::RuntimeOffer;
-use sundial_core::clock::{Clock, SharedClock, SystemClock};
+use sundial_core::clock::{SharedClock, SystemClock};
 use sundial_core::types::ScriptRuntime;
 use sundial_runner::{AppKeys, OneApp, Registration, Runner, RunnerConfig, Runtimes, RuntimesConfig};
 use sundial_store::Store;
@@ -165,7 +165,8 @@ pub struct RunnerArgs {
 pub async fn run(args: RunnerArgs) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_new(&args.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+            tracing_subscriber::EnvFilter::try_new(&args.log)
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -192,12 +193,19 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<()> {
     let stop_server = Arc::new(tokio::sync::Notify::new());
     let stop = stop_server.clone();
     let server = tokio::spawn(
-        axum::serve(listener, runner.router()).with_graceful_shutdown(async move { stop.notified().await }).into_future(),
+        axum::serve(listener, runner.router())
+            .with_graceful_shutdown(async move { stop.notified().await })
+            .into_future(),
     );
     let registration = Registration::register(&runner, &args.app_id, &address, &args.name)
         .await
         .with_context(|| format!("registering with {}", args.url))?;
-    println!("runner {} registered with {} for app {}; listening on {address}", registration.executor_id(), args.url, args.app_id);
+    println!(
+        "runner {} registered with {} for app {}; listening on {address}",
+        registration.executor_id(),
+        args.url,
+        args.app_id
+    );
     let stop_beat = Arc::new(tokio::sync::Notify::new());
     let beat = {
         let stop_beat = stop_beat.clone();

@@ -381,7 +381,10 @@ pub async fn run_script(
     let (app, _): (_, serde_json::Map<String, Value>) = verify(&st, &headers, &body).await?;
     let (run, job) = run_of_app(&st, &app, &id).await?;
     let Some(script_id) = job.script_id else {
-        return Err(ApiError::conflict("not_a_script_run", format!("run {id} is a run of a handler job, not of a script")));
+        return Err(ApiError::conflict(
+            "not_a_script_run",
+            format!("run {id} is a run of a handler job, not of a script"),
+        ));
     };
     let Some(version) = run.script_version else {
         return Err(ApiError::conflict("not_delivered", format!("run {id} has not been delivered yet")));

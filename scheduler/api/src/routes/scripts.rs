@@ -176,7 +176,11 @@ fn offered(st: &AppState, runtime: ScriptRuntime) -> ApiResult<()> {
             "runtime_unavailable",
             format!("this install does not run `{runtime}` scripts: {}", o.detail),
         )),
-        None => Err(ApiError::field("runtime", "runtime_unavailable", format!("this install does not run `{runtime}` scripts"))),
+        None => Err(ApiError::field(
+            "runtime",
+            "runtime_unavailable",
+            format!("this install does not run `{runtime}` scripts"),
+        )),
     }
 }
 
