@@ -445,6 +445,8 @@ pub struct RunOut {
     pub output: Option<Value>,
     /// For an `expired` record standing for several missed fires: how many.
     pub expired_count: i64,
+    /// For a run of a script job: the script version its latest attempt ran.
+    pub script_version: Option<i64>,
     pub created_at: String,
     pub updated_at: String,
     pub started_at: Option<String>,
@@ -468,6 +470,7 @@ impl From<Run> for RunOut {
             message: r.message,
             output: r.output,
             expired_count: r.expired_count,
+            script_version: r.script_version,
             created_at: rfc3339_utc(r.created_at_ms),
             updated_at: rfc3339_utc(r.updated_at_ms),
             started_at: r.started_at_ms.map(rfc3339_utc),

@@ -160,7 +160,7 @@ impl Engine {
             let (e, run, job, app, trail) = (self.clone(), run.clone(), job.clone(), app.clone(), passed.clone());
             let script = script.clone();
             set.spawn(async move {
-                let r = e.send_shard(&run, &job, app.as_deref(), script.as_ref(), total, &d, trail).await;
+                let r = e.send_shard(&run, &job, (app.as_deref(), script.as_ref()), total, &d, trail).await;
                 (d.shard.shard_index, r)
             });
         }
@@ -190,8 +190,7 @@ impl Engine {
         &self,
         run: &Run,
         job: &Job,
-        app: Option<&App>,
-        script: Option<&ScriptRef>,
+        (app, script): (Option<&App>, Option<&ScriptRef>),
         total: i64,
         d: &ShardDelivery,
         mut trail: Vec<TrailEntry>,
@@ -367,7 +366,7 @@ impl Engine {
             let (e, trail) = (self.clone(), passed_over(&trail));
             tasks.spawn(async move {
                 let _permit = permit;
-                if let Err(err) = e.send_shard(&run, &job, app.as_ref(), script.as_ref(), total, &d, trail).await {
+                if let Err(err) = e.send_shard(&run, &job, (app.as_ref(), script.as_ref()), total, &d, trail).await {
                     tracing::warn!(run_id = %run.id, shard = d.shard.shard_index, error = %err,
                         "shard retry not recorded; its deadline brings it back");
                 }

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use axum::extract::State;
@@ -54,6 +54,9 @@ use crate::exec::{LineSink, Source};
 const SOURCES_IN_MEMORY: usize = 256;
 /// Log lines are sent in batches at most this often.
 const LOG_FLUSH: Duration = Duration::from_millis(300);
+/// A script's budget ends this much (at most a tenth of the timeout) before the job's
+/// timeout, so that its own failure is the answer rather than the exchange's timeout.
+const ANSWER_MARGIN: Duration = Duration::from_millis(500);
 /// A log line longer than this is cut (the API's limit is 10,000 characters).
 const MAX_LINE: usize = 8_000;
 
@@ -266,8 +269,10 @@ impl Runner {
         Ok(bytes)
     }
 
-    /// Run one attempt to its outcome (the task behind a delivery).
-    async fn execute(&self, app_id: String, d: Delivery, flight: Arc<InFlight>) -> Outcome {
+    /// Run one attempt to its outcome (the task behind a delivery), within the job's
+    /// timeout counted from `received` (less a margin, so that the run's own failure —
+    /// deadline, fuel, … — reaches Sundial before its exchange times out).
+    async fn execute(&self, app_id: String, d: Delivery, flight: Arc<InFlight>, received: Instant) -> Outcome {
         let Some(script) = d.script.clone() else {
             return Outcome::failed("this executor runs script jobs only (the delivery names no script)");
         };
@@ -289,9 +294,17 @@ impl Runner {
         } else {
             self.inner.cfg.default_timeout
         };
-        let Ok(_slot) = self.inner.slots.clone().acquire_owned().await else {
-            return Outcome::failed("the runner is shutting down");
+        let margin = (timeout / 10).min(ANSWER_MARGIN);
+        let deadline = received + timeout.saturating_sub(margin);
+        let slot = tokio::time::timeout_at(deadline.into(), self.inner.slots.clone().acquire_owned()).await;
+        let Ok(Ok(_slot)) = slot else {
+            return Outcome::failed(format!(
+                "timeout: no script slot was free within the job's timeout ({} ms; the runner runs {} at once)",
+                timeout.as_millis(),
+                self.inner.cfg.concurrency
+            ));
         };
+        let timeout = deadline.saturating_duration_since(Instant::now());
         let (lines_tx, lines_rx) = tokio::sync::mpsc::unbounded_channel::<(&'static str, String)>();
         let logger = tokio::spawn(ship_logs(
             self.inner.api.clone(),
@@ -392,6 +405,7 @@ async fn deliver(State(r): State<Runner>, headers: HeaderMap, body: Bytes) -> Re
     if r.inner.stopping.load(Ordering::SeqCst) {
         return offline();
     }
+    let received = Instant::now();
     let d: Delivery = match serde_json::from_slice(&body) {
         Ok(d) => d,
         Err(e) => {
@@ -426,7 +440,7 @@ async fn deliver(State(r): State<Runner>, headers: HeaderMap, body: Bytes) -> Re
     let runner = r.clone();
     tokio::spawn(async move {
         let (run_id, attempt, shard) = (d.run_id.clone(), d.attempt, d.shard.index);
-        let outcome = runner.execute(app_id.clone(), d, flight.clone()).await;
+        let outcome = runner.execute(app_id.clone(), d, flight.clone(), received).await;
         let answer = outcome.answer();
         let answered = !flight.by_callback.load(Ordering::SeqCst) && tx.send(answer.clone()).is_ok();
         if !answered || flight.by_callback.load(Ordering::SeqCst) {

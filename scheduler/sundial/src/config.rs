@@ -108,6 +108,9 @@ pub struct Settings {
     /// (default: `<data_dir>/interpreters`; `scripts/fetch-interpreters` puts them there).
     #[arg(long, env = "SUNDIAL_INTERPRETERS_DIR")]
     pub interpreters_dir: Option<PathBuf>,
+    /// The runner's caches: compiled modules and per-run directories (default: `<data_dir>/runner`).
+    #[arg(long, env = "SUNDIAL_RUNNER_DIR")]
+    pub runner_dir: Option<PathBuf>,
 }
 
 /// Settings with every default applied.
@@ -233,7 +236,7 @@ impl Settings {
                 .interpreters_dir
                 .or(file.interpreters_dir)
                 .unwrap_or_else(|| data_dir.join("interpreters")),
-            runner_dir: data_dir.join("runner"),
+            runner_dir: self.runner_dir.or(file.runner_dir).unwrap_or_else(|| data_dir.join("runner")),
             listen: self.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.into()),
             database_url,
             db_max_connections: self.db_max_connections.or(file.db_max_connections).unwrap_or(10),
