@@ -350,3 +350,26 @@ async fn a_runner_process_registers_runs_the_apps_scripts_and_deregisters() {
     let (_, execs) = app.call(Method::GET, &format!("/api/v1/apps/{}/executors", app.app_id), None).await;
     assert_eq!(execs["items"][0]["state"], "offline", "deregistered: {execs}");
 }
+
+/// The example scripts in `examples/scripts/` (the README's) run as documented.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_scripts_run() {
+    let app = start(None, &[("SUNDIAL_ALLOW_SHELL", "true")]).await;
+    let examples = workspace().join("examples/scripts");
+    let cases = [
+        ("hello.wat", "wasm", json!({"greeted": true}), "hello from a wasm job"),
+        ("report.py", "python", json!({"rows": 2, "sum": 400}), "eu: 200"),
+        ("transform.js", "javascript", json!({"words": 2, "longest": "sundial"}), "counted 2 words"),
+        ("cleanup.sh", "bash", json!({"removed": 3}), "removed 3 files"),
+    ];
+    for (file, runtime, output, line) in cases {
+        let source = std::fs::read_to_string(examples.join(file)).unwrap();
+        let name = file.replace('.', "-");
+        app.script(&name, runtime, &source).await;
+        let job = app.job(&name, &name, json!({"params": {}})).await;
+        let run = app.run_to_end(&job).await;
+        assert_eq!(run["state"], "succeeded", "{file}: {run}");
+        assert_eq!(run["output"], output, "{file}: {run}");
+        assert!(log_text(&run).contains(line), "{file}: {run}");
+    }
+}
