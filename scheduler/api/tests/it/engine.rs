@@ -38,6 +38,7 @@ crate::on_both_databases!(
     answers_are_read_strictly_bounded_and_never_redirected,
     outbound_addresses_are_judged_at_registration_and_at_connect_time,
     a_registration_job_whose_name_is_taken_gets_a_free_one,
+    a_script_job_goes_only_to_a_runner_of_its_runtime_which_fetches_its_source_by_the_run,
 );
 
 struct Setup {
@@ -1487,4 +1488,84 @@ async fn a_registration_job_whose_name_is_taken_gets_a_free_one(app: &TestApp) {
     assert_eq!(st, StatusCode::OK, "{again}");
     assert!(again["jobs_created"].as_array().unwrap().is_empty(), "{again}");
     assert_eq!(app.job_count(&s.key).await, 3);
+}
+
+async fn a_script_job_goes_only_to_a_runner_of_its_runtime_which_fetches_its_source_by_the_run(app: &TestApp) {
+    let s = setup(app).await; // the app's static endpoint is `s.exec`: it never gets a script run
+    let (st, v) = app
+        .post("/api/v1/scripts", &s.key, json!({"name": "etl", "runtime": "python", "source": "print('{}')\n"}))
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{v}");
+    let script_id = v["id"].as_str().unwrap().to_string();
+    let mut body = manual("etl", json!({}));
+    body["handler"] = Value::Null;
+    body["script"] = json!("etl");
+    body["failure"] = json!({"policy": "discard"});
+    let job = app.job(&s.key, body).await;
+    let job_id = job["id"].as_str().unwrap().to_string();
+    let d = trigger_and_tick(app, &s.key, &job_id).await;
+    assert_eq!((d["state"].as_str(), d["reason"].as_str()), (Some("failed"), Some("no_executor")), "{d}");
+    assert!(d["message"].as_str().unwrap().contains("no online runner runs `python` scripts"), "{d}");
+    assert!(s.exec.deliveries().is_empty(), "the static endpoint is not a runner");
+    // A runner for `wasm` only, then one for `python` too (bad runtimes are refused, naming the entry).
+    let runner = TestExecutor::start(&s.secret, app.clock.clone()).await;
+    let reg = |runtimes: Value| json!({"address": runner.url, "name": "runner", "runtimes": runtimes});
+    let (st, v) = callback(app, &s, "/api/v1/executors/register", "reg-bad", reg(json!(["wasm", "cobol"]))).await;
+    assert_eq!((st, v["details"]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("runtimes[1]")), "{v}");
+    let (st, _) = callback(app, &s, "/api/v1/executors/register", "reg-1", reg(json!(["wasm"]))).await;
+    assert_eq!(st, StatusCode::OK);
+    let d = trigger_and_tick(app, &s.key, &job_id).await;
+    assert_eq!(d["reason"], "no_executor", "a wasm runner does not run python: {d}");
+    app.clock.advance(1);
+    let (st, v) =
+        callback(app, &s, "/api/v1/executors/register", "reg-2", reg(json!(["wasm", "python", "python"]))).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let (_, execs) = app.get("/api/v1/apps/billing/executors", &s.key).await;
+    assert_eq!(execs["items"][0]["runtimes"], json!(["wasm", "python"]), "{execs}");
+    runner.then(Answer::Accept);
+    let d = trigger_and_tick(app, &s.key, &job_id).await;
+    assert_eq!(d["state"], "running", "{d}");
+    assert_eq!(d["script_version"], 1, "the run records the version it runs");
+    let got = runner.deliveries().pop().unwrap().body;
+    assert_eq!(got["handler"], Value::Null);
+    assert_eq!(got["script"]["id"], script_id.as_str());
+    assert_eq!((got["script"]["runtime"].as_str(), got["script"]["version"].as_i64()), (Some("python"), Some(1)));
+    assert_eq!(got["script"]["timeout_ms"], job["timeout_ms"]);
+    let run_id = d["id"].as_str().unwrap().to_string();
+    // The runner fetches the source by the run, signed.
+    let (st, src) = callback(app, &s, &format!("/api/v1/runs/{run_id}/script"), "src-1", json!({})).await;
+    assert_eq!(st, StatusCode::OK, "{src}");
+    assert_eq!((src["source"].as_str(), src["version"].as_i64()), (Some("print('{}')\n"), Some(1)));
+    assert_eq!(src["sha256"], got["script"]["sha256"]);
+    // Not for a handler job's run, nor a run not yet delivered, nor another app's, nor unsigned.
+    let handler_job = app.job(&s.key, manual("plain", json!({}))).await;
+    let (_, hrun) =
+        app.post(&format!("/api/v1/jobs/{}/trigger", handler_job["id"].as_str().unwrap()), &s.key, json!({})).await;
+    let hrun = hrun["id"].as_str().unwrap();
+    let (st, v) = callback(app, &s, &format!("/api/v1/runs/{hrun}/script"), "src-2", json!({})).await;
+    assert_eq!((st, v["code"].as_str()), (StatusCode::CONFLICT, Some("not_a_script_run")), "{v}");
+    let (_, pending) =
+        app.post(&format!("/api/v1/jobs/{job_id}/trigger"), &s.key, json!({"at": "2099-01-01T00:00:00Z"})).await;
+    let pending = pending["id"].as_str().unwrap();
+    let (st, v) = callback(app, &s, &format!("/api/v1/runs/{pending}/script"), "src-3", json!({})).await;
+    assert_eq!((st, v["code"].as_str()), (StatusCode::CONFLICT, Some("not_delivered")), "{v}");
+    let (st, other) = app.post("/api/v1/apps", &s.key, json!({"name": "other"})).await;
+    assert_eq!(st, StatusCode::CREATED);
+    let o = Setup {
+        key: s.key.clone(),
+        app_id: other["id"].as_str().unwrap().into(),
+        secret: other["secret"].as_str().unwrap().into(),
+        exec: runner.clone(),
+    };
+    let (st, _) = callback(app, &o, &format!("/api/v1/runs/{run_id}/script"), "src-4", json!({})).await;
+    assert_eq!(st, StatusCode::NOT_FOUND, "another app's run");
+    let resp = app.http.post(format!("{}/api/v1/runs/{run_id}/script", app.base)).body("{}").send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+}
+
+/// Trigger a run of `job_id`, let the engine take it, and read the run.
+async fn trigger_and_tick(app: &TestApp, key: &str, job_id: &str) -> Value {
+    let (_, run) = app.post(&format!("/api/v1/jobs/{job_id}/trigger"), key, json!({})).await;
+    app.engine.tick().await.unwrap();
+    run_detail(app, key, run["id"].as_str().unwrap()).await
 }
