@@ -97,6 +97,10 @@ pub struct Settings {
     /// Scripts this node's runner runs at once at most (default: the number of cores).
     #[arg(long, env = "SUNDIAL_RUNNER_CONCURRENCY")]
     pub runner_concurrency: Option<usize>,
+    /// A script's result ready within this many milliseconds is the delivery's answer; a
+    /// longer run answers `202` and reports its result by callback.
+    #[arg(long, env = "SUNDIAL_RUNNER_SYNC_WAIT_MS")]
+    pub runner_sync_wait_ms: Option<u64>,
     /// Turn on the shell runtime (`bash`, `sh` scripts, in bubblewrap). Off by default.
     #[arg(long, env = "SUNDIAL_ALLOW_SHELL", num_args = 0..=1, default_missing_value = "true")]
     pub allow_shell: Option<bool>,
@@ -139,6 +143,7 @@ pub struct Resolved {
     pub outbound: sundial_core::outbound::OutboundPolicy,
     pub runner: bool,
     pub runner_concurrency: usize,
+    pub runner_sync_wait_ms: u64,
     pub allow_shell: bool,
     pub shell_accept_weaker: bool,
     pub interpreters_dir: PathBuf,
@@ -230,6 +235,7 @@ impl Settings {
         Ok(Resolved {
             runner: self.runner.or(file.runner).unwrap_or(true),
             runner_concurrency,
+            runner_sync_wait_ms: self.runner_sync_wait_ms.or(file.runner_sync_wait_ms).unwrap_or(10_000),
             allow_shell: self.allow_shell.or(file.allow_shell).unwrap_or(false),
             shell_accept_weaker: self.shell_accept_weaker.or(file.shell_accept_weaker).unwrap_or(false),
             interpreters_dir: self

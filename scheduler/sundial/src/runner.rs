@@ -72,6 +72,7 @@ pub async fn start_builtin(
     }
     let mut run_cfg = RunnerConfig::new(local_url(api_addr));
     run_cfg.concurrency = cfg.runner_concurrency;
+    run_cfg.sync_wait = Duration::from_millis(cfg.runner_sync_wait_ms);
     let keys = Arc::new(StoreKeys { store, clock: clock.clone() });
     let runner = Runner::new(run_cfg, keys, Arc::new(runtimes), clock);
     let listener = TcpListener::bind("127.0.0.1:0").await.context("the built-in runner's listener")?;
@@ -154,6 +155,9 @@ pub struct RunnerArgs {
     /// Run shell scripts even without cgroup limits.
     #[arg(long, env = "SUNDIAL_SHELL_ACCEPT_WEAKER")]
     pub shell_accept_weaker: bool,
+    /// A result ready within this many milliseconds is the delivery's answer; later ones go by callback.
+    #[arg(long, env = "SUNDIAL_RUNNER_SYNC_WAIT_MS", default_value_t = 10_000)]
+    pub sync_wait_ms: u64,
     /// Seconds scripts in progress may take to finish after SIGTERM.
     #[arg(long, env = "SUNDIAL_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
@@ -181,6 +185,7 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<()> {
     }
     anyhow::ensure!(!runtimes.available().is_empty(), "no script runtime is available here");
     let mut cfg = RunnerConfig::new(args.url.clone());
+    cfg.sync_wait = Duration::from_millis(args.sync_wait_ms);
     if let Some(c) = args.concurrency {
         anyhow::ensure!((1..=1024).contains(&c), "concurrency: must be 1-1024");
         cfg.concurrency = c;

@@ -311,6 +311,7 @@ async fn a_runner_process_registers_runs_the_apps_scripts_and_deregisters() {
     let log = tmp.path().join("runner.log");
     let mut child = sundial()
         .args(["runner", "--url", &app.node.base, "--app-id", &app.app_id, "--listen", "127.0.0.1:0"])
+        .args(["--sync-wait-ms", "200"])
         .args(["--interpreters-dir", &interpreters_dir(), "--dir", &runner_cache()])
         .env("SUNDIAL_APP_SECRET", &app.secret)
         .env("SUNDIAL_LOG", "info")
@@ -337,7 +338,34 @@ async fn a_runner_process_registers_runs_the_apps_scripts_and_deregisters() {
     assert_eq!(run["attempts"][0]["executor_id"], exec["id"], "{run}");
     assert!(log_text(&run).contains("hello from wasm"), "{run}");
 
+    // A run longer than the runner's sync wait (200 ms here) answers 202 and reports by callback.
+    app.script("slow", "python", "import time, json\ntime.sleep(1.5)\nprint(json.dumps({'slept': True}))\n").await;
+    let slow = app.job("slow", "slow", json!({})).await;
+    let run = app.run_to_end(&slow).await;
+    assert_eq!((run["state"].clone(), run["output"].clone()), (json!("succeeded"), json!({"slept": true})), "{run}");
+    // SIGTERM while a script runs: it finishes (and reports), a new delivery gets 503 meanwhile
+    // (the executor is marked offline, the run fails for want of a runner), then the runner
+    // deregisters and exits 0.
+    app.script("sleepy", "python", "import time\ntime.sleep(3)\nprint('{\"done\": 1}')\n").await;
+    let sleepy = app.job("sleepy", "sleepy", json!({})).await;
+    let sleepy_run = app.trigger(&sleepy).await;
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, v) = app.call(Method::GET, &format!("/api/v1/runs/{sleepy_run}"), None).await;
+        if v["state"] == "running" {
+            break;
+        }
+        assert!(Instant::now() < until, "never running: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     signal(child.id(), "TERM");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = app.run_to_end(&job).await;
+    assert_eq!(refused["state"], "failed", "{refused}");
+    let trail = refused["attempts"][0]["trail"].to_string();
+    assert!(trail.contains("executor_offline"), "the stopping runner answered 503: {refused}");
+    let run = app.final_run(&sleepy_run, Duration::from_secs(20)).await;
+    assert_eq!((run["state"].clone(), run["output"].clone()), (json!("succeeded"), json!({"done": 1})), "{run}");
     let until = Instant::now() + Duration::from_secs(20);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
