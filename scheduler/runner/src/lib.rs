@@ -454,8 +454,12 @@ async fn deliver(State(r): State<Runner>, headers: HeaderMap, body: Bytes) -> Re
     match tokio::time::timeout(sync_wait, &mut rx).await {
         Ok(Ok(answer)) => (StatusCode::OK, axum::Json(answer)).into_response(),
         _ => {
-            rx.close(); // the task reports by callback from now on
-            (StatusCode::ACCEPTED, axum::Json(json!({}))).into_response()
+            rx.close(); // the task reports by callback from now on…
+            match rx.try_recv() {
+                // …unless it sent its answer just before the close.
+                Ok(answer) => (StatusCode::OK, axum::Json(answer)).into_response(),
+                Err(_) => (StatusCode::ACCEPTED, axum::Json(json!({}))).into_response(),
+            }
         }
     }
 }
