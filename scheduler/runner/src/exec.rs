@@ -130,19 +130,7 @@ pub(crate) fn run_blocking(
                 Ok(m) => m,
                 Err(e) => return Outcome::failed(format!("the module does not compile: {e}")),
             };
-            let input = RunInput {
-                args: args_of(d),
-                env: env_of(d),
-                stdin: d.params.to_string().into_bytes(),
-                deadline: timeout,
-                fuel: runtimes.fuel,
-                memory_bytes: None,
-                work_dir: None,
-                ..RunInput::default()
-            };
-            let input = with_controls(input, cancel, sink);
-            let out = wasm.run(&module, input);
-            wasm_outcome(out)
+            wasm_outcome(wasm.run(&module, wasm_input(runtimes, d, timeout, cancel, sink)))
         }
         "python" | "javascript" => interpreted(runtimes, d, source, timeout, cancel, sink),
         "bash" | "sh" => {
@@ -191,8 +179,23 @@ pub(crate) fn run_blocking(
     }
 }
 
-/// The cancel flag and the output stream of a wasm run.
-fn with_controls(mut input: RunInput, cancel: Arc<AtomicBool>, sink: LineSink) -> RunInput {
+/// A wasm run's input (a module's or an interpreter's): what the script gets, its limits,
+/// the cancel flag, and its output streamed to the run's log.
+fn wasm_input(
+    runtimes: &Runtimes,
+    d: &Delivery,
+    timeout: Duration,
+    cancel: Arc<AtomicBool>,
+    sink: LineSink,
+) -> RunInput {
+    let mut input = RunInput {
+        args: args_of(d),
+        env: env_of(d),
+        stdin: d.params.to_string().into_bytes(),
+        deadline: timeout,
+        fuel: runtimes.fuel,
+        ..RunInput::default()
+    };
     input.cancel = Some(cancel);
     input.on_output = Some(Arc::new(move |stream, bytes: &[u8]| {
         let level = match stream {
@@ -238,18 +241,7 @@ fn interpreted(
         Err(why) => return Outcome::failed(format!("this runner has no `{}` interpreter: {why}", source.runtime)),
     };
     let text = String::from_utf8_lossy(&source.bytes).into_owned();
-    let input = RunInput {
-        args: args_of(d),
-        env: env_of(d),
-        stdin: d.params.to_string().into_bytes(),
-        deadline: timeout,
-        fuel: runtimes.fuel,
-        memory_bytes: None,
-        work_dir: None,
-        ..RunInput::default()
-    };
-    let input = with_controls(input, cancel, sink);
-    wasm_outcome(wasm.run_interpreted(module, &text, input))
+    wasm_outcome(wasm.run_interpreted(module, &text, wasm_input(runtimes, d, timeout, cancel, sink)))
 }
 
 #[cfg(test)]

@@ -33,6 +33,20 @@ impl AppKeys for StoreKeys {
     }
 }
 
+/// Set up the sandboxes (off the async threads: compiling an interpreter takes seconds).
+async fn detect(
+    dir: PathBuf,
+    interpreters: PathBuf,
+    allow_shell: bool,
+    accept_weaker: bool,
+) -> anyhow::Result<Runtimes> {
+    let mut rc = RuntimesConfig::new(dir);
+    rc.interpreters_dir = Some(interpreters);
+    rc.allow_shell = allow_shell;
+    rc.shell_accept_weaker = accept_weaker;
+    Ok(tokio::task::spawn_blocking(move || Runtimes::detect(&rc)).await?)
+}
+
 /// A running built-in runner: the runner, and what the engine needs to route to it.
 pub struct Builtin {
     pub runner: Runner,
@@ -62,11 +76,8 @@ pub async fn start_builtin(
     clock: SharedClock,
     api_addr: SocketAddr,
 ) -> anyhow::Result<Builtin> {
-    let mut rc = RuntimesConfig::new(cfg.runner_dir.clone());
-    rc.interpreters_dir = Some(cfg.interpreters_dir.clone());
-    rc.allow_shell = cfg.allow_shell;
-    rc.shell_accept_weaker = cfg.shell_accept_weaker;
-    let runtimes = tokio::task::spawn_blocking(move || Runtimes::detect(&rc)).await?;
+    let runtimes =
+        detect(cfg.runner_dir.clone(), cfg.interpreters_dir.clone(), cfg.allow_shell, cfg.shell_accept_weaker).await?;
     for o in runtimes.offers() {
         tracing::info!(runtime = o.runtime, available = o.available, isolation = %o.isolation, detail = %o.detail, "script runtime");
     }
@@ -175,11 +186,8 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let clock: SharedClock = Arc::new(SystemClock);
-    let mut rc = RuntimesConfig::new(args.dir.clone());
-    rc.interpreters_dir = Some(args.interpreters_dir.clone());
-    rc.allow_shell = args.allow_shell;
-    rc.shell_accept_weaker = args.shell_accept_weaker;
-    let runtimes = tokio::task::spawn_blocking(move || Runtimes::detect(&rc)).await?;
+    let runtimes =
+        detect(args.dir.clone(), args.interpreters_dir.clone(), args.allow_shell, args.shell_accept_weaker).await?;
     for o in runtimes.offers() {
         println!("runtime {:<10} {:<5} {:<16} {}", o.runtime, o.available, o.isolation, o.detail);
     }
