@@ -58,7 +58,9 @@ pub fn serve(database_url: &str, node_id: &str, envs: &[(&str, &str)], log: &Pat
         .envs(envs.iter().copied());
     let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::from(log_file)).spawn().expect("spawn sundial");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // Generous: a node compiles the Python interpreter before it listens when its runner's
+    // cache does not have it yet (about 11 s in a debug build, more on a loaded machine).
+    let deadline = Instant::now() + Duration::from_secs(120);
     let mut base = None;
     while Instant::now() < deadline {
         let Some(Ok(line)) = lines.next() else { break };
