@@ -345,7 +345,8 @@ pub struct JobOut {
     pub failure: FailureSpec,
     pub timeout_ms: i64,
     pub max_concurrency: Option<i64>,
-    pub children: Vec<String>,
+    /// The child edges, in the edge form (also for children given as plain job ids).
+    pub children: Vec<ChildEdgeOut>,
     pub state: JobState,
     /// `api`, or `registration` for jobs an executor's handler registration created.
     pub source: JobSource,
@@ -355,8 +356,16 @@ pub struct JobOut {
     pub updated_at: String,
 }
 
+/// A child edge: the child job, fired with the parent run's output when the parent run ends
+/// as `on` says.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChildEdgeOut {
+    pub job: String,
+    pub on: sundial_core::types::EdgeCondition,
+}
+
 impl JobOut {
-    pub fn new(j: Job, children: Vec<String>) -> Self {
+    pub fn new(j: Job, children: Vec<sundial_core::job::ChildEdge>) -> Self {
         JobOut {
             id: j.id,
             name: j.name,
@@ -373,7 +382,7 @@ impl JobOut {
             failure: j.failure,
             timeout_ms: j.timeout_ms,
             max_concurrency: j.max_concurrency,
-            children,
+            children: children.into_iter().map(|c| ChildEdgeOut { job: c.job_id, on: c.on }).collect(),
             state: j.state,
             source: j.source,
             version: j.version,

@@ -137,12 +137,37 @@ pub struct JobInput {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10000))]
     pub max_concurrency: Option<i64>,
-    /// Job ids fired (trigger `parent`) when a run of this job succeeds.
+    /// Child jobs fired (trigger `parent`, with this run's output) when a run of this job
+    /// ends: a job id (fired when the run succeeds), or an edge
+    /// `{"job": "job_…", "on": "on_success" | "on_failure" | "always"}`.
     #[serde(default)]
-    pub children: Option<Vec<String>>,
+    pub children: Option<Vec<ChildInput>>,
     /// `active` (default) fires on schedule; `stopped` fires only when triggered.
     #[serde(default)]
     pub state: Option<JobState>,
+}
+
+/// A child edge as a request gives it: a job id (`on_success`), or the edge form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(untagged)]
+pub enum ChildInput {
+    /// The child job's id: fired when the parent run succeeds.
+    Id(String),
+    /// The child job's id and when it fires.
+    Edge {
+        job: String,
+        /// `on_success` (default), `on_failure` or `always`.
+        #[serde(default)]
+        on: Option<String>,
+    },
+}
+
+/// A child edge: the child job, and the parent outcomes that fire it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildEdge {
+    pub job_id: String,
+    pub on: crate::types::EdgeCondition,
 }
 
 /// What a job runs.
@@ -171,7 +196,7 @@ pub struct JobDef {
     pub failure: FailureSpec,
     pub timeout_ms: i64,
     pub max_concurrency: Option<i64>,
-    pub children: Vec<String>,
+    pub children: Vec<ChildEdge>,
     pub state: JobState,
 }
 
@@ -312,16 +337,32 @@ impl JobDef {
             .map_err(|e| e.within("failure"))?;
         let timeout_ms = in_range("timeout_ms", input.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS), 1_000, 86_400_000)?;
         let max_concurrency = input.max_concurrency.map(|n| in_range("max_concurrency", n, 1, 10_000)).transpose()?;
-        let children = input.children.clone().unwrap_or_default();
-        if children.len() > MAX_CHILDREN {
+        let given = input.children.clone().unwrap_or_default();
+        if given.len() > MAX_CHILDREN {
             return Err(FieldError::invalid("children", format!("at most {MAX_CHILDREN} child jobs")));
         }
-        for (i, c) in children.iter().enumerate() {
-            if !crate::ids::looks_like(crate::ids::JOB, c) {
-                return Err(FieldError::invalid(format!("children[{i}]"), format!("`{c}` is not a job id")));
+        let mut children = Vec::with_capacity(given.len());
+        for (i, c) in given.iter().enumerate() {
+            let (job_id, on) = match c {
+                ChildInput::Id(id) => (id, crate::types::EdgeCondition::OnSuccess),
+                ChildInput::Edge { job, on } => (
+                    job,
+                    match on {
+                        Some(o) => crate::types::parse_enum(&format!("children[{i}].on"), o)?,
+                        None => crate::types::EdgeCondition::OnSuccess,
+                    },
+                ),
+            };
+            if !crate::ids::looks_like(crate::ids::JOB, job_id) {
+                let field = match c {
+                    ChildInput::Id(_) => format!("children[{i}]"),
+                    ChildInput::Edge { .. } => format!("children[{i}].job"),
+                };
+                return Err(FieldError::invalid(field, format!("`{job_id}` is not a job id")));
             }
+            children.push(ChildEdge { job_id: job_id.clone(), on });
         }
-        let mut dedup = children.clone();
+        let mut dedup: Vec<&str> = children.iter().map(|c| c.job_id.as_str()).collect();
         dedup.sort();
         dedup.dedup();
         if dedup.len() != children.len() {
@@ -405,8 +446,12 @@ mod tests {
         });
         assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "failure.max_retries");
         let mut i = input();
-        i.children = Some(vec!["nope".into()]);
+        i.children = Some(vec![ChildInput::Id("nope".into())]);
         assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "children[0]");
+        i.children = Some(vec![ChildInput::Edge { job: "job_1".into(), on: Some("sometimes".into()) }]);
+        assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "children[0].on");
+        i.children = Some(vec![ChildInput::Edge { job: "nope".into(), on: None }]);
+        assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "children[0].job");
     }
 
     #[test]

@@ -140,6 +140,24 @@ str_enum!(
     ExecutorState { Online => "online", Offline => "offline" }
 );
 
+str_enum!(
+    /// When a child edge fires: the parent run `succeeded` (`on_success`, the default), it
+    /// `failed` for good (`on_failure`: retries exhausted), or either (`always`; never for a
+    /// `cancelled` parent).
+    EdgeCondition { OnSuccess => "on_success", OnFailure => "on_failure", Always => "always" }
+);
+
+impl EdgeCondition {
+    /// Does an edge with this condition fire for a parent run that ended `state`?
+    pub fn fires_on(self, state: RunState) -> bool {
+        matches!(
+            (self, state),
+            (EdgeCondition::OnSuccess | EdgeCondition::Always, RunState::Succeeded)
+                | (EdgeCondition::OnFailure | EdgeCondition::Always, RunState::Failed)
+        )
+    }
+}
+
 /// Parse an enum field, naming the field in the error.
 pub fn parse_enum<T: FromStr<Err = String>>(field: &str, s: &str) -> Result<T, FieldError> {
     s.parse::<T>().map_err(|m| FieldError::new(field, "unknown_variant", m))

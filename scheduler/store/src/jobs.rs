@@ -1,6 +1,7 @@
 //! Jobs, their child edges and the generation cursor: [`JobStore`]. SQL in `sql/jobs.rs`.
 
 use async_trait::async_trait;
+use sundial_core::job::ChildEdge;
 use sundial_core::types::JobState;
 
 use crate::{Job, Page, Result};
@@ -18,7 +19,7 @@ pub struct JobFilter {
 pub trait JobStore: Send + Sync {
     /// Insert a job and its child edges. Children must be jobs of the same tenant and
     /// must not make a cycle; both are checked inside the transaction.
-    async fn job_insert(&self, job: &Job, children: &[String]) -> Result<()>;
+    async fn job_insert(&self, job: &Job, children: &[ChildEdge]) -> Result<()>;
     async fn job_get(&self, tenant_id: &str, id: &str) -> Result<Option<Job>>;
     /// Jobs by id, whatever their tenant (the engine's misfire decisions for a batch of
     /// late fires; never reachable from a caller's request). Missing ids are left out.
@@ -27,12 +28,12 @@ pub trait JobStore: Send + Sync {
     /// Replace a job's definition if its version is still `expected_version`
     /// (`job.version` is the new one). `children: Some` replaces the edges.
     /// `Ok(false)` if the job does not exist; [`StoreError::Stale`](crate::StoreError::Stale) if it changed meanwhile.
-    async fn job_update(&self, job: &Job, children: Option<&[String]>, expected_version: i64) -> Result<bool>;
+    async fn job_update(&self, job: &Job, children: Option<&[ChildEdge]>, expected_version: i64) -> Result<bool>;
     /// Set `active`/`stopped`, bumping the version. `None` if the job does not exist.
     async fn job_set_state(&self, tenant_id: &str, id: &str, state: JobState, now_ms: i64) -> Result<Option<Job>>;
     /// Delete a job, its edges (both directions) and its runs that have not started.
     async fn job_delete(&self, tenant_id: &str, id: &str) -> Result<bool>;
-    async fn job_children(&self, job_id: &str) -> Result<Vec<String>>;
+    async fn job_children(&self, job_id: &str) -> Result<Vec<ChildEdge>>;
     /// Insert a registration-created job unless one exists for its registration key.
     async fn job_insert_if_absent(&self, job: &Job) -> Result<bool>;
 

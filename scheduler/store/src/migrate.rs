@@ -132,6 +132,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0012_script_runs.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0012_script_runs.sql"),
     },
+    Migration {
+        version: 13,
+        name: "edge_conditions",
+        mysql: include_str!("../../../migrations/mysql/0013_edge_conditions.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0013_edge_conditions.sql"),
+    },
 ];
 
 impl Migration {

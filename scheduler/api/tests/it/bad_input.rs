@@ -103,6 +103,13 @@ async fn bad_job_bodies_are_refused_and_write_nothing(app: &TestApp) {
             None,
         ),
         (with(good.clone(), &["children"], json!(["not-a-job"])), "invalid_field", "children[0]", None),
+        (
+            with(good.clone(), &["children"], json!([{"job": "job_0123", "on": "sometimes"}])),
+            "unknown_variant",
+            "children[0].on",
+            None,
+        ),
+        (with(good.clone(), &["children"], json!([{"job": "nope"}])), "invalid_field", "children[0].job", None),
         (with(good.clone(), &["scheduel"], json!({})), "unknown_field", "scheduel", None),
         (with(good.clone(), &["schedule", "at"], json!("tomorrow")), "invalid_field", "schedule.at", None),
         (
@@ -260,7 +267,7 @@ async fn child_cycles_are_refused(app: &TestApp) {
     let mut a = cron_job("a", "billing");
     a["children"] = json!([b["id"]]);
     let a = app.job(&t.admin, a).await;
-    assert_eq!(a["children"], json!([b["id"]]));
+    assert_eq!(a["children"], json!([{"job": b["id"], "on": "on_success"}]));
     let mut c_body = cron_job("c", "billing");
     c_body["children"] = json!([a["id"]]);
     let path = format!("/api/v1/jobs/{}", c["id"].as_str().unwrap());

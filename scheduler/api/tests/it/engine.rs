@@ -611,6 +611,33 @@ async fn children_fire_with_the_parents_output(app: &TestApp) {
     assert_eq!(d[1].body["parent"], json!({"run_id": d[0].body["run_id"], "output": {"rows": 7}}));
     let child_runs = runs(app, &s.key, child["id"].as_str().unwrap()).await;
     assert_eq!(child_runs[0]["fire_key"], format!("p:{}", d[0].body["run_id"].as_str().unwrap()));
+
+    // A clean-up step on failure: a parent failing for good (no retries) fires its
+    // `on_failure` and `always` children, not its `on_success` one.
+    let cleanup = app.job(&s.key, manual("cleanup", json!({}))).await;
+    let audit = app.job(&s.key, manual("audit", json!({}))).await;
+    let risky = app
+        .job(
+            &s.key,
+            manual(
+                "risky",
+                json!({"failure": {"policy": "discard"}, "children": [
+                    child["id"], {"job": cleanup["id"], "on": "on_failure"}, {"job": audit["id"], "on": "always"}]}),
+            ),
+        )
+        .await;
+    s.exec.then(Answer::Fail("disk full"));
+    let (_, run) =
+        app.post(&format!("/api/v1/jobs/{}/trigger", risky["id"].as_str().unwrap()), &s.key, json!({})).await;
+    app.engine.tick().await.unwrap();
+    app.engine.tick().await.unwrap();
+    assert_eq!(run_detail(app, &s.key, run["id"].as_str().unwrap()).await["state"], "failed");
+    let d = s.exec.deliveries();
+    let mut fired: Vec<&str> = d[3..].iter().map(|x| x.body["job"].as_str().unwrap()).collect();
+    fired.sort();
+    assert_eq!(fired, ["audit", "cleanup"], "{d:?}");
+    assert!(d[3..].iter().all(|x| x.body["parent"]["run_id"] == run["id"]));
+    assert_eq!(runs(app, &s.key, child["id"].as_str().unwrap()).await.len(), 1, "no on_success child this time");
 }
 
 async fn the_pause_switch_stops_schedules_not_triggers(app: &TestApp) {

@@ -60,13 +60,20 @@ async fn jobs_lifecycle(app: &TestApp) {
     let child = app
         .job(&t.admin, json!({"name": "child", "app": "billing", "handler": "after", "schedule": {"kind": "manual"}}))
         .await;
+    let cleanup = app
+        .job(&t.admin, json!({"name": "cleanup", "app": "billing", "handler": "undo", "schedule": {"kind": "manual"}}))
+        .await;
+    let report = app
+        .job(&t.admin, json!({"name": "report", "app": "billing", "handler": "report", "schedule": {"kind": "manual"}}))
+        .await;
     let body = json!({
         "name": "nightly", "description": "Invoices", "app": "billing", "handler": "invoice.run",
         "schedule": {"kind": "cron", "expression": "0 30 2 * * *", "timezone": "Europe/Berlin"},
         "params": {"region": "eu"}, "route": "failover", "block": "discard_later",
         "misfire": {"policy": "fire_all", "max_catchup": 10},
         "failure": {"policy": "retry", "max_retries": 3, "backoff": {"kind": "fixed", "base_ms": 2000}},
-        "timeout_ms": 60000, "max_concurrency": 2, "children": [child["id"]]
+        "timeout_ms": 60000, "max_concurrency": 2,
+        "children": [child["id"], {"job": cleanup["id"], "on": "on_failure"}, {"job": report["id"]}]
     });
     let job = app.job(&t.admin, body).await;
     assert_eq!(job["state"], "active");
@@ -77,7 +84,14 @@ async fn jobs_lifecycle(app: &TestApp) {
         json!({"policy": "fire_all", "threshold_ms": 5000, "catchup_window_ms": 3600000, "max_catchup": 10})
     );
     assert_eq!(job["failure"]["backoff"], json!({"kind": "fixed", "base_ms": 2000, "max_ms": 300000, "jitter": true}));
-    assert_eq!(job["children"], json!([child["id"]]));
+    // Both forms accepted; the edge form shown (in job id order).
+    let mut want = vec![
+        json!({"job": child["id"], "on": "on_success"}),
+        json!({"job": cleanup["id"], "on": "on_failure"}),
+        json!({"job": report["id"], "on": "on_success"}),
+    ];
+    want.sort_by_key(|e| e["job"].as_str().unwrap().to_string());
+    assert_eq!(job["children"], json!(want));
     let path = format!("/api/v1/jobs/{}", job["id"].as_str().unwrap());
     assert_eq!(app.get(&path, &t.admin).await.1, job);
     let (s, stopped) = app.post(&format!("{path}/stop"), &t.admin, json!({})).await;

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
+use sundial_core::job::ChildEdge;
 use sundial_core::types::JobState;
 
 use super::{IDS, SqlStore, col, fetch_in_with, json_col, parse_col, to_json};
@@ -45,9 +46,9 @@ async fn check_children(
     tx: &mut Transaction<'static, Any>,
     tenant_id: &str,
     parent: &str,
-    children: &[String],
+    children: &[ChildEdge],
 ) -> Result<()> {
-    for (i, child) in children.iter().enumerate() {
+    for (i, child) in children.iter().map(|c| &c.job_id).enumerate() {
         let field = format!("children[{i}]");
         if child == parent {
             return Err(StoreError::Refused { field, message: "a job cannot be its own child".into() });
@@ -71,7 +72,7 @@ async fn check_children(
             .iter()
             .map(|r| Ok((col(r, "parent_job_id")?, col(r, "child_job_id")?)))
             .collect::<Result<_>>()?;
-    for (i, child) in children.iter().enumerate() {
+    for (i, child) in children.iter().map(|c| &c.job_id).enumerate() {
         let mut stack = vec![child.clone()];
         let mut seen = std::collections::HashSet::new();
         while let Some(n) = stack.pop() {
@@ -93,16 +94,17 @@ async fn write_children(
     tx: &mut Transaction<'static, Any>,
     tenant_id: &str,
     parent: &str,
-    children: &[String],
+    children: &[ChildEdge],
     now_ms: i64,
 ) -> Result<()> {
     sqlx::query("DELETE FROM job_children WHERE parent_job_id = ?").bind(parent).execute(&mut **tx).await?;
     for child in children {
         sqlx::query(
-            "INSERT INTO job_children (parent_job_id, child_job_id, tenant_id, created_at_ms) VALUES (?, ?, ?, ?)",
+            "INSERT INTO job_children (parent_job_id, child_job_id, fire_on, tenant_id, created_at_ms) VALUES (?, ?, ?, ?, ?)",
         )
         .bind(parent)
-        .bind(child)
+        .bind(&child.job_id)
+        .bind(child.on.as_str())
         .bind(tenant_id)
         .bind(now_ms)
         .execute(&mut **tx)
@@ -115,7 +117,7 @@ async fn write_children(
 impl JobStore for SqlStore {
     // ---- jobs ----
 
-    async fn job_insert(&self, j: &Job, children: &[String]) -> Result<()> {
+    async fn job_insert(&self, j: &Job, children: &[ChildEdge]) -> Result<()> {
         let mut tx = self.begin().await?;
         check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
         sqlx::query(
@@ -201,7 +203,7 @@ impl JobStore for SqlStore {
         .collect()
     }
 
-    async fn job_update(&self, j: &Job, children: Option<&[String]>, expected_version: i64) -> Result<bool> {
+    async fn job_update(&self, j: &Job, children: Option<&[ChildEdge]>, expected_version: i64) -> Result<bool> {
         let mut tx = self.begin().await?;
         if let Some(children) = children {
             check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
@@ -320,13 +322,13 @@ impl JobStore for SqlStore {
         Ok(r.rows_affected() > 0)
     }
 
-    async fn job_children(&self, job_id: &str) -> Result<Vec<String>> {
-        sqlx::query("SELECT child_job_id FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
+    async fn job_children(&self, job_id: &str) -> Result<Vec<ChildEdge>> {
+        sqlx::query("SELECT child_job_id, fire_on FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
             .bind(job_id)
             .fetch_all(&self.pool)
             .await?
             .iter()
-            .map(|r| col(r, "child_job_id"))
+            .map(|r| Ok(ChildEdge { job_id: col(r, "child_job_id")?, on: parse_col(r, "fire_on")? }))
             .collect()
     }
 

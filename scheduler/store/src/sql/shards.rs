@@ -13,7 +13,7 @@ use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
-use sundial_core::types::{RunState, TriggerKind};
+use sundial_core::types::{EdgeCondition, RunState, TriggerKind};
 
 use super::runs::{insert_run, run_row};
 use super::{SqlStore, col, json_opt, parse_col, refused, to_json};
@@ -429,8 +429,8 @@ pub(super) async fn finish(s: &SqlStore, p: &FinishShard) -> Result<ShardFinishO
                 let output = Value::Array(all.iter().map(|sh| sh.output.clone().unwrap_or(Value::Null)).collect());
                 let rt = transition(run.state, &RunEvent::Succeeded).map_err(refused)?;
                 if end_run(&mut tx, &run, rt.to, None, None, Some(&output), p.now_ms).await? {
-                    children = fire_children(&mut tx, s.dialect, &run, &output, p.now_ms).await?;
                     run.state = rt.to;
+                    children = fire_children(&mut tx, s.dialect, &run, Some(&output), p.now_ms).await?;
                     run.output = Some(output);
                     run.reason = None;
                     run.message = None;
@@ -456,6 +456,7 @@ pub(super) async fn finish(s: &SqlStore, p: &FinishShard) -> Result<ShardFinishO
                 run.reason = Some(reason.as_str().to_string());
                 run.message = Some(message);
                 run.finished_at_ms = Some(p.now_ms);
+                children = fire_children(&mut tx, s.dialect, &run, None, p.now_ms).await?;
             }
         }
         _ => {} // retrying: the shard waits out its backoff; the run stays where it is
@@ -497,28 +498,32 @@ async fn end_run(
     Ok(r.rows_affected() > 0)
 }
 
-/// The parent succeeded: each child job fires once (`p:<run id>`) with the parent's output.
+/// The parent run ended (`run.state`): each child job whose edge condition holds fires
+/// once (`p:<run id>`) with the parent's output.
 async fn fire_children(
     tx: &mut Transaction<'static, Any>,
     dialect: Dialect,
     run: &Run,
-    output: &Value,
+    output: Option<&Value>,
     now_ms: i64,
 ) -> Result<Vec<Run>> {
-    let child_ids: Vec<String> =
-        sqlx::query("SELECT child_job_id FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
+    let edges: Vec<(String, EdgeCondition)> =
+        sqlx::query("SELECT child_job_id, fire_on FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
             .bind(&run.job_id)
             .fetch_all(&mut **tx)
             .await?
             .iter()
-            .map(|r| col(r, "child_job_id"))
+            .map(|r| Ok((col(r, "child_job_id")?, parse_col(r, "fire_on")?)))
             .collect::<Result<_>>()?;
     let mut children = Vec::new();
-    for child in child_ids {
+    for (child, on) in edges {
+        if !on.fires_on(run.state) {
+            continue;
+        }
         let mut child_run =
             Run::pending(&run.tenant_id, &child, 0, format!("p:{}", run.id), TriggerKind::Parent, now_ms, now_ms);
         child_run.parent_run_id = Some(run.id.clone());
-        child_run.parent_output = Some(output.clone());
+        child_run.parent_output = output.cloned();
         if insert_run(tx, dialect, &child_run).await? {
             children.push(child_run);
         }

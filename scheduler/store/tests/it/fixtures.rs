@@ -2,6 +2,7 @@
 //! dispatch arguments, results and node heartbeats.
 
 use std::sync::Arc;
+use sundial_core::job::ChildEdge;
 
 use serde_json::json;
 use sundial_core::ids::{self, new_id};
@@ -165,4 +166,9 @@ pub fn beat(id: &str, address: &str, claimed: i64, started_at_ms: i64) -> NodeBe
         started_at_ms,
         ..NodeBeat::default()
     }
+}
+
+/// A child edge that fires when the parent run succeeds.
+pub fn edge(job_id: &str) -> ChildEdge {
+    ChildEdge { job_id: job_id.to_string(), on: sundial_core::types::EdgeCondition::OnSuccess }
 }

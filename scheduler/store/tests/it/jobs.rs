@@ -78,14 +78,14 @@ pub async fn child_edges_refuse_cycles_and_foreign_jobs(s: S) {
     let a = app(&s, &t, "a").await;
     let c = job(&s, &a, "c").await;
     let b = job_of(&a, "b");
-    s.job_insert(&b, std::slice::from_ref(&c.id)).await.unwrap();
+    s.job_insert(&b, &[edge(&c.id)]).await.unwrap();
     let top = job_of(&a, "a");
-    s.job_insert(&top, std::slice::from_ref(&b.id)).await.unwrap();
-    assert_eq!(s.job_children(&top.id).await.unwrap(), vec![b.id.clone()]);
+    s.job_insert(&top, &[edge(&b.id)]).await.unwrap();
+    assert_eq!(s.job_children(&top.id).await.unwrap(), vec![edge(&b.id)]);
     // c → a would close a → b → c → a.
     let mut c2 = c.clone();
     c2.version = 2;
-    match s.job_update(&c2, Some(std::slice::from_ref(&top.id)), 1).await {
+    match s.job_update(&c2, Some(&[edge(&top.id)]), 1).await {
         Err(StoreError::Refused { field, message }) => {
             assert_eq!(field, "children[0]");
             assert!(message.contains("cycle"), "{message}");
@@ -97,18 +97,12 @@ pub async fn child_edges_refuse_cycles_and_foreign_jobs(s: S) {
     // Itself, unknown and foreign jobs are refused.
     let mut self_loop = c.clone();
     self_loop.version = 2;
-    assert!(matches!(
-        s.job_update(&self_loop, Some(std::slice::from_ref(&c.id)), 1).await,
-        Err(StoreError::Refused { .. })
-    ));
+    assert!(matches!(s.job_update(&self_loop, Some(&[edge(&c.id)]), 1).await, Err(StoreError::Refused { .. })));
     let t2 = tenant(&s, "t2").await;
     let a2 = app(&s, &t2, "a").await;
     let foreign = job(&s, &a2, "f").await;
     let with_foreign = job_of(&a, "x");
-    assert!(matches!(
-        s.job_insert(&with_foreign, std::slice::from_ref(&foreign.id)).await,
-        Err(StoreError::Refused { .. })
-    ));
+    assert!(matches!(s.job_insert(&with_foreign, &[edge(&foreign.id)]).await, Err(StoreError::Refused { .. })));
     assert!(s.job_get(&t.id, &with_foreign.id).await.unwrap().is_none(), "refused insert wrote nothing");
 }
 
@@ -181,7 +175,7 @@ pub async fn job_delete_removes_edges_and_unstarted_runs(s: S) {
     let a = app(&s, &t, "a").await;
     let child = job(&s, &a, "child").await;
     let parent = job_of(&a, "parent");
-    s.job_insert(&parent, std::slice::from_ref(&child.id)).await.unwrap();
+    s.job_insert(&parent, &[edge(&child.id)]).await.unwrap();
     let pending = run_of(&child, "s:1", 1);
     s.run_insert(&pending).await.unwrap();
     let mut done = run_of(&child, "s:2", 2);

@@ -6,7 +6,7 @@ use sundial_core::affinity::ALL_BUCKETS;
 
 use serde_json::{Value, json};
 use sundial_core::ids::{self, new_id};
-use sundial_core::job::{FailureSpec, MisfireSpec};
+use sundial_core::job::{ChildEdge, FailureSpec, MisfireSpec};
 use sundial_core::run_state::FailReason;
 use sundial_core::schedule::ScheduleSpec;
 use sundial_core::types::*;
@@ -50,7 +50,7 @@ async fn fixture(s: &S) -> Fixture {
 }
 
 /// A sharding job (each test run gets its own job, so block strategies never interfere).
-async fn sharded_job(s: &S, f: &Fixture, name: &str, children: &[String]) -> Job {
+async fn sharded_job(s: &S, f: &Fixture, name: &str, children: &[ChildEdge]) -> Job {
     let manual = ScheduleSpec {
         kind: ScheduleKind::Manual,
         expression: None,
@@ -146,7 +146,7 @@ fn freeze(run: &Run, node: &str, targets: Vec<ShardTarget>, now: i64) -> ShardFr
 }
 
 /// Freeze `n` shards of a fresh dispatched run of a fresh job.
-async fn frozen(s: &S, f: &Fixture, name: &str, n: usize, children: &[String]) -> (Job, Run) {
+async fn frozen(s: &S, f: &Fixture, name: &str, n: usize, children: &[ChildEdge]) -> (Job, Run) {
     let job = sharded_job(s, f, name, children).await;
     let run = dispatched(s, &job, "node_a").await;
     let names: Vec<String> = (0..n).map(|i| format!("e{i}")).collect();
@@ -376,7 +376,7 @@ pub async fn a_due_shard_retry_is_started_by_one_caller(s: S) {
 pub async fn a_sharded_run_succeeds_with_all_shards_and_fails_with_one(s: S) {
     let f = fixture(&s).await;
     let child = sharded_job(&s, &f, "child", &[]).await;
-    let (_, run) = frozen(&s, &f, "parent", 3, std::slice::from_ref(&child.id)).await;
+    let (_, run) = frozen(&s, &f, "parent", 3, &[crate::fixtures::edge(&child.id)]).await;
     s.shard_run_delivered(&run.id, 1, NOW).await.unwrap();
     // In any order; the run's output is the shards' outputs in index order.
     for (i, expect_run) in [(2, RunState::Running), (0, RunState::Running)] {
@@ -399,7 +399,7 @@ pub async fn a_sharded_run_succeeds_with_all_shards_and_fails_with_one(s: S) {
     assert_eq!(s.shard_finish(&ok(&run, 1, 1, json!({"part": 1}))).await.unwrap(), ShardFinishOutcome::Duplicate);
 
     // One shard failed for good: the run fails with its reason, the open shards are cancelled.
-    let (_, run) = frozen(&s, &f, "parent2", 3, std::slice::from_ref(&child.id)).await;
+    let (_, run) = frozen(&s, &f, "parent2", 3, &[crate::fixtures::edge(&child.id)]).await;
     s.shard_run_delivered(&run.id, 1, NOW).await.unwrap();
     applied(s.shard_finish(&ok(&run, 0, 1, json!(0))).await.unwrap());
     assert!(s.shard_mark_running(&run.id, 1, 1, NOW).await.unwrap());

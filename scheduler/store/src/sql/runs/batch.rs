@@ -8,14 +8,14 @@ use std::sync::Arc;
 use serde_json::Value;
 use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
-use sundial_core::types::{BlockStrategy, JobState, RunState, TriggerKind};
+use sundial_core::types::{BlockStrategy, EdgeCondition, JobState, RunState, TriggerKind};
 
 use super::{insert_run, run_row, set_terminal};
 use crate::sql::apps::{app_row, executor_row};
 use crate::sql::jobs::{JOB_COLS, job_row};
 use crate::sql::{
-    IDS, IN_CHUNK, Ix, SqlStore, col, distinct, fetch_in, in_list, in_width, json_opt, placeholders, pow2_chunks,
-    refused, sorted, to_json,
+    IDS, IN_CHUNK, Ix, SqlStore, col, distinct, fetch_in, in_list, in_width, json_opt, parse_col, placeholders,
+    pow2_chunks, refused, sorted, to_json,
 };
 use crate::{
     AppRouting, AttemptResult, Dialect, DispatchDecision, FinishAttempt, FinishOutcome, GenerateJob, Job, Result, Run,
@@ -562,7 +562,7 @@ impl SqlStore {
         let mut outcomes = Vec::with_capacity(ps.len());
         let mut run_writes: Vec<RunWrite> = Vec::new();
         let mut attempt_writes: Vec<AttemptWrite> = Vec::new();
-        let mut succeeded: Vec<usize> = Vec::new();
+        let mut ended: Vec<usize> = Vec::new();
         for p in ps {
             let Some(run) = runs.get_mut(&p.run_id) else {
                 outcomes.push(FinishOutcome::NotFound);
@@ -636,30 +636,37 @@ impl SqlStore {
             run.owner_node = None;
             run.lease_until_ms = None;
             run.updated_at_ms = at;
-            if t.to == RunState::Succeeded {
-                succeeded.push(outcomes.len());
+            if matches!(t.to, RunState::Succeeded | RunState::Failed) {
+                ended.push(outcomes.len());
             }
             outcomes.push(FinishOutcome::Applied { run: run.clone(), children: Vec::new() });
         }
         write_runs(&mut tx, self.hint(Ix::Primary), &run_writes).await?;
         write_attempts(&mut tx, &attempt_writes).await?;
-        // Children of the succeeded runs' jobs fire once each, in the same transaction.
-        if !succeeded.is_empty() {
-            let parents = distinct(succeeded.iter().map(|&i| match &outcomes[i] {
+        // Children of the ended runs' jobs whose edge condition holds fire once each, in the
+        // same transaction.
+        if !ended.is_empty() {
+            let parents = distinct(ended.iter().map(|&i| match &outcomes[i] {
                 FinishOutcome::Applied { run, .. } => run.job_id.as_str(),
                 _ => unreachable!("only applied outcomes are listed"),
             }));
             let sql = format!(
-                "SELECT parent_job_id, child_job_id FROM job_children WHERE parent_job_id IN ({}) ORDER BY child_job_id",
+                "SELECT parent_job_id, child_job_id, fire_on FROM job_children WHERE parent_job_id IN ({}) ORDER BY child_job_id",
                 IDS
             );
-            let mut children_of: HashMap<String, Vec<String>> = HashMap::new();
+            let mut children_of: HashMap<String, Vec<(String, EdgeCondition)>> = HashMap::new();
             for row in fetch_in(&mut tx, &sql, &parents).await? {
-                children_of.entry(col(&row, "parent_job_id")?).or_default().push(col(&row, "child_job_id")?);
+                children_of
+                    .entry(col(&row, "parent_job_id")?)
+                    .or_default()
+                    .push((col(&row, "child_job_id")?, parse_col(&row, "fire_on")?));
             }
-            for i in succeeded {
+            for i in ended {
                 let FinishOutcome::Applied { run, children } = &mut outcomes[i] else { continue };
-                for child in children_of.get(&run.job_id).map(Vec::as_slice).unwrap_or_default() {
+                for (child, on) in children_of.get(&run.job_id).map(Vec::as_slice).unwrap_or_default() {
+                    if !on.fires_on(run.state) {
+                        continue;
+                    }
                     let now = run.updated_at_ms;
                     let mut child_run =
                         Run::pending(&run.tenant_id, child, 0, format!("p:{}", run.id), TriggerKind::Parent, now, now);

@@ -1,6 +1,7 @@
 //! The hot-path batches of [`RunStore`]: dispatch, results, generation.
 
 use serde_json::json;
+use sundial_core::job::ChildEdge;
 use sundial_core::types::*;
 use sundial_store::*;
 
@@ -9,6 +10,7 @@ use crate::fixtures::*;
 for_each_database!(
     dispatch_batches_decide_each_run_as_if_alone,
     result_batches_apply_in_order_with_duplicates_and_conflicts,
+    children_fire_by_their_edge_condition,
     generate_batches_skip_jobs_that_changed,
     generate_moves_each_jobs_own_cursor_in_a_mixed_batch,
     fires_without_rows_are_written_by_the_dispatch_that_decides_them,
@@ -111,7 +113,7 @@ pub async fn result_batches_apply_in_order_with_duplicates_and_conflicts(s: S) {
     let child = job_with(&s, &a, "child", BlockStrategy::DiscardLater).await;
     let mut j = parent.clone();
     j.version = 2;
-    assert!(s.job_update(&j, Some(std::slice::from_ref(&child.id)), 1).await.unwrap());
+    assert!(s.job_update(&j, Some(&[edge(&child.id)]), 1).await.unwrap());
     let mut others = Vec::new();
     for i in 0..40 {
         others.push(job_with(&s, &a, &format!("o{i}"), BlockStrategy::DiscardLater).await);
@@ -443,4 +445,59 @@ pub async fn missing_runs_last_fires_and_timed_job_versions(s: S) {
     let mut want = vec![(j.id.clone(), 1), (k.id.clone(), 1)];
     want.sort();
     assert_eq!(versions, want);
+}
+
+/// A parent run that succeeds fires its `on_success` and `always` children; one that fails
+/// for good fires its `on_failure` and `always` children; one that will be retried fires none.
+pub async fn children_fire_by_their_edge_condition(s: S) {
+    use sundial_core::types::EdgeCondition::*;
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let mut kids = Vec::new();
+    for (name, on) in [("next", OnSuccess), ("cleanup", OnFailure), ("report", Always)] {
+        kids.push((job_with(&s, &a, name, BlockStrategy::DiscardLater).await, on));
+    }
+    let edges: Vec<ChildEdge> = kids.iter().map(|(j, on)| ChildEdge { job_id: j.id.clone(), on: *on }).collect();
+    let mut runs = Vec::new();
+    for i in 0..3 {
+        let parent = job_with(&s, &a, &format!("parent{i}"), BlockStrategy::DiscardLater).await;
+        let mut j = parent.clone();
+        j.version = 2;
+        assert!(s.job_update(&j, Some(&edges), 1).await.unwrap());
+        let mut stored = s.job_children(&parent.id).await.unwrap();
+        stored.sort_by(|x, y| x.job_id.cmp(&y.job_id));
+        let mut want = edges.clone();
+        want.sort_by(|x, y| x.job_id.cmp(&y.job_id));
+        assert_eq!(stored, want, "the edges with their conditions");
+        let r = run_of(&j, "s:1", NOW);
+        s.run_insert(&r).await.unwrap();
+        runs.push(r);
+    }
+    s.run_claim(&claim("node_a", NOW)).await.unwrap();
+    let ids: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
+    s.run_dispatch_many(&to_dispatch(&ids), "node_a", NOW, 30_000).await.unwrap();
+    let fired = |o: &FinishOutcome| -> Vec<String> {
+        let FinishOutcome::Applied { children, .. } = o else { panic!("{o:?}") };
+        let mut names: Vec<String> =
+            children.iter().map(|c| kids.iter().find(|(k, _)| k.id == c.job_id).unwrap().0.name.clone()).collect();
+        names.sort();
+        names
+    };
+    let mut failed_for_good = result(&runs[1].id, 1, false, json!({"why": "boom"}));
+    failed_for_good.result =
+        AttemptResult::Failed { reason: sundial_core::run_state::FailReason::Error, retry_at_ms: None };
+    let out = s
+        .run_finish_many(&[
+            result(&runs[0].id, 1, true, json!({"ok": 1})),
+            failed_for_good,
+            result(&runs[2].id, 1, false, json!(null)), // to be retried: not final
+        ])
+        .await
+        .unwrap();
+    assert_eq!(fired(&out[0]), ["next", "report"], "a success fires on_success and always");
+    assert_eq!(fired(&out[1]), ["cleanup", "report"], "a failure for good fires on_failure and always");
+    assert_eq!(fired(&out[2]), Vec::<String>::new(), "a run to be retried has not ended");
+    let FinishOutcome::Applied { children, .. } = &out[1] else { unreachable!() };
+    assert!(children.iter().all(|c| c.parent_run_id.as_deref() == Some(runs[1].id.as_str())));
+    assert!(children.iter().all(|c| c.fire_key == format!("p:{}", runs[1].id)), "one run per child and parent run");
 }
