@@ -39,6 +39,14 @@ pub trait ScriptStore: Send + Sync {
     /// One version with its source. `None` if the script is not in the tenant or has no such version.
     async fn script_version_get(&self, tenant_id: &str, script_id: &str, version: i64)
     -> Result<Option<ScriptVersion>>;
+    /// One version's metadata, without its source (`source` is empty): what a listing or a
+    /// script's current version shows. `None` as for [`ScriptStore::script_version_get`].
+    async fn script_version_meta(
+        &self,
+        tenant_id: &str,
+        script_id: &str,
+        version: i64,
+    ) -> Result<Option<ScriptVersion>>;
     /// Make an existing version current. `None` if the script is not in the tenant; a
     /// version it does not have is [`StoreError::Refused`](crate::StoreError::Refused) (`version`).
     async fn script_set_current(

@@ -266,10 +266,7 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<ScriptOut>> {
     let script = load(&st, &caller, &id).await?;
-    let current =
-        st.store.script_version_get(&caller.tenant_id, &script.id, script.current_version).await?.ok_or_else(|| {
-            ApiError::internal(&StoreError::Corrupt(format!("script {} lost its current version", script.id)))
-        })?;
+    let current = current_meta(&st, &caller, &script).await?;
     Ok(axum::Json(ScriptOut::new(script, current)))
 }
 
@@ -332,6 +329,13 @@ pub async fn list_versions(
     let rows = st.store.script_versions(&caller.tenant_id, &script.id, &page).await?;
     let (items, next_cursor) = paginate(rows, &page, |v| v.version.to_string(), |v| ScriptVersionOut::new(v, false));
     Ok(axum::Json(ScriptVersionList { items, next_cursor }))
+}
+
+/// The script's current version without its source (a script always has it).
+async fn current_meta(st: &AppState, caller: &TenantCaller, script: &Script) -> ApiResult<ScriptVersion> {
+    st.store.script_version_meta(&caller.tenant_id, &script.id, script.current_version).await?.ok_or_else(|| {
+        ApiError::internal(&StoreError::Corrupt(format!("script {} lost its current version", script.id)))
+    })
 }
 
 async fn load_version(st: &AppState, caller: &TenantCaller, script: &Script, version: i64) -> ApiResult<ScriptVersion> {
@@ -412,7 +416,7 @@ pub async fn restore(
         .script_set_current(&caller.tenant_id, &script.id, body.version, st.now_ms())
         .await?
         .ok_or_else(|| ApiError::not_found("script"))?;
-    let current = load_version(&st, &caller, &script, script.current_version).await?;
+    let current = current_meta(&st, &caller, &script).await?;
     tracing::info!(script_id = %script.id, version = script.current_version, "script version restored as current");
     Ok(axum::Json(ScriptOut::new(script, current)))
 }

@@ -37,6 +37,30 @@ fn version_row(r: &AnyRow, with_source: bool) -> Result<ScriptVersion> {
 }
 
 impl SqlStore {
+    /// One version of the tenant's script, with or without its source (one statement text each).
+    async fn version_of(
+        &self,
+        tenant_id: &str,
+        script_id: &str,
+        version: i64,
+        with_source: bool,
+    ) -> Result<Option<ScriptVersion>> {
+        let source = if with_source { ", v.source" } else { "" };
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT v.{}{source} FROM script_versions v JOIN scripts s ON s.id = v.script_id \
+             WHERE s.tenant_id = ? AND v.script_id = ? AND v.version = ?",
+            VERSION_META_COLS.replace(", ", ", v.")
+        )))
+        .bind(tenant_id)
+        .bind(script_id)
+        .bind(version)
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(|r| version_row(r, with_source))
+        .transpose()
+    }
+
     /// The tenant's script, locked for the rest of the transaction ([`SqlStore::lock_clause`]).
     async fn lock_script(
         &self,
@@ -181,19 +205,16 @@ impl ScriptStore for SqlStore {
         script_id: &str,
         version: i64,
     ) -> Result<Option<ScriptVersion>> {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT v.{}, v.source FROM script_versions v JOIN scripts s ON s.id = v.script_id \
-             WHERE s.tenant_id = ? AND v.script_id = ? AND v.version = ?",
-            VERSION_META_COLS.replace(", ", ", v.")
-        )))
-        .bind(tenant_id)
-        .bind(script_id)
-        .bind(version)
-        .fetch_optional(&self.pool)
-        .await?
-        .as_ref()
-        .map(|r| version_row(r, true))
-        .transpose()
+        self.version_of(tenant_id, script_id, version, true).await
+    }
+
+    async fn script_version_meta(
+        &self,
+        tenant_id: &str,
+        script_id: &str,
+        version: i64,
+    ) -> Result<Option<ScriptVersion>> {
+        self.version_of(tenant_id, script_id, version, false).await
     }
 
     async fn script_pick_for_run(

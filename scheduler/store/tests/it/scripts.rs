@@ -79,6 +79,9 @@ pub async fn every_upload_is_a_new_version_and_any_version_can_be_made_current_a
     assert_eq!(s.script_get(&t.id, &a.id).await.unwrap().unwrap().current_version, 3);
     let got = s.script_version_get(&t.id, &a.id, 2).await.unwrap().unwrap();
     assert_eq!((got.source.as_str(), got.size_bytes, got.note.as_str()), ("print('v2')\n", 12, "v99"));
+    let meta = s.script_version_meta(&t.id, &a.id, 2).await.unwrap().unwrap();
+    assert_eq!(meta, ScriptVersion { source: String::new(), ..got }, "the same, without the source");
+    assert_eq!(s.script_version_meta(&t.id, &a.id, 9).await.unwrap(), None);
     // Listed newest first, without the source, a page at a time.
     let first = s.script_versions(&t.id, &a.id, &page(2)).await.unwrap();
     assert_eq!(first.iter().map(|v| v.version).collect::<Vec<_>>(), [3, 2]);
