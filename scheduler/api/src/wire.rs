@@ -456,6 +456,9 @@ pub struct RunOut {
     pub expired_count: i64,
     /// For a run of a script job: the script version its latest attempt ran.
     pub script_version: Option<i64>,
+    /// The chain the run belongs to: its own id for a run fired by schedule, trigger or the
+    /// API; its root's for a run fired by a parent (list one with `GET /runs?chain_id=`).
+    pub chain_id: String,
     pub created_at: String,
     pub updated_at: String,
     pub started_at: Option<String>,
@@ -464,6 +467,7 @@ pub struct RunOut {
 
 impl From<Run> for RunOut {
     fn from(r: Run) -> Self {
+        let chain_id = r.chain().to_string();
         RunOut {
             id: r.id,
             job_id: r.job_id,
@@ -480,6 +484,7 @@ impl From<Run> for RunOut {
             output: r.output,
             expired_count: r.expired_count,
             script_version: r.script_version,
+            chain_id,
             created_at: rfc3339_utc(r.created_at_ms),
             updated_at: rfc3339_utc(r.updated_at_ms),
             started_at: r.started_at_ms.map(rfc3339_utc),
@@ -494,6 +499,9 @@ list_type!(RunList, RunOut);
 #[serde(deny_unknown_fields)]
 pub struct RunListQuery {
     pub job_id: Option<String>,
+    /// The runs of one chain (its root and every run fired down from it), oldest first, on
+    /// one page (at most 1000); the other filters apply within it.
+    pub chain_id: Option<String>,
     pub state: Option<RunState>,
     /// RFC 3339: runs scheduled at or after.
     pub from: Option<String>,

@@ -441,6 +441,7 @@ pub const CANCEL_QUEUE: usize = 4096;
 
 /// One best-effort cancel to send.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // both variants are large (a run, an app); the queue is bounded
 pub enum CancelTarget {
     /// A run's current attempt, wherever it went (for a sharded run: each shard attempt
     /// its end cancelled). The address is looked up when the cancel is sent.

@@ -138,6 +138,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0013_edge_conditions.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0013_edge_conditions.sql"),
     },
+    Migration {
+        version: 14,
+        name: "chains",
+        mysql: include_str!("../../../migrations/mysql/0014_chains.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0014_chains.sql"),
+    },
 ];
 
 impl Migration {

@@ -133,6 +133,8 @@ pub struct Run {
     pub finished_at_ms: Option<i64>,
     /// For a script job: the script version its latest attempt ran (set at delivery).
     pub script_version: Option<i64>,
+    /// The chain a run fired by a parent belongs to (its root run's id); `None` for a root.
+    pub chain_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -247,7 +249,13 @@ impl Run {
             started_at_ms: None,
             finished_at_ms: None,
             script_version: None,
+            chain_id: None,
         }
+    }
+
+    /// The chain this run belongs to: its root's id (its own, for a root).
+    pub fn chain(&self) -> &str {
+        self.chain_id.as_deref().unwrap_or(&self.id)
     }
 }
 

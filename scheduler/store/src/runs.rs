@@ -168,6 +168,9 @@ pub trait RunStore: Send + Sync {
     /// Insert a run unless one exists for its (job, fire key); true if inserted.
     async fn run_insert(&self, run: &Run) -> Result<bool>;
     async fn run_get(&self, tenant_id: &str, id: &str) -> Result<Option<Run>>;
+    /// The runs of a chain (its root, whose id is the chain's, and every run fired down
+    /// from it), oldest first, at most `limit`; empty for another tenant's chain.
+    async fn run_chain(&self, tenant_id: &str, chain_id: &str, limit: i64) -> Result<Vec<Run>>;
     async fn run_by_fire_key(&self, job_id: &str, fire_key: &str) -> Result<Option<Run>>;
     /// Newest scheduled first. The cursor is the last row's `"{scheduled_at_ms}:{id}"`.
     async fn run_list(&self, tenant_id: &str, filter: &RunFilter, page: &Page) -> Result<Vec<Run>>;

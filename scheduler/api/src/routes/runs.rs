@@ -9,7 +9,11 @@ use crate::extract::Query;
 use crate::state::AppState;
 use crate::wire::*;
 
-/// List runs, newest scheduled first, filtered by job, state and scheduled time.
+/// The most runs `GET /runs?chain_id=` lists.
+const CHAIN_MAX: i64 = 1000;
+
+/// List runs, newest scheduled first, filtered by job, state and scheduled time; or the runs
+/// of one chain (`chain_id`), oldest first.
 #[utoipa::path(get, path = "/api/v1/runs", operation_id = "list_runs", tag = "runs", params(RunListQuery),
     responses((status = 200, body = RunList), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn list(
@@ -29,6 +33,23 @@ pub async fn list(
         from_ms: q.from.as_deref().map(|s| parse_rfc3339("from", s)).transpose()?,
         to_ms: q.to.as_deref().map(|s| parse_rfc3339("to", s)).transpose()?,
     };
+    if let Some(chain) = &q.chain_id {
+        if q.cursor.is_some() {
+            return Err(ApiError::field("cursor", "invalid_field", "a chain is listed whole, on one page"));
+        }
+        let items = st
+            .store
+            .run_chain(&caller.tenant_id, chain, CHAIN_MAX)
+            .await?
+            .into_iter()
+            .filter(|r| filter.job_id.as_ref().is_none_or(|j| *j == r.job_id))
+            .filter(|r| filter.state.is_none_or(|s| s == r.state))
+            .filter(|r| filter.from_ms.is_none_or(|f| r.scheduled_at_ms >= f))
+            .filter(|r| filter.to_ms.is_none_or(|t| r.scheduled_at_ms < t))
+            .map(RunOut::from)
+            .collect();
+        return Ok(axum::Json(RunList { items, next_cursor: None }));
+    }
     let rows = st.store.run_list(&caller.tenant_id, &filter, &page).await?;
     let (items, next_cursor) = paginate(rows, &page, |r| format!("{}:{}", r.scheduled_at_ms, r.id), RunOut::from);
     Ok(axum::Json(RunList { items, next_cursor }))

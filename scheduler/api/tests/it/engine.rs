@@ -611,6 +611,16 @@ async fn children_fire_with_the_parents_output(app: &TestApp) {
     assert_eq!(d[1].body["parent"], json!({"run_id": d[0].body["run_id"], "output": {"rows": 7}}));
     let child_runs = runs(app, &s.key, child["id"].as_str().unwrap()).await;
     assert_eq!(child_runs[0]["fire_key"], format!("p:{}", d[0].body["run_id"].as_str().unwrap()));
+    // One chain: the parent's run is its root, the child's run is in it.
+    let root = d[0].body["run_id"].as_str().unwrap();
+    assert_eq!(child_runs[0]["chain_id"], root);
+    let (st, chain) = app.get(&format!("/api/v1/runs?chain_id={root}"), &s.key).await;
+    assert_eq!(st, StatusCode::OK, "{chain}");
+    let ids: Vec<&str> = chain["items"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [root, child_runs[0]["id"].as_str().unwrap()], "root first: {chain}");
+    assert!(chain["items"].as_array().unwrap().iter().all(|r| r["chain_id"] == root));
+    let (st, v) = app.get(&format!("/api/v1/runs?chain_id={root}&cursor=1:x"), &s.key).await;
+    assert_eq!((st, v["details"]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("cursor")), "{v}");
 
     // A clean-up step on failure: a parent failing for good (no retries) fires its
     // `on_failure` and `always` children, not its `on_success` one.

@@ -27,6 +27,7 @@ impl RetentionStore for SqlStore {
                 "DELETE FROM run_logs WHERE run_id = ?",
                 "DELETE FROM attempts WHERE run_id = ?",
                 "DELETE FROM run_shards WHERE run_id = ?",
+                "DELETE FROM chain_runs WHERE run_id = ?",
                 "DELETE FROM runs WHERE id = ?",
             ] {
                 sqlx::query(sql).bind(id).execute(&mut *tx).await?;

@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
-use sundial_core::types::RunState;
+use sundial_core::types::{RunState, TriggerKind};
 
 use super::shards;
 use super::{
@@ -55,6 +55,7 @@ pub(super) fn run_row(r: &AnyRow) -> Result<Run> {
         started_at_ms: col(r, "started_at_ms")?,
         finished_at_ms: col(r, "finished_at_ms")?,
         script_version: col(r, "script_version")?,
+        chain_id: col(r, "chain_id")?,
     })
 }
 
@@ -77,6 +78,47 @@ pub(super) fn release_states() -> Result<(&'static str, &'static str)> {
 /// Insert a run unless its (job, fire key) exists; true if inserted.
 pub(super) async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Run) -> Result<bool> {
     Ok(batch::insert_runs(tx, dialect, std::slice::from_ref(r)).await? > 0)
+}
+
+/// A run fired by `parent` (whose output it carries), in `parent`'s chain: inserted once per
+/// child job and parent run (`p:<parent run id>`), and listed in the chain. False if it was
+/// already there.
+pub(super) async fn insert_child_run(
+    tx: &mut Transaction<'static, Any>,
+    dialect: Dialect,
+    parent: &Run,
+    child_job_id: &str,
+    output: Option<serde_json::Value>,
+    now_ms: i64,
+) -> Result<Option<Run>> {
+    let mut child = Run::pending(
+        &parent.tenant_id,
+        child_job_id,
+        0,
+        format!("p:{}", parent.id),
+        TriggerKind::Parent,
+        now_ms,
+        now_ms,
+    );
+    child.parent_run_id = Some(parent.id.clone());
+    child.parent_output = output;
+    child.chain_id = Some(parent.chain().to_string());
+    if !insert_run(tx, dialect, &child).await? {
+        return Ok(None);
+    }
+    // The hot path's insert leaves `chain_id` out (every other run is a root): set here.
+    sqlx::query("UPDATE runs SET chain_id = ? WHERE id = ?")
+        .bind(&child.chain_id)
+        .bind(&child.id)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query("INSERT INTO chain_runs (run_id, chain_id, tenant_id) VALUES (?, ?, ?)")
+        .bind(&child.id)
+        .bind(&child.chain_id)
+        .bind(&child.tenant_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(Some(child))
 }
 
 /// Move a run to a terminal state through the state machine, conditional on the
@@ -143,6 +185,22 @@ impl RunStore for SqlStore {
             .as_ref()
             .map(run_row)
             .transpose()
+    }
+
+    async fn run_chain(&self, tenant_id: &str, chain_id: &str, limit: i64) -> Result<Vec<Run>> {
+        sqlx::query(
+            "SELECT * FROM runs WHERE tenant_id = ? AND (id = ? OR id IN (SELECT run_id FROM chain_runs WHERE chain_id = ?)) \
+             ORDER BY created_at_ms, id LIMIT ?",
+        )
+        .bind(tenant_id)
+        .bind(chain_id)
+        .bind(chain_id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(run_row)
+        .collect()
     }
 
     async fn run_by_fire_key(&self, job_id: &str, fire_key: &str) -> Result<Option<Run>> {

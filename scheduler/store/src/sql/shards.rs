@@ -13,9 +13,9 @@ use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
-use sundial_core::types::{EdgeCondition, RunState, TriggerKind};
+use sundial_core::types::{EdgeCondition, RunState};
 
-use super::runs::{insert_run, run_row};
+use super::runs::{insert_child_run, run_row};
 use super::{SqlStore, col, json_opt, parse_col, refused, to_json};
 use crate::{
     AttemptResult, Dialect, FinishShard, Result, Run, RunShard, ShardDelivery, ShardFinishOutcome, ShardFreeze,
@@ -520,11 +520,7 @@ async fn fire_children(
         if !on.fires_on(run.state) {
             continue;
         }
-        let mut child_run =
-            Run::pending(&run.tenant_id, &child, 0, format!("p:{}", run.id), TriggerKind::Parent, now_ms, now_ms);
-        child_run.parent_run_id = Some(run.id.clone());
-        child_run.parent_output = output.cloned();
-        if insert_run(tx, dialect, &child_run).await? {
+        if let Some(child_run) = insert_child_run(tx, dialect, run, &child, output.cloned(), now_ms).await? {
             children.push(child_run);
         }
     }

@@ -82,11 +82,12 @@ fn all_recorded(dialect: Dialect) -> Vec<(i64, String, Option<String>)> {
     files(dialect).into_iter().map(|(v, n, c)| (v, n, Some(c))).collect()
 }
 
-/// Undo migration 0013 (its column and its row), as if the database predated it.
-async fn undo_latest(conn: &mut AnyConnection, _dialect: Dialect) {
-    assert_eq!(*versions(_dialect).last().unwrap(), 13, "undo the latest migration here");
-    exec(conn, "ALTER TABLE job_children DROP COLUMN fire_on").await;
-    exec(conn, "DELETE FROM sundial_migrations WHERE version = 13").await;
+/// Undo migration 0014 (its column, its table and its row), as if the database predated it.
+async fn undo_latest(conn: &mut AnyConnection, dialect: Dialect) {
+    assert_eq!(*versions(dialect).last().unwrap(), 14, "undo the latest migration here");
+    exec(conn, "DROP TABLE chain_runs").await;
+    exec(conn, "ALTER TABLE runs DROP COLUMN chain_id").await;
+    exec(conn, "DELETE FROM sundial_migrations WHERE version = 14").await;
 }
 
 /// Connect two stores, then migrate both at once (connecting takes longer than migrating,

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
-use sundial_core::types::{BlockStrategy, EdgeCondition, JobState, RunState, TriggerKind};
+use sundial_core::types::{BlockStrategy, EdgeCondition, JobState, RunState};
 
-use super::{insert_run, run_row, set_terminal};
+use super::{insert_child_run, run_row, set_terminal};
 use crate::sql::apps::{app_row, executor_row};
 use crate::sql::jobs::{JOB_COLS, job_row};
 use crate::sql::{
@@ -668,11 +668,8 @@ impl SqlStore {
                         continue;
                     }
                     let now = run.updated_at_ms;
-                    let mut child_run =
-                        Run::pending(&run.tenant_id, child, 0, format!("p:{}", run.id), TriggerKind::Parent, now, now);
-                    child_run.parent_run_id = Some(run.id.clone());
-                    child_run.parent_output = run.output.clone();
-                    if insert_run(&mut tx, self.dialect, &child_run).await? {
+                    let output = run.output.clone();
+                    if let Some(child_run) = insert_child_run(&mut tx, self.dialect, run, child, output, now).await? {
                         children.push(child_run);
                     }
                 }

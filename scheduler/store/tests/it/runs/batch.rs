@@ -11,6 +11,7 @@ for_each_database!(
     dispatch_batches_decide_each_run_as_if_alone,
     result_batches_apply_in_order_with_duplicates_and_conflicts,
     children_fire_by_their_edge_condition,
+    a_chain_carries_its_roots_id_and_lists_its_runs,
     generate_batches_skip_jobs_that_changed,
     generate_moves_each_jobs_own_cursor_in_a_mixed_batch,
     fires_without_rows_are_written_by_the_dispatch_that_decides_them,
@@ -500,4 +501,49 @@ pub async fn children_fire_by_their_edge_condition(s: S) {
     let FinishOutcome::Applied { children, .. } = &out[1] else { unreachable!() };
     assert!(children.iter().all(|c| c.parent_run_id.as_deref() == Some(runs[1].id.as_str())));
     assert!(children.iter().all(|c| c.fire_key == format!("p:{}", runs[1].id)), "one run per child and parent run");
+}
+
+/// A run fired by a parent is in its root's chain (a grandchild too); the chain lists the
+/// root and every run fired down from it, oldest first, within the tenant only.
+pub async fn a_chain_carries_its_roots_id_and_lists_its_runs(s: S) {
+    let t = tenant(&s, "t").await;
+    let other = tenant(&s, "other").await;
+    let a = app(&s, &t, "a").await;
+    let top = job_with(&s, &a, "top", BlockStrategy::DiscardLater).await;
+    let mid = job_with(&s, &a, "mid", BlockStrategy::DiscardLater).await;
+    let low = job_with(&s, &a, "low", BlockStrategy::DiscardLater).await;
+    for (parent, child) in [(&top, &mid), (&mid, &low)] {
+        let mut j = parent.clone();
+        j.version = 2;
+        assert!(s.job_update(&j, Some(&[edge(&child.id)]), 1).await.unwrap());
+    }
+    let root = run_of(&top, "s:1", NOW);
+    s.run_insert(&root).await.unwrap();
+    // Each step: claim and dispatch what is due, succeed it, and take the child it fired.
+    let step = |run_id: String, at: i64| {
+        let s = s.clone();
+        async move {
+            let mut c = claim("node_a", at);
+            c.limit = 10;
+            s.run_claim(&c).await.unwrap();
+            s.run_dispatch_many(&to_dispatch(std::slice::from_ref(&run_id)), "node_a", at, 30_000).await.unwrap();
+            let mut r = result(&run_id, 1, true, json!({"from": run_id}));
+            r.now_ms = at + 1;
+            match s.run_finish_many(&[r]).await.unwrap().pop().unwrap() {
+                FinishOutcome::Applied { mut children, .. } => children.pop().unwrap(),
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let child = step(root.id.clone(), NOW).await;
+    assert_eq!(child.chain_id.as_deref(), Some(root.id.as_str()));
+    let grandchild = step(child.id.clone(), NOW + 10).await;
+    assert_eq!(grandchild.chain_id.as_deref(), Some(root.id.as_str()), "the root's chain, not the parent's id");
+    let stored = s.run_get(&t.id, &grandchild.id).await.unwrap().unwrap();
+    assert_eq!((stored.chain(), stored.parent_run_id.as_deref()), (root.id.as_str(), Some(child.id.as_str())));
+    assert_eq!(s.run_get(&t.id, &root.id).await.unwrap().unwrap().chain(), root.id, "a root is its own chain");
+    let chain: Vec<String> = s.run_chain(&t.id, &root.id, 100).await.unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(chain, [root.id.clone(), child.id.clone(), grandchild.id.clone()]);
+    assert!(s.run_chain(&other.id, &root.id, 100).await.unwrap().is_empty(), "another tenant sees nothing");
+    assert_eq!(s.run_chain(&t.id, &child.id, 100).await.unwrap().len(), 1, "a chain is named by its root");
 }
