@@ -73,17 +73,34 @@ async fn check_children(
             .map(|r| Ok((col(r, "parent_job_id")?, col(r, "child_job_id")?)))
             .collect::<Result<_>>()?;
     for (i, child) in children.iter().map(|c| &c.job_id).enumerate() {
-        let mut stack = vec![child.clone()];
+        // Depth first from the new child, each node with the path that reached it.
+        let mut stack = vec![vec![child.clone()]];
         let mut seen = std::collections::HashSet::new();
-        while let Some(n) = stack.pop() {
+        while let Some(path) = stack.pop() {
+            let n = path.last().expect("a path is never empty").clone();
             if n == parent {
+                let mut names = Vec::with_capacity(path.len() + 1);
+                for id in std::iter::once(parent).chain(path.iter().map(String::as_str)) {
+                    let name: Option<String> = sqlx::query("SELECT name FROM jobs WHERE id = ?")
+                        .bind(id)
+                        .fetch_optional(&mut **tx)
+                        .await?
+                        .as_ref()
+                        .map(|r| col(r, "name"))
+                        .transpose()?;
+                    names.push(name.unwrap_or_else(|| id.to_string()));
+                }
                 return Err(StoreError::Refused {
                     field: format!("children[{i}]"),
-                    message: format!("job `{child}` already leads back to this job; the chain would be a cycle"),
+                    message: format!("the chain would be a cycle: {}", names.join(" → ")),
                 });
             }
             if seen.insert(n.clone()) {
-                stack.extend(edges.iter().filter(|(p, _)| *p == n).map(|(_, c)| c.clone()));
+                for (_, c) in edges.iter().filter(|(p, _)| *p == n) {
+                    let mut next = path.clone();
+                    next.push(c.clone());
+                    stack.push(next);
+                }
             }
         }
     }
