@@ -89,6 +89,10 @@ pub struct ScriptsArgs {
     /// Keep Sundial's log.
     #[arg(long)]
     keep_logs: bool,
+    /// Extra environment for `sundial serve` (KEY=VALUE, repeatable): non-default settings,
+    /// listed in the report.
+    #[arg(long = "env", value_parser = crate::parse_env)]
+    envs: Vec<(String, String)>,
 }
 
 /// Percentile (nearest rank) of sorted values.
@@ -125,13 +129,14 @@ pub async fn run(args: ScriptsArgs) -> anyhow::Result<()> {
     // The data directory: SQLite's own, or one of ours beside a MySQL database (the runner's
     // cache and per-run directories live there).
     let own_dir = tempfile::Builder::new().prefix("sundial-bench-scripts-").tempdir()?;
-    let (data_dir, extra_env) = match &target {
+    let (data_dir, mut extra_env) = match &target {
         Target::Sqlite { dir } => (dir.path().to_path_buf(), vec![]),
         _ => {
             let d = own_dir.path().to_path_buf();
             (d.clone(), vec![("SUNDIAL_DATA_DIR".to_string(), d.display().to_string())])
         }
     };
+    extra_env.extend(args.envs.iter().cloned());
     std::os::unix::fs::symlink(&interpreters, data_dir.join("interpreters"))
         .context("symlink the interpreters into the data dir")?;
     let sink = Sink::start().await?;
@@ -497,7 +502,13 @@ impl Measured {
         let _ = writeln!(s, "database:  {database_server}");
         let _ = writeln!(
             s,
-            "settings:  defaults (no --env){}; interpreters_dir = <data_dir>/interpreters → {}",
+            "settings:  {}{}; interpreters_dir = <data_dir>/interpreters → {}",
+            if args.envs.is_empty() {
+                "defaults (no --env)".to_string()
+            } else {
+                let e: Vec<String> = args.envs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("NON-DEFAULT settings: {}", e.join(" "))
+            },
             if args.database == crate::Database::Sqlite { "" } else { "; SUNDIAL_DATA_DIR = a temporary directory" },
             args.interpreters_dir.display()
         );
