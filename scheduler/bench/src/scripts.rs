@@ -297,7 +297,7 @@ async fn measure(args: &ScriptsArgs, sink: &Sink, sundial: &Sundial, target: &Ta
         }
         let w = warmups[kind];
         latency.push(Latency {
-            kind: *kind,
+            kind,
             warmup: (w.0 as f64, w.1),
             server_ms: sorted(server),
             start_ms: sorted(start),
