@@ -23,12 +23,17 @@
 //! retries, callbacks, API latency under load, anything past the window, or another machine's
 //! figures (compare the ratios, not the absolute numbers, across machines). One case per
 //! invocation; it is a measurement, not a test of correctness beyond the counts it prints.
+//!
+//! **`sundial-bench scripts`** (module `scripts`): script jobs run by the built-in runner —
+//! wasm runs/s end to end as a ratio of webhook runs/s to the sink, and one-at-a-time
+//! latency of wasm, Python and JavaScript hello scripts against a webhook run, same process.
 
 mod baseline;
 mod cpu;
 mod db;
 mod measure;
 mod report;
+mod scripts;
 mod server;
 mod sign;
 mod sink;
@@ -123,6 +128,20 @@ fn main() -> anyhow::Result<()> {
     if let Ok(spec) = std::env::var(baseline::SENDER_ENV) {
         let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
         return rt.block_on(baseline::floor_sender(&spec));
+    }
+    // `sundial-bench scripts …`: script jobs through the built-in runner (see `scripts`).
+    if std::env::args().nth(1).as_deref() == Some("scripts") {
+        let args = scripts::ScriptsArgs::parse_from(std::env::args().skip(1));
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+        return rt.block_on(async {
+            tokio::select! {
+                r = scripts::run(args) => r,
+                _ = tokio::signal::ctrl_c() => {
+                    eprintln!("interrupted: cleaning up");
+                    Err(anyhow::anyhow!("interrupted"))
+                }
+            }
+        });
     }
     let args = Args::parse();
     anyhow::ensure!(args.jobs > 0, "--jobs must be at least 1");

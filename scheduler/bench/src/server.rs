@@ -138,6 +138,24 @@ impl Api {
         anyhow::ensure!(status == 201, "POST {path} answered {status}: {v}");
         Ok(v)
     }
+
+    /// POST a JSON body; the answer must be 2xx.
+    pub async fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        let r = self.http.post(format!("{}{path}", self.base)).bearer_auth(&self.key).json(body).send().await?;
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        anyhow::ensure!(status.is_success(), "POST {path} answered {status}: {v}");
+        Ok(v)
+    }
+
+    /// GET; the answer must be 200.
+    pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
+        let r = self.http.get(format!("{}{path}", self.base)).bearer_auth(&self.key).send().await?;
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        anyhow::ensure!(status == 200, "GET {path} answered {status}: {v}");
+        Ok(v)
+    }
 }
 
 /// The schedule of job `i`: every whole second (aligned), or once a second at its own phase.
