@@ -302,6 +302,9 @@ pub(crate) struct FirePath {
     /// When a dispatch transaction last committed (engine clock, ms): tells a stalled
     /// database from a node that is merely busy.
     pub(crate) last_commit_ms: std::sync::atomic::AtomicI64,
+    /// Wakes the timer loop when runs due sooner than its next look enter the timer (a
+    /// trigger, a retry, a child run): they go at once instead of after up to a tick.
+    pub(crate) due_sooner: tokio::sync::Notify,
 }
 
 /// What sizes the dispatch lead (see [`Engine::dispatch_lead_ms`]).
@@ -362,6 +365,7 @@ impl Engine {
                 staged: Arc::new(Semaphore::new(cfg.capacity.max(cfg.max_inflight).max(1))),
                 deliveries: tokio_util::task::TaskTracker::new(),
                 last_commit_ms: std::sync::atomic::AtomicI64::new(i64::MIN / 2),
+                due_sooner: tokio::sync::Notify::new(),
             },
             at_dispatch: at_dispatch::AtDispatch::default(),
             lead: DispatchLead {

@@ -531,6 +531,8 @@ impl Engine {
         };
         let late_ids: HashSet<&str> = late.iter().map(|f| f.id.as_str()).collect();
         let mut queued = 0;
+        let soon = now + self.cfg.tick_ms as i64 + self.dispatch_lead_ms();
+        let mut wake = false;
         for run in runs {
             if late_ids.contains(run.id.as_str()) && !keep.as_ref().is_some_and(|k| k.contains(&run.id)) {
                 continue;
@@ -543,7 +545,11 @@ impl Engine {
             if late_ids.contains(run.id.as_str()) {
                 self.fire.timer.settled(&run.id);
             }
+            wake |= due < soon;
             queued += 1;
+        }
+        if wake {
+            self.fire.due_sooner.notify_one();
         }
         queued
     }
@@ -670,6 +676,7 @@ impl Engine {
                 tokio::select! {
                     _ = self.cancel_token().cancelled() => return,
                     _ = tokio::time::sleep(Duration::from_millis(sleep_ms as u64)) => {}
+                    _ = self.fire.due_sooner.notified() => {}
                 }
             }
             if self.cancel_token().is_cancelled() {
