@@ -129,14 +129,29 @@ pub enum Shell {
     Bash,
     /// `/bin/sh`
     Sh,
+    /// The host's `/usr/bin/python3` (with whatever packages the host has), when the operator
+    /// allows host interpreters.
+    Python3,
+    /// The host's `/usr/bin/node`, when the operator allows host interpreters. Its run has no
+    /// `RLIMIT_AS` (V8 reserves far more address space than it uses); the cgroup's memory
+    /// limit bounds it.
+    Node,
 }
 
 impl Shell {
-    fn interpreter(self) -> &'static str {
+    /// The interpreter's path (the same inside the sandbox: `/usr` is bound read-only).
+    pub fn interpreter(self) -> &'static str {
         match self {
             Shell::Bash => "/bin/bash",
             Shell::Sh => "/bin/sh",
+            Shell::Python3 => "/usr/bin/python3",
+            Shell::Node => "/usr/bin/node",
         }
+    }
+
+    /// Does this host have the interpreter?
+    pub fn on_host(self) -> bool {
+        Path::new(self.interpreter()).exists()
     }
 }
 
@@ -469,8 +484,11 @@ impl ShellSandbox {
         };
 
         let mut cmd = self.command(&input, &work);
-        let rlimits =
+        let mut rlimits =
             RunRlimits::resolve(&self.config.rlimits, self.config.memory_limit_bytes, input.cpu_seconds, input.timeout);
+        if input.shell == Shell::Node {
+            rlimits.address_space = u64::MAX; // V8 reserves address space it never uses: the cgroup bounds memory
+        }
         let hook = PreExec {
             setsid: true,
             rlimits: rlimits.plan(),

@@ -132,50 +132,64 @@ pub(crate) fn run_blocking(
             };
             wasm_outcome(wasm.run(&module, wasm_input(runtimes, d, timeout, cancel, sink)))
         }
-        "python" | "javascript" => interpreted(runtimes, d, source, timeout, cancel, sink),
-        "bash" | "sh" => {
-            let Some(shell) = &runtimes.shell else {
-                return Outcome::failed(format!(
-                    "this runner does not run `{}` scripts: {}",
-                    source.runtime,
-                    runtimes.shell_reason.as_deref().unwrap_or("the shell runtime is off")
-                ));
-            };
-            let text = String::from_utf8_lossy(&source.bytes).into_owned();
-            let sink2 = sink.clone();
-            let run = ShellRun {
-                shell: if source.runtime == "bash" { Shell::Bash } else { Shell::Sh },
-                source: text,
-                args: args_of(d),
-                env: env_of(d),
-                stdin: d.params.to_string().into_bytes(),
-                timeout,
-                cpu_seconds: None,
-                cancel: Some(cancel),
-                on_output: Some(Arc::new(move |stream, bytes: &[u8]| {
-                    let level = match stream {
-                        sundial_shell_sandbox::OutputStream::Stdout => "info",
-                        sundial_shell_sandbox::OutputStream::Stderr => "warn",
-                    };
-                    sink2(level, bytes)
-                })),
-            };
-            match shell.run(run) {
-                Err(e) => Outcome::failed(format!("the shell sandbox failed: {e}")),
-                Ok(out) => match out.result {
-                    ShellResult::Exited(code) => {
-                        exited(code, &out.stdout, &out.stderr, out.stdout_truncated || out.stderr_truncated)
-                    }
-                    ShellResult::Killed { reason } => Outcome::failed(match reason {
-                        KillReason::Timeout => format!("timeout: stopped after {} ms", timeout.as_millis()),
-                        KillReason::Cancelled => "cancelled".to_string(),
-                        KillReason::Memory => "memory: the script used more memory than its limit".to_string(),
-                        KillReason::Signal(n) => format!("the sandbox died of signal {n}"),
-                    }),
-                },
-            }
+        "python" if runtimes.host_interpreters => shell_run(runtimes, d, source, Shell::Python3, timeout, cancel, sink),
+        "javascript" if runtimes.host_interpreters => {
+            shell_run(runtimes, d, source, Shell::Node, timeout, cancel, sink)
         }
+        "python" | "javascript" => interpreted(runtimes, d, source, timeout, cancel, sink),
+        "bash" => shell_run(runtimes, d, source, Shell::Bash, timeout, cancel, sink),
+        "sh" => shell_run(runtimes, d, source, Shell::Sh, timeout, cancel, sink),
         other => Outcome::failed(format!("unknown script runtime `{other}`")),
+    }
+}
+
+/// A run in the shell sandbox: `bash`/`sh`, or the host's `python3`/`node`.
+fn shell_run(
+    runtimes: &Runtimes,
+    d: &Delivery,
+    source: &Source,
+    shell: Shell,
+    timeout: Duration,
+    cancel: Arc<AtomicBool>,
+    sink: LineSink,
+) -> Outcome {
+    let Some(sandbox) = &runtimes.shell else {
+        return Outcome::failed(format!(
+            "this runner does not run `{}` scripts: {}",
+            source.runtime,
+            runtimes.shell_reason.as_deref().unwrap_or("the shell runtime is off")
+        ));
+    };
+    let run = ShellRun {
+        shell,
+        source: String::from_utf8_lossy(&source.bytes).into_owned(),
+        args: args_of(d),
+        env: env_of(d),
+        stdin: d.params.to_string().into_bytes(),
+        timeout,
+        cpu_seconds: None,
+        cancel: Some(cancel),
+        on_output: Some(Arc::new(move |stream, bytes: &[u8]| {
+            let level = match stream {
+                sundial_shell_sandbox::OutputStream::Stdout => "info",
+                sundial_shell_sandbox::OutputStream::Stderr => "warn",
+            };
+            sink(level, bytes)
+        })),
+    };
+    match sandbox.run(run) {
+        Err(e) => Outcome::failed(format!("the shell sandbox failed: {e}")),
+        Ok(out) => match out.result {
+            ShellResult::Exited(code) => {
+                exited(code, &out.stdout, &out.stderr, out.stdout_truncated || out.stderr_truncated)
+            }
+            ShellResult::Killed { reason } => Outcome::failed(match reason {
+                KillReason::Timeout => format!("timeout: stopped after {} ms", timeout.as_millis()),
+                KillReason::Cancelled => "cancelled".to_string(),
+                KillReason::Memory => "memory: the script used more memory than its limit".to_string(),
+                KillReason::Signal(n) => format!("the sandbox died of signal {n}"),
+            }),
+        },
     }
 }
 

@@ -29,6 +29,10 @@ pub struct RuntimesConfig {
     pub allow_shell: bool,
     /// Accept a weaker shell sandbox (no cgroup limits) rather than no shell runtime.
     pub shell_accept_weaker: bool,
+    /// Run `python` and `javascript` scripts with the host's `/usr/bin/python3` and
+    /// `/usr/bin/node` in the shell sandbox (the host's packages, OS-level isolation) instead
+    /// of the interpreters in wasm. Needs `allow_shell`.
+    pub host_interpreters: bool,
 }
 
 impl RuntimesConfig {
@@ -41,6 +45,7 @@ impl RuntimesConfig {
             output_cap_bytes: 1024 * 1024,
             allow_shell: false,
             shell_accept_weaker: false,
+            host_interpreters: false,
         }
     }
 }
@@ -63,6 +68,8 @@ pub struct Runtimes {
     pub(crate) interpreters: Option<sundial_runtimes::Interpreters>,
     pub(crate) shell: Option<ShellSandbox>,
     pub(crate) shell_reason: Option<String>,
+    /// `python` and `javascript` run on the host's interpreters in the shell sandbox.
+    pub(crate) host_interpreters: bool,
     pub(crate) fuel: Option<u64>,
     modules: Mutex<HashMap<String, Arc<CompiledModule>>>,
     offers: Vec<Offer>,
@@ -144,6 +151,40 @@ impl Runtimes {
                 Err(e) => (None, Some(format!("the shell sandbox is not available here: {e}"))),
             }
         };
+        let host_interpreters = cfg.host_interpreters;
+        if host_interpreters {
+            for (name, sh) in
+                [("python", sundial_shell_sandbox::Shell::Python3), ("javascript", sundial_shell_sandbox::Shell::Node)]
+            {
+                let offer = offers.iter_mut().find(|o| o.runtime == name).expect("listed above");
+                *offer = match &shell {
+                    Some(s) if sh.on_host() => {
+                        let iso = s.isolation();
+                        Offer {
+                            runtime: name,
+                            available: true,
+                            isolation: iso.level.as_str().into(),
+                            detail: format!("the host's {} in the shell sandbox: {iso}", sh.interpreter()),
+                        }
+                    }
+                    Some(_) => Offer {
+                        runtime: name,
+                        available: false,
+                        isolation: "none".into(),
+                        detail: format!("host interpreters are on, but this host has no {}", sh.interpreter()),
+                    },
+                    None => Offer {
+                        runtime: name,
+                        available: false,
+                        isolation: "none".into(),
+                        detail: format!(
+                            "host interpreters need the shell sandbox: {}",
+                            shell_reason.clone().unwrap_or_default()
+                        ),
+                    },
+                };
+            }
+        }
         for name in ["bash", "sh"] {
             offers.push(match &shell {
                 Some(s) => {
@@ -168,6 +209,7 @@ impl Runtimes {
             interpreters,
             shell,
             shell_reason,
+            host_interpreters,
             fuel: cfg.wasm_fuel,
             modules: Mutex::new(HashMap::new()),
             offers,

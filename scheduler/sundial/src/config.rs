@@ -108,6 +108,10 @@ pub struct Settings {
     /// rlimits only). Off by default: the shell runtime is then not offered.
     #[arg(long, env = "SUNDIAL_SHELL_ACCEPT_WEAKER", num_args = 0..=1, default_missing_value = "true")]
     pub shell_accept_weaker: Option<bool>,
+    /// Run `python` and `javascript` scripts with the host's `/usr/bin/python3` and
+    /// `/usr/bin/node` in the shell sandbox (needs `allow_shell`) instead of in wasm.
+    #[arg(long, env = "SUNDIAL_HOST_INTERPRETERS", num_args = 0..=1, default_missing_value = "true")]
+    pub host_interpreters: Option<bool>,
     /// Where the Python and JavaScript interpreters (`python.wasm`, `javascript.wasm`) are
     /// (default: `<data_dir>/interpreters`; `scripts/fetch-interpreters` puts them there).
     #[arg(long, env = "SUNDIAL_INTERPRETERS_DIR")]
@@ -146,6 +150,7 @@ pub struct Resolved {
     pub runner_sync_wait_ms: u64,
     pub allow_shell: bool,
     pub shell_accept_weaker: bool,
+    pub host_interpreters: bool,
     pub interpreters_dir: PathBuf,
     /// The runner's caches (compiled modules, per-run directories): `<data_dir>/runner`.
     pub runner_dir: PathBuf,
@@ -232,11 +237,18 @@ impl Settings {
             .or(file.runner_concurrency)
             .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
         anyhow::ensure!((1..=1024).contains(&runner_concurrency), "runner_concurrency: must be 1-1024");
+        let allow_shell = self.allow_shell.or(file.allow_shell).unwrap_or(false);
+        let host_interpreters = self.host_interpreters.or(file.host_interpreters).unwrap_or(false);
+        anyhow::ensure!(
+            !host_interpreters || allow_shell,
+            "host_interpreters: the host's interpreters run in the shell sandbox; turn on allow_shell too"
+        );
         Ok(Resolved {
+            host_interpreters,
             runner: self.runner.or(file.runner).unwrap_or(true),
             runner_concurrency,
             runner_sync_wait_ms: self.runner_sync_wait_ms.or(file.runner_sync_wait_ms).unwrap_or(10_000),
-            allow_shell: self.allow_shell.or(file.allow_shell).unwrap_or(false),
+            allow_shell,
             shell_accept_weaker: self.shell_accept_weaker.or(file.shell_accept_weaker).unwrap_or(false),
             interpreters_dir: self
                 .interpreters_dir

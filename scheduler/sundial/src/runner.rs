@@ -34,16 +34,10 @@ impl AppKeys for StoreKeys {
 }
 
 /// Set up the sandboxes (off the async threads: compiling an interpreter takes seconds).
-async fn detect(
-    dir: PathBuf,
-    interpreters: PathBuf,
-    allow_shell: bool,
-    accept_weaker: bool,
-) -> anyhow::Result<Runtimes> {
+async fn detect(dir: PathBuf, interpreters: PathBuf, shell: (bool, bool, bool)) -> anyhow::Result<Runtimes> {
     let mut rc = RuntimesConfig::new(dir);
     rc.interpreters_dir = Some(interpreters);
-    rc.allow_shell = allow_shell;
-    rc.shell_accept_weaker = accept_weaker;
+    (rc.allow_shell, rc.shell_accept_weaker, rc.host_interpreters) = shell;
     Ok(tokio::task::spawn_blocking(move || Runtimes::detect(&rc)).await?)
 }
 
@@ -76,8 +70,8 @@ pub async fn start_builtin(
     clock: SharedClock,
     api_addr: SocketAddr,
 ) -> anyhow::Result<Builtin> {
-    let runtimes =
-        detect(cfg.runner_dir.clone(), cfg.interpreters_dir.clone(), cfg.allow_shell, cfg.shell_accept_weaker).await?;
+    let shell = (cfg.allow_shell, cfg.shell_accept_weaker, cfg.host_interpreters);
+    let runtimes = detect(cfg.runner_dir.clone(), cfg.interpreters_dir.clone(), shell).await?;
     for o in runtimes.offers() {
         tracing::info!(runtime = o.runtime, available = o.available, isolation = %o.isolation, detail = %o.detail, "script runtime");
     }
@@ -166,6 +160,9 @@ pub struct RunnerArgs {
     /// Run shell scripts even without cgroup limits.
     #[arg(long, env = "SUNDIAL_SHELL_ACCEPT_WEAKER")]
     pub shell_accept_weaker: bool,
+    /// Run `python`/`javascript` scripts with the host's python3/node in the shell sandbox.
+    #[arg(long, env = "SUNDIAL_HOST_INTERPRETERS")]
+    pub host_interpreters: bool,
     /// A result ready within this many milliseconds is the delivery's answer; later ones go by callback.
     #[arg(long, env = "SUNDIAL_RUNNER_SYNC_WAIT_MS", default_value_t = 10_000)]
     pub sync_wait_ms: u64,
@@ -186,8 +183,9 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let clock: SharedClock = Arc::new(SystemClock);
-    let runtimes =
-        detect(args.dir.clone(), args.interpreters_dir.clone(), args.allow_shell, args.shell_accept_weaker).await?;
+    anyhow::ensure!(!args.host_interpreters || args.allow_shell, "--host-interpreters needs --allow-shell");
+    let shell = (args.allow_shell, args.shell_accept_weaker, args.host_interpreters);
+    let runtimes = detect(args.dir.clone(), args.interpreters_dir.clone(), shell).await?;
     for o in runtimes.offers() {
         println!("runtime {:<10} {:<5} {:<16} {}", o.runtime, o.available, o.isolation, o.detail);
     }

@@ -401,3 +401,52 @@ async fn the_example_scripts_run() {
         assert!(log_text(&run).contains(line), "{file}: {run}");
     }
 }
+
+/// With `--allow-shell --host-interpreters`, Python and JavaScript scripts run on the host's
+/// `python3` and `node` in the shell sandbox: the host's interpreter, none of the host's
+/// files, network or environment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_interpreters_run_python_and_javascript_in_the_shell_sandbox() {
+    let app = start(None, &[("SUNDIAL_ALLOW_SHELL", "true"), ("SUNDIAL_HOST_INTERPRETERS", "true")]).await;
+    let (_, rts) = app.call(Method::GET, "/api/v1/runtimes", None).await;
+    let offer = |name: &str| rts["items"].as_array().unwrap().iter().find(|r| r["runtime"] == name).unwrap().clone();
+    let python = offer("python");
+    assert_eq!((python["available"].clone(), python["isolation"].clone()), (json!(true), json!("strong")), "{rts}");
+    assert!(python["detail"].as_str().unwrap().contains("/usr/bin/python3"), "{python}");
+    let cases: &[(&str, &str, &str, Value)] = &[
+        (
+            "py-host",
+            "python",
+            "import json, os, sys\nprint(json.dumps({'impl': sys.implementation.name, 'env': sorted(k for k in os.environ if k.startswith('SUNDIAL_ADMIN'))}))\n",
+            json!({"impl": "cpython", "env": []}),
+        ),
+        (
+            "js-host",
+            "javascript",
+            "console.log(JSON.stringify({node: process.version.startsWith('v'), to: JSON.parse(process.argv[2]).to}));\n",
+            json!({"node": true, "to": "world"}),
+        ),
+    ];
+    for (name, runtime, source, output) in cases {
+        if *runtime == "javascript" && offer("javascript")["available"] != true {
+            eprintln!("skipped {name}: {}", offer("javascript")["detail"]);
+            continue;
+        }
+        app.script(name, runtime, source).await;
+        let job = app.job(name, name, json!({})).await;
+        let run = app.run_to_end(&job).await;
+        assert_eq!(run["state"], "succeeded", "{name}: {run}");
+        assert_eq!(&run["output"], output, "{name}: {run}");
+    }
+    for (name, source, why) in [
+        ("py-shadow", "print(open('/etc/shadow').read())\n", "exit code 1"),
+        ("py-net", "import socket\nsocket.create_connection(('127.0.0.1', 3306), timeout=2)\n", "exit code 1"),
+        ("py-loop", "while True:\n    pass\n", "timeout"),
+    ] {
+        app.script(name, "python", source).await;
+        let job = app.job(name, name, json!({"timeout_ms": 3_000})).await;
+        let run = app.run_to_end(&job).await;
+        assert_eq!(run["state"], "failed", "{name}: {run}");
+        assert!(run["message"].as_str().unwrap().contains(why), "{name}: {run}");
+    }
+}
