@@ -133,3 +133,56 @@ pub async fn retry(
     st.wake.notify_one();
     Ok(axum::Json(run.into()))
 }
+
+/// What cancelling a chain did.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ChainCancelled {
+    pub chain_id: String,
+    /// The runs this call cancelled (those not yet final).
+    pub cancelled: Vec<String>,
+    /// How many runs the chain has.
+    pub runs: usize,
+}
+
+/// Cancel a whole chain (editor): every run of it not yet final is cancelled (executors
+/// holding one get a cancel), so no further child fires; a child a finishing parent fired
+/// meanwhile is cancelled too.
+#[utoipa::path(post, path = "/api/v1/chains/{chain_id}/cancel", operation_id = "cancel_chain", tag = "runs",
+    params(("chain_id" = String, Path, description = "The chain's id: its root run's id")),
+    responses((status = 200, body = ChainCancelled), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn cancel_chain(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(chain_id): Path<String>,
+) -> ApiResult<axum::Json<ChainCancelled>> {
+    caller.require_editor()?;
+    let mut cancelled = Vec::new();
+    let mut runs = 0;
+    // Again while a pass cancels something: a parent ending between the listing and its
+    // cancel may have fired a child the first listing did not have.
+    for pass in 0..4 {
+        let chain = st.store.run_chain(&caller.tenant_id, &chain_id, CHAIN_MAX).await?;
+        if chain.is_empty() && pass == 0 {
+            return Err(ApiError::not_found("chain"));
+        }
+        runs = chain.len();
+        let mut this_pass = 0;
+        for run in chain.iter().filter(|r| !r.state.is_terminal()) {
+            let now = st.now_ms();
+            if let Some(before) =
+                st.store.run_cancel(&caller.tenant_id, &run.id, "the chain was cancelled", now).await?
+            {
+                if matches!(before.state, RunState::Dispatching | RunState::Running) {
+                    st.cancels.cancel_run(&before);
+                }
+                cancelled.push(run.id.clone());
+                this_pass += 1;
+            }
+        }
+        if this_pass == 0 {
+            break;
+        }
+    }
+    tracing::info!(chain_id = %chain_id, cancelled = cancelled.len(), "chain cancelled");
+    Ok(axum::Json(ChainCancelled { chain_id, cancelled, runs }))
+}

@@ -39,6 +39,7 @@ crate::on_both_databases!(
     outbound_addresses_are_judged_at_registration_and_at_connect_time,
     a_registration_job_whose_name_is_taken_gets_a_free_one,
     a_script_job_goes_only_to_a_runner_of_its_runtime_which_fetches_its_source_by_the_run,
+    a_chain_is_cancelled_whole_and_fires_no_further_child,
 );
 
 struct Setup {
@@ -1605,4 +1606,41 @@ async fn trigger_and_tick(app: &TestApp, key: &str, job_id: &str) -> Value {
     let (_, run) = app.post(&format!("/api/v1/jobs/{job_id}/trigger"), key, json!({})).await;
     app.engine.tick().await.unwrap();
     run_detail(app, key, run["id"].as_str().unwrap()).await
+}
+
+async fn a_chain_is_cancelled_whole_and_fires_no_further_child(app: &TestApp) {
+    let s = setup(app).await;
+    let child = app.job(&s.key, manual("load", json!({}))).await;
+    let parent = app.job(&s.key, manual("extract", json!({"children": [child["id"]]}))).await;
+    s.exec.then(Answer::Accept); // the parent runs on, its result to come by callback
+    let (_, run) =
+        app.post(&format!("/api/v1/jobs/{}/trigger", parent["id"].as_str().unwrap()), &s.key, json!({})).await;
+    let root = run["id"].as_str().unwrap().to_string();
+    app.engine.tick().await.unwrap();
+    assert_eq!(run_detail(app, &s.key, &root).await["state"], "running");
+    let other = app.tenant("other").await;
+    let (st, _) = app.post(&format!("/api/v1/chains/{root}/cancel"), &other.admin, json!({})).await;
+    assert_eq!(st, StatusCode::NOT_FOUND, "another tenant's chain");
+    let (st, _) = app.post("/api/v1/chains/run_0123/cancel", &s.key, json!({})).await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    let (st, v) = app.post(&format!("/api/v1/chains/{root}/cancel"), &s.key, json!({})).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!((v["cancelled"].clone(), v["runs"].clone()), (json!([root]), json!(1)), "{v}");
+    assert_eq!(run_detail(app, &s.key, &root).await["state"], "cancelled");
+    let cancels = s.exec.wait_cancels(1).await;
+    assert_eq!(cancels[0].body["run_id"], root.as_str(), "the executor running it is told");
+    // Its late result changes nothing and fires no child.
+    let (st, _) = callback(
+        app,
+        &s,
+        &format!("/api/v1/runs/{root}/result"),
+        "late-1",
+        json!({"attempt": 1, "status": "succeeded"}),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CONFLICT);
+    app.engine.tick().await.unwrap();
+    assert!(runs(app, &s.key, child["id"].as_str().unwrap()).await.is_empty(), "no child fired");
+    let (_, v) = app.post(&format!("/api/v1/chains/{root}/cancel"), &s.key, json!({})).await;
+    assert_eq!(v["cancelled"], json!([]), "nothing left to cancel: {v}");
 }

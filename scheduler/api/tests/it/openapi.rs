@@ -154,6 +154,7 @@ fn operation_ids_are_unique_and_stable_and_every_operation_is_summarised() {
     assert_eq!(ids, unique, "operationIds are unique");
     let stable = [
         "append_run_logs",
+        "cancel_chain",
         "cancel_run",
         "create_app",
         "create_job",
