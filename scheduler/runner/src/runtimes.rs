@@ -106,8 +106,10 @@ impl Runtimes {
             isolation: if wasm.is_some() { "wasm" } else { "none" }.into(),
             detail: if wasm.is_some() { limits.clone() } else { wasm_detail.clone() },
         });
+        // With host interpreters on, `python`/`javascript` never run in wasm: the wasm
+        // interpreters are not compiled (CPython takes seconds) and their offers are replaced below.
         let interpreters = match (&wasm, &cfg.interpreters_dir) {
-            (Some(w), Some(dir)) => Some(sundial_runtimes::Interpreters::load(dir, w)),
+            (Some(w), Some(dir)) if !cfg.host_interpreters => Some(sundial_runtimes::Interpreters::load(dir, w)),
             _ => None,
         };
         for (name, lang) in
