@@ -26,7 +26,6 @@ mod exec;
 mod runtimes;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -544,9 +543,4 @@ impl Registration {
             .await
             .map(|_| ())
     }
-}
-
-/// Where a runner keeps its caches by default.
-pub fn default_cache_dir() -> PathBuf {
-    PathBuf::from("sundial-data/runner")
 }
