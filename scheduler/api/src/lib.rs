@@ -62,6 +62,7 @@ pub fn router(state: AppState) -> Router {
         .route("/runs/{id}", get(runs::get))
         .route("/runs/{id}/cancel", post(runs::cancel))
         .route("/runs/{id}/retry", post(runs::retry))
+        .route("/chains/{chain_id}", get(chains::get))
         .route("/chains/{chain_id}/cancel", post(runs::cancel_chain))
         .route("/runs/{id}/result", post(executors::result))
         .route("/runs/{id}/logs", post(executors::logs))

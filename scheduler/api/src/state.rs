@@ -15,6 +15,8 @@ pub struct ApiConfig {
     pub outbound: sundial_core::outbound::OutboundPolicy,
     /// What script uploads may be.
     pub scripts: ScriptLimits,
+    /// Largest run output a result call may report, bytes (its compact JSON): larger is 413.
+    pub max_output_bytes: usize,
     /// The script runtimes this install offers (`GET /api/v1/runtimes`); a script of a
     /// runtime that is not available is refused at upload. The binary fills this from
     /// what its runner detected at start-up; the default offers every runtime.
@@ -81,6 +83,7 @@ impl Default for ApiConfig {
             secret_grace_ms: 24 * 3_600_000,
             outbound: sundial_core::outbound::OutboundPolicy::default(),
             scripts: ScriptLimits::default(),
+            max_output_bytes: sundial_core::protocol::DEFAULT_MAX_OUTPUT_BYTES,
             runtimes: RuntimeOffer::all_available(),
         }
     }

@@ -347,6 +347,8 @@ pub struct JobOut {
     pub max_concurrency: Option<i64>,
     /// The child edges, in the edge form (also for children given as plain job ids).
     pub children: Vec<ChildEdgeOut>,
+    /// When the job has several parents: fire once per chain after `all` of them, or `any`.
+    pub wait: sundial_core::types::WaitFor,
     pub state: JobState,
     /// `api`, or `registration` for jobs an executor's handler registration created.
     pub source: JobSource,
@@ -383,6 +385,7 @@ impl JobOut {
             timeout_ms: j.timeout_ms,
             max_concurrency: j.max_concurrency,
             children: children.into_iter().map(|c| ChildEdgeOut { job: c.job_id, on: c.on }).collect(),
+            wait: j.wait,
             state: j.state,
             source: j.source,
             version: j.version,
@@ -437,7 +440,8 @@ pub struct Preview {
 pub struct RunOut {
     pub id: String,
     pub job_id: String,
-    /// `s:<epoch ms>` for schedule fires, `i:<Idempotency-Key>`, `p:<parent run id>`, or a fresh id.
+    /// `s:<epoch ms>` for schedule fires, `i:<Idempotency-Key>`, `p:<parent run id>` (a child
+    /// run), `p:<chain id>` (a fan-in's run in a chain), or a fresh id.
     pub fire_key: String,
     pub trigger: TriggerKind,
     pub scheduled_at: String,
@@ -448,6 +452,10 @@ pub struct RunOut {
     #[schema(value_type = Option<Object>)]
     pub params: Option<Value>,
     pub parent_run_id: Option<String>,
+    /// For a run of a job with several parents (a fan-in, `fire_key` `p:<chain_id>`): the
+    /// parents' runs it was fired (or skipped) after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run_ids: Option<Vec<String>>,
     pub reason: Option<String>,
     pub message: Option<String>,
     #[schema(value_type = Option<Object>)]
@@ -479,6 +487,9 @@ impl From<Run> for RunOut {
             shard_total: r.shard_total,
             params: r.params,
             parent_run_id: r.parent_run_id,
+            parent_run_ids: r.parents.as_ref().and_then(Value::as_array).map(|ps| {
+                ps.iter().filter_map(|p| p.get("run_id").and_then(Value::as_str).map(String::from)).collect()
+            }),
             reason: r.reason,
             message: r.message,
             output: r.output,

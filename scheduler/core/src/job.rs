@@ -142,6 +142,13 @@ pub struct JobInput {
     /// `{"job": "job_…", "on": "on_success" | "on_failure" | "always"}`.
     #[serde(default)]
     pub children: Option<Vec<ChildInput>>,
+    /// For a job that is the child of several jobs (a fan-in): fire once per chain when every
+    /// parent has ended in it with its edge's condition holding (`all`, the default), or as
+    /// soon as one has (`any`). A parent that will never end in the chain (its edge's
+    /// condition false, its job stopped, its run cancelled) releases an `all` child as a
+    /// `skipped` run with the reason.
+    #[serde(default)]
+    pub wait: Option<crate::types::WaitFor>,
     /// `active` (default) fires on schedule; `stopped` fires only when triggered.
     #[serde(default)]
     pub state: Option<JobState>,
@@ -197,6 +204,7 @@ pub struct JobDef {
     pub timeout_ms: i64,
     pub max_concurrency: Option<i64>,
     pub children: Vec<ChildEdge>,
+    pub wait: crate::types::WaitFor,
     pub state: JobState,
 }
 
@@ -384,6 +392,7 @@ impl JobDef {
             timeout_ms,
             max_concurrency,
             children,
+            wait: input.wait.unwrap_or(crate::types::WaitFor::All),
             state: input.state.unwrap_or(JobState::Active),
         })
     }

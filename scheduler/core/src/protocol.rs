@@ -42,9 +42,17 @@ pub struct Delivery {
     pub scheduled_at: String,
     pub trigger: TriggerKind,
     pub shard: ShardRef,
-    /// For a run fired by its parent's success: the parent run and its output.
+    /// For a run fired by one parent (its edge's condition held): the parent run and its output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentRef>,
+    /// For a run of a job with several parents (a fan-in), fired once per chain: every
+    /// parent that had ended in the chain when it fired, with its run, state and output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parents: Option<Vec<ParentRun>>,
+    /// For a run fired by a parent: the params the chain's root was triggered with (they are
+    /// merged over the job's own `params`, already in `params`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_params: Option<Value>,
     /// For a script job (sent only to runners): the script version this attempt runs. The
     /// runner fetches its source with `POST /api/v1/executors/script` (by the run) and checks
     /// it against `sha256`.
@@ -82,6 +90,28 @@ pub struct ParentRef {
     pub run_id: String,
     /// Any JSON value, or null.
     pub output: Option<Value>,
+}
+
+/// One parent of a fan-in run: its job, its run in the chain, how it ended, its output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ParentRun {
+    pub job_id: String,
+    pub run_id: String,
+    /// `succeeded` or `failed`.
+    pub state: crate::types::RunState,
+    /// Any JSON value, or null.
+    pub output: Option<Value>,
+}
+
+/// The default largest run output, in bytes (`max_output_bytes`): outputs are stored with
+/// the run and passed to its children, so they stay small; bulk data belongs elsewhere.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// An output's size as stored and passed on (its compact JSON), if larger than `limit`.
+pub fn output_over(output: Option<&Value>, limit: usize) -> Option<usize> {
+    let size = output.map(|v| serde_json::to_vec(v).map(|b| b.len()).unwrap_or(usize::MAX)).unwrap_or(0);
+    (size > limit).then_some(size)
 }
 
 /// The executor's synchronous answer (`200`, or any `2xx` but `202`): every field is
@@ -145,6 +175,8 @@ mod tests {
             trigger: TriggerKind::Schedule,
             shard: ShardRef { index: 0, total: 1 },
             parent: None,
+            parents: None,
+            chain_params: None,
             script: None,
         };
         assert_eq!(

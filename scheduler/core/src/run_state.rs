@@ -30,6 +30,8 @@ pub enum FailReason {
     AddressRefused,
     /// The executor's answer was larger than `max_answer_bytes`.
     AnswerTooLarge,
+    /// The run's output was larger than `max_output_bytes` (it is passed to child runs).
+    OutputTooLarge,
 }
 
 impl FailReason {
@@ -41,6 +43,7 @@ impl FailReason {
         FailReason::NoExecutor,
         FailReason::AddressRefused,
         FailReason::AnswerTooLarge,
+        FailReason::OutputTooLarge,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -52,6 +55,7 @@ impl FailReason {
             FailReason::NoExecutor => "no_executor",
             FailReason::AddressRefused => "address_refused",
             FailReason::AnswerTooLarge => "answer_too_large",
+            FailReason::OutputTooLarge => "output_too_large",
         }
     }
 }
@@ -259,7 +263,7 @@ mod tests {
         (Skipped,     [NO,           NO,          NO,                NO,                NO,            NO,              NO,             NO,           NO,              NO,            NO]),
     ];
 
-    const REASONS: [FailReason; 7] = [
+    const REASONS: [FailReason; 8] = [
         FailReason::Error,
         FailReason::Timeout,
         FailReason::Lost,
@@ -267,6 +271,7 @@ mod tests {
         FailReason::NoExecutor,
         FailReason::AddressRefused,
         FailReason::AnswerTooLarge,
+        FailReason::OutputTooLarge,
     ];
 
     /// Every concrete event for a column: one for most, every reason for the
@@ -390,7 +395,16 @@ mod tests {
         let reasons: Vec<&str> = REASONS.iter().map(|r| r.as_str()).collect();
         assert_eq!(
             reasons,
-            ["error", "timeout", "lost", "discarded", "no_executor", "address_refused", "answer_too_large"]
+            [
+                "error",
+                "timeout",
+                "lost",
+                "discarded",
+                "no_executor",
+                "address_refused",
+                "answer_too_large",
+                "output_too_large"
+            ]
         );
         assert_eq!(FailReason::ALL, REASONS);
     }

@@ -147,6 +147,13 @@ str_enum!(
     EdgeCondition { OnSuccess => "on_success", OnFailure => "on_failure", Always => "always" }
 );
 
+str_enum!(
+    /// When a job with several parents (a fan-in) fires in a chain: once every parent it
+    /// waits for has ended there with its edge's condition holding (`all`, the default), or
+    /// as soon as one has (`any`).
+    WaitFor { All => "all", Any => "any" }
+);
+
 impl EdgeCondition {
     /// Does an edge with this condition fire for a parent run that ended `state`?
     pub fn fires_on(self, state: RunState) -> bool {

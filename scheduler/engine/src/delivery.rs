@@ -348,7 +348,7 @@ impl Engine {
                     )
                     .await;
                 self.fire.routes.lock().await.record_use(&job.id, &target.id, self.now_ms());
-                match read_answer(resp, self.cfg.max_answer_bytes).await {
+                match read_answer(resp, self.cfg.max_answer_bytes, self.cfg.max_output_bytes).await {
                     Answer::Offline => {
                         trail.push(TrailEntry::new(target, "executor_offline"));
                         if is_registered(&target.id) {

@@ -248,6 +248,7 @@ pub(crate) mod tests {
             },
             timeout_ms: 1000,
             max_concurrency: None,
+            wait: sundial_core::types::WaitFor::All,
             state: JobState::Active,
             source: JobSource::Api,
             registration_key: None,

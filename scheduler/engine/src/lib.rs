@@ -93,6 +93,9 @@ pub struct EngineConfig {
     /// An executor's answer larger than this fails the attempt `answer_too_large` (it is
     /// not read into memory).
     pub max_answer_bytes: usize,
+    /// Largest run output accepted, bytes (its compact JSON); a larger one fails the attempt
+    /// `output_too_large`.
+    pub max_output_bytes: usize,
     /// Where deliveries and cancels may go ([`sundial_core::outbound`]).
     pub outbound: sundial_core::outbound::OutboundPolicy,
     /// This node's built-in script runner, if it has one (`sundial serve` starts it).
@@ -133,6 +136,7 @@ impl EngineConfig {
             retention_every_ms: 60_000,
             max_dispatch_lead_ms: 2_000,
             max_answer_bytes: 1024 * 1024,
+            max_output_bytes: sundial_core::protocol::DEFAULT_MAX_OUTPUT_BYTES,
             outbound: sundial_core::outbound::OutboundPolicy::default(),
             builtin_runner: None,
         }

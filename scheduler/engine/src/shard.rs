@@ -235,7 +235,7 @@ impl Engine {
             .post_signed(app, address, &d.webhook_id, &body, &headers, Duration::from_millis(remaining as u64))
             .await;
         self.fire.routes.lock().await.record_use(&job.id, exec_id, self.now_ms());
-        let answer = read_answer(resp, self.cfg.max_answer_bytes).await;
+        let answer = read_answer(resp, self.cfg.max_answer_bytes, self.cfg.max_output_bytes).await;
         let failed =
             |reason, message: String| ExecutorResult { succeeded: false, reason, output: None, message: Some(message) };
         let (result, retired) = match answer {

@@ -20,7 +20,7 @@ use sundial_core::route::{Candidate, script_handler};
 use sundial_core::run_state::FailReason;
 use sundial_core::signing::{self, SigningKey};
 use sundial_core::time::rfc3339_utc;
-use sundial_core::types::{ExecutorState, RunState};
+use sundial_core::types::{ExecutorState, RunState, TriggerKind};
 use sundial_store::{App, Job, Run, Store};
 use tokio::sync::{Semaphore, mpsc};
 
@@ -184,7 +184,7 @@ pub(crate) enum Answer {
 ///   (`status` defaults to `succeeded`), and anything else fails the attempt saying why;
 /// - `503 {"code": "executor_offline"}`, `410 {"code": "handler_retired"}`: as documented;
 /// - a redirect (`3xx`) is not followed, and fails the attempt, as does any other status.
-pub(crate) async fn read_answer(resp: Result<reqwest::Response, CallError>, limit: usize) -> Answer {
+pub(crate) async fn read_answer(resp: Result<reqwest::Response, CallError>, limit: usize, max_output: usize) -> Answer {
     let resp = match resp {
         Ok(r) => r,
         Err(CallError::Refused(r)) => return Answer::Failed(FailReason::AddressRefused, r.to_string()),
@@ -207,7 +207,15 @@ pub(crate) async fn read_answer(resp: Result<reqwest::Response, CallError>, limi
     let code = || serde_json::from_slice::<Value>(&body).ok().and_then(|v| v.get("code")?.as_str().map(String::from));
     match status {
         200..=299 => match parse_result(&body) {
-            Ok(result) => Answer::Done(result),
+            Ok(result) => match sundial_core::protocol::output_over(result.output.as_ref(), max_output) {
+                None => Answer::Done(result),
+                Some(size) => Answer::Failed(
+                    FailReason::OutputTooLarge,
+                    format!(
+                        "the output is {size} bytes; at most max_output_bytes = {max_output} are kept and passed on"
+                    ),
+                ),
+            },
             Err(why) => Answer::Failed(FailReason::Error, format!("the executor answered HTTP {status} with {why}")),
         },
         503 if code().as_deref() == Some("executor_offline") => Answer::Offline,
@@ -327,7 +335,7 @@ pub(crate) fn shard_delivery_body(run: &Run, job: &Job, attempt: i64, index: i64
         job_id: job.id.clone(),
         job: job.name.clone(),
         handler: job.handler.clone(),
-        params: run.params.clone().unwrap_or_else(|| job.params.clone()),
+        params: run_params(run, job),
         attempt,
         scheduled_at: rfc3339_utc(run.scheduled_at_ms),
         trigger: run.trigger,
@@ -336,7 +344,27 @@ pub(crate) fn shard_delivery_body(run: &Run, job: &Job, attempt: i64, index: i64
             .parent_run_id
             .as_ref()
             .map(|p| protocol::ParentRef { run_id: p.clone(), output: run.parent_output.clone() }),
+        parents: run.parents.as_ref().and_then(|p| serde_json::from_value(p.clone()).ok()),
+        chain_params: if run.trigger == TriggerKind::Parent { run.params.clone() } else { None },
         script: None,
+    }
+}
+
+/// A run's params: those it was triggered with, else its job's; for a run fired by a parent,
+/// the job's own with the chain's (what its root was triggered with) merged over them.
+fn run_params(run: &Run, job: &Job) -> serde_json::Value {
+    match (&run.params, run.trigger) {
+        (None, _) => job.params.clone(),
+        (Some(chain), TriggerKind::Parent) => {
+            let mut merged = job.params.clone();
+            if let (Some(m), Some(c)) = (merged.as_object_mut(), chain.as_object()) {
+                for (k, v) in c {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+            merged
+        }
+        (Some(given), _) => given.clone(),
     }
 }
 

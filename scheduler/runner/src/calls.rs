@@ -116,6 +116,15 @@ impl Api {
             tokio::time::sleep(Duration::from_secs(delay)).await;
             match self.post(app_id, &path, &body).await {
                 Ok(_) => return,
+                Err(RunnerError::Refused { status: 413, body: why, .. }) if body.get("output").is_some() => {
+                    // The output is over the node's `max_output_bytes`: the attempt fails, saying so.
+                    tracing::warn!(run_id, attempt, "output refused as too large; reporting the attempt failed");
+                    let message = serde_json::from_str::<Value>(&why)
+                        .ok()
+                        .and_then(|v| v.get("message").and_then(Value::as_str).map(String::from))
+                        .unwrap_or(why);
+                    body = json!({"status": "failed", "message": message, "attempt": attempt, "shard": shard});
+                }
                 Err(e @ RunnerError::Refused { .. }) => {
                     tracing::warn!(run_id, attempt, error = %e, "result refused");
                     return;

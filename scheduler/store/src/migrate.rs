@@ -144,6 +144,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0014_chains.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0014_chains.sql"),
     },
+    Migration {
+        version: 15,
+        name: "fan_in",
+        mysql: include_str!("../../../migrations/mysql/0015_fan_in.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0015_fan_in.sql"),
+    },
 ];
 
 impl Migration {

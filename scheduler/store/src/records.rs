@@ -93,6 +93,8 @@ pub struct Job {
     pub failure: FailureSpec,
     pub timeout_ms: i64,
     pub max_concurrency: Option<i64>,
+    /// For a job with several parents: wait for `all` of them in a chain, or `any`.
+    pub wait: sundial_core::types::WaitFor,
     pub state: JobState,
     pub source: JobSource,
     /// `app_id:handler` for jobs created by a handler registration; unique.
@@ -118,6 +120,8 @@ pub struct Run {
     pub params: Option<Value>,
     pub parent_run_id: Option<String>,
     pub parent_output: Option<Value>,
+    /// A fan-in run's parents (a JSON array of `{job_id, run_id, state, output}`).
+    pub parents: Option<Value>,
     pub job_version: i64,
     pub owner_node: Option<String>,
     pub lease_until_ms: Option<i64>,
@@ -199,6 +203,7 @@ impl Job {
             failure: def.failure,
             timeout_ms: def.timeout_ms,
             max_concurrency: def.max_concurrency,
+            wait: def.wait,
             state: def.state,
             source: JobSource::Api,
             registration_key: None,
@@ -235,6 +240,7 @@ impl Run {
             params: None,
             parent_run_id: None,
             parent_output: None,
+            parents: None,
             job_version,
             owner_node: None,
             lease_until_ms: None,
@@ -257,6 +263,53 @@ impl Run {
     pub fn chain(&self) -> &str {
         self.chain_id.as_deref().unwrap_or(&self.id)
     }
+}
+
+/// What `GET /chains/{id}` is built from: a chain's runs, the jobs they are of and their
+/// child jobs, the edges between them, and each fan-in's arrivals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainView {
+    /// Oldest first; the root first.
+    pub runs: Vec<Run>,
+    pub jobs: Vec<ChainJob>,
+    /// The child edges of the runs' jobs.
+    pub edges: Vec<ChainEdge>,
+    pub joins: Vec<ChainJoin>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainJob {
+    pub id: String,
+    pub name: String,
+    pub state: JobState,
+    pub wait: sundial_core::types::WaitFor,
+    /// Edges into the job: more than one makes it a fan-in.
+    pub parents: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainEdge {
+    pub parent_job_id: String,
+    pub child_job_id: String,
+    pub on: sundial_core::types::EdgeCondition,
+    pub created_at_ms: i64,
+}
+
+/// A fan-in child's join in a chain: the parents that arrived (ended, or will not run),
+/// and the run that decided it (fired or `skipped`), if decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainJoin {
+    pub child_job_id: String,
+    pub arrivals: Vec<ChainArrival>,
+    pub run_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainArrival {
+    pub parent_job_id: String,
+    pub run_id: Option<String>,
+    pub holds: bool,
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

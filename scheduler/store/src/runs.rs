@@ -171,6 +171,9 @@ pub trait RunStore: Send + Sync {
     /// The runs of a chain (its root, whose id is the chain's, and every run fired down
     /// from it), oldest first, at most `limit`; empty for another tenant's chain.
     async fn run_chain(&self, tenant_id: &str, chain_id: &str, limit: i64) -> Result<Vec<Run>>;
+    /// A chain's runs (as [`run_chain`](RunStore::run_chain)) with its jobs, edges and
+    /// fan-in joins; `None` if the tenant has no such chain.
+    async fn chain_view(&self, tenant_id: &str, chain_id: &str, limit: i64) -> Result<Option<crate::ChainView>>;
     async fn run_by_fire_key(&self, job_id: &str, fire_key: &str) -> Result<Option<Run>>;
     /// Newest scheduled first. The cursor is the last row's `"{scheduled_at_ms}:{id}"`.
     async fn run_list(&self, tenant_id: &str, filter: &RunFilter, page: &Page) -> Result<Vec<Run>>;

@@ -78,6 +78,11 @@ pub struct Settings {
     /// Largest executor answer read, in bytes; a larger one fails the attempt `answer_too_large`.
     #[arg(long, env = "SUNDIAL_MAX_ANSWER_BYTES")]
     pub max_answer_bytes: Option<usize>,
+    /// Largest run output kept and passed to child runs, in bytes (its compact JSON); a result
+    /// call with a larger one is refused (413), a larger synchronous answer fails the attempt
+    /// `output_too_large`. Default 65536.
+    #[arg(long, env = "SUNDIAL_MAX_OUTPUT_BYTES")]
+    pub max_output_bytes: Option<usize>,
     /// Largest `wasm` script accepted (the module's bytes, or its `.wat` text), in bytes.
     #[arg(long, env = "SUNDIAL_MAX_SCRIPT_WASM_BYTES")]
     pub max_script_wasm_bytes: Option<usize>,
@@ -142,6 +147,7 @@ pub struct Resolved {
     pub affinity_grace_ms: i64,
     pub max_dispatch_lead_ms: i64,
     pub max_answer_bytes: usize,
+    pub max_output_bytes: usize,
     pub max_script_wasm_bytes: usize,
     pub max_script_text_bytes: usize,
     pub outbound: sundial_core::outbound::OutboundPolicy,
@@ -208,6 +214,12 @@ impl Settings {
         anyhow::ensure!(
             (1024..=64 * 1024 * 1024).contains(&max_answer_bytes),
             "max_answer_bytes: must be 1024-67108864"
+        );
+        let max_output_bytes =
+            self.max_output_bytes.or(file.max_output_bytes).unwrap_or(engine_defaults.max_output_bytes);
+        anyhow::ensure!(
+            (1024..=16 * 1024 * 1024).contains(&max_output_bytes),
+            "max_output_bytes: must be 1024-16777216"
         );
         let script_defaults = sundial_api::ScriptLimits::default();
         let max_script_wasm_bytes =
@@ -276,6 +288,7 @@ impl Settings {
             affinity_grace_ms,
             max_dispatch_lead_ms,
             max_answer_bytes,
+            max_output_bytes,
             max_script_wasm_bytes,
             max_script_text_bytes,
             outbound,
@@ -337,6 +350,7 @@ mod tests {
         assert_eq!(r.affinity_grace_ms, e.affinity_grace_ms);
         assert_eq!(r.max_dispatch_lead_ms, e.max_dispatch_lead_ms);
         assert_eq!(r.max_answer_bytes, e.max_answer_bytes);
+        assert_eq!(r.max_output_bytes, e.max_output_bytes);
         assert_eq!(r.outbound, e.outbound);
     }
 }

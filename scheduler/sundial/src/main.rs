@@ -90,6 +90,7 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     engine_cfg.affinity_grace_ms = cfg.affinity_grace_ms;
     engine_cfg.max_dispatch_lead_ms = cfg.max_dispatch_lead_ms;
     engine_cfg.max_answer_bytes = cfg.max_answer_bytes;
+    engine_cfg.max_output_bytes = cfg.max_output_bytes;
     engine_cfg.outbound = cfg.outbound;
     let listener = TcpListener::bind(&cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
     let addr = listener.local_addr()?;
@@ -108,6 +109,7 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
         ApiConfig {
             max_body_bytes: cfg.max_body_bytes,
             secret_grace_ms: cfg.secret_grace_secs * 1000,
+            max_output_bytes: cfg.max_output_bytes,
             outbound: cfg.outbound,
             scripts: sundial_api::ScriptLimits {
                 max_wasm_bytes: cfg.max_script_wasm_bytes,

@@ -2,7 +2,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sundial_core::error::FieldError;
@@ -175,6 +175,7 @@ fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> J
         .expect("defaults are valid"),
         timeout_ms: DEFAULT_TIMEOUT_MS,
         max_concurrency: None,
+        wait: sundial_core::types::WaitFor::All,
         state: JobState::Stopped,
         source: JobSource::Registration,
         registration_key: Some(format!("{app_id}:{handler}")),
@@ -412,7 +413,7 @@ pub async fn run_script(
 /// different result for a finished attempt, is refused with 409 and changes nothing.
 #[utoipa::path(post, path = "/api/v1/runs/{id}/result", operation_id = "report_run_result", tag = "executors", request_body = ResultRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
     params(("id" = String, Path)),
-    responses((status = 200, body = ResultAccepted), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = ResultAccepted), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn result(
     State(st): State<AppState>,
     Path(id): Path<String>,
@@ -422,6 +423,18 @@ pub async fn result(
     let (app, req): (_, ResultRequest) = verify(&st, &headers, &body).await?;
     let (run, job) = run_of_app(&st, &app, &id).await?;
     let shard = shard_of(&run, req.shard)?;
+    let limit = st.config.max_output_bytes;
+    if let Some(size) = sundial_core::protocol::output_over(req.output.as_ref(), limit) {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "output_too_large",
+            format!(
+                "the output is {size} bytes; at most {limit} (max_output_bytes) are kept and passed to child runs: \
+                 report a smaller output (for example where the data is), or report the attempt failed"
+            ),
+        )
+        .with_details(json!({"field": "output", "size": size, "max": limit})));
+    }
     let result = sundial_engine::ExecutorResult {
         succeeded: req.status == ResultStatus::Succeeded,
         reason: FailReason::Error,

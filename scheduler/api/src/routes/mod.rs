@@ -1,4 +1,5 @@
 pub mod apps;
+pub mod chains;
 pub mod executors;
 pub mod health;
 pub mod jobs;

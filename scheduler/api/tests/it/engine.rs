@@ -40,6 +40,9 @@ crate::on_both_databases!(
     a_registration_job_whose_name_is_taken_gets_a_free_one,
     a_script_job_goes_only_to_a_runner_of_its_runtime_which_fetches_its_source_by_the_run,
     a_chain_is_cancelled_whole_and_fires_no_further_child,
+    a_fan_out_and_fan_in_chain_passes_outputs_and_params_and_shows_its_tree,
+    outputs_over_the_limit_are_refused_by_the_result_call_and_fail_a_sync_answer,
+    a_retried_step_of_a_chain_fires_its_children_once,
 );
 
 struct Setup {
@@ -1643,4 +1646,186 @@ async fn a_chain_is_cancelled_whole_and_fires_no_further_child(app: &TestApp) {
     assert!(runs(app, &s.key, child["id"].as_str().unwrap()).await.is_empty(), "no child fired");
     let (_, v) = app.post(&format!("/api/v1/chains/{root}/cancel"), &s.key, json!({})).await;
     assert_eq!(v["cancelled"], json!([]), "nothing left to cancel: {v}");
+}
+
+/// extract → (t1, t2 in parallel) → load, and a clean-up on extract's failure: the root's
+/// trigger params flow down, `load` fires once with both outputs, and the tree says which
+/// edge fired each run and why the clean-up did not fire.
+async fn a_fan_out_and_fan_in_chain_passes_outputs_and_params_and_shows_its_tree(app: &TestApp) {
+    let s = setup(app).await;
+    let load = app.job(&s.key, manual("load", json!({"params": {"target": "warehouse", "day": "job's"}}))).await;
+    assert_eq!(load["wait"], "all", "the default");
+    let t1 = app.job(&s.key, manual("t1", json!({"children": [load["id"]]}))).await;
+    let t2 = app.job(&s.key, manual("t2", json!({"children": [{"job": load["id"], "on": "on_success"}]}))).await;
+    let cleanup = app.job(&s.key, manual("cleanup", json!({}))).await;
+    let extract = app
+        .job(
+            &s.key,
+            manual("extract", json!({"children": [t1["id"], t2["id"], {"job": cleanup["id"], "on": "on_failure"}]})),
+        )
+        .await;
+    s.exec.then(Answer::Ok(json!({"rows": 10})));
+    s.exec.then(Answer::Ok(json!({"part": "a"})));
+    s.exec.then(Answer::Ok(json!({"part": "b"})));
+    s.exec.then(Answer::Ok(json!({"loaded": 2})));
+    let (st, run) = app
+        .post(
+            &format!("/api/v1/jobs/{}/trigger", extract["id"].as_str().unwrap()),
+            &s.key,
+            json!({"params": {"day": "2026-11-25"}}),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{run}");
+    let root = run["id"].as_str().unwrap().to_string();
+    for _ in 0..4 {
+        app.engine.tick().await.unwrap();
+    }
+    let d = s.exec.deliveries();
+    assert_eq!(d.len(), 4, "extract, t1, t2, load: {:?}", d.iter().map(|x| x.body["job"].clone()).collect::<Vec<_>>());
+    let by_job = |name: &str| d.iter().find(|x| x.body["job"] == name).unwrap().body.clone();
+    let t1d = by_job("t1");
+    assert_eq!(t1d["parent"]["output"], json!({"rows": 10}));
+    assert_eq!(t1d["chain_params"], json!({"day": "2026-11-25"}));
+    let l = by_job("load");
+    assert!(l.get("parent").is_none(), "a fan-in has `parents`, not `parent`: {l}");
+    let mut outputs: Vec<String> =
+        l["parents"].as_array().unwrap().iter().map(|p| p["output"]["part"].as_str().unwrap().to_string()).collect();
+    outputs.sort();
+    assert_eq!(outputs, ["a", "b"], "{l}");
+    assert!(l["parents"].as_array().unwrap().iter().all(|p| p["state"] == "succeeded" && p["run_id"].is_string()));
+    assert_eq!(l["params"], json!({"target": "warehouse", "day": "2026-11-25"}), "the chain's params over the job's");
+    assert_eq!(l["chain_params"], json!({"day": "2026-11-25"}));
+    let load_runs = runs(app, &s.key, load["id"].as_str().unwrap()).await;
+    assert_eq!(load_runs.len(), 1, "once per chain");
+    assert_eq!(load_runs[0]["fire_key"], format!("p:{root}"));
+    assert_eq!(load_runs[0]["parent_run_ids"].as_array().unwrap().len(), 2);
+
+    let (st, tree) = app.get(&format!("/api/v1/chains/{root}"), &s.key).await;
+    assert_eq!(st, StatusCode::OK, "{tree}");
+    assert_eq!((tree["chain_id"].as_str(), tree["state"].as_str()), (Some(root.as_str()), Some("done")), "{tree}");
+    assert_eq!(tree["params"], json!({"day": "2026-11-25"}));
+    let names: Vec<&str> = tree["runs"].as_array().unwrap().iter().map(|r| r["job"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 4);
+    assert_eq!(names[0], "extract", "the root first: {tree}");
+    assert!(tree["runs"].as_array().unwrap().iter().all(|r| r["state"] == "succeeded"), "{tree}");
+    let edge = |from: &Value, to: &Value| {
+        tree["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["from_job"] == *from && e["to_job"] == *to)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(edge(&extract["id"], &t1["id"])["status"], "fired");
+    assert_eq!(edge(&t2["id"], &load["id"])["status"], "fired");
+    assert_eq!(edge(&t1["id"], &load["id"])["to_run"], load_runs[0]["id"]);
+    let c = edge(&extract["id"], &cleanup["id"]);
+    assert_eq!((c["status"].as_str(), c["reason"].as_str()), (Some("not_fired"), Some("condition_not_met")), "{c}");
+    assert!(c["detail"].as_str().unwrap().contains("on_failure"), "{c}");
+    let other = app.tenant("other").await;
+    assert_eq!(
+        app.get(&format!("/api/v1/chains/{root}"), &other.admin).await.0,
+        StatusCode::NOT_FOUND,
+        "another tenant's"
+    );
+    assert_eq!(app.get("/api/v1/chains/run_0123", &s.key).await.0, StatusCode::NOT_FOUND);
+
+    // A fan-in with a parent that fails: `all` is skipped with the reason, and the tree says so.
+    s.exec.then(Answer::Ok(json!({"rows": 1})));
+    s.exec.then(Answer::Ok(json!({"part": "a"})));
+    s.exec.then(Answer::Fail("bad input"));
+    app.put(
+        &format!("/api/v1/jobs/{}", t2["id"].as_str().unwrap()),
+        &s.key,
+        manual("t2", json!({"failure": {"policy": "discard"}, "children": [load["id"]]})),
+    )
+    .await;
+    let (_, run) =
+        app.post(&format!("/api/v1/jobs/{}/trigger", extract["id"].as_str().unwrap()), &s.key, json!({})).await;
+    let root2 = run["id"].as_str().unwrap().to_string();
+    for _ in 0..4 {
+        app.engine.tick().await.unwrap();
+    }
+    assert_eq!(s.exec.deliveries().len(), 7, "load is not delivered");
+    let (_, tree) = app.get(&format!("/api/v1/chains/{root2}"), &s.key).await;
+    let skipped = tree["runs"].as_array().unwrap().iter().find(|r| r["job"] == "load").cloned().expect("recorded");
+    assert_eq!(skipped["state"], "skipped", "{tree}");
+    assert!(skipped["message"].as_str().unwrap().contains("failed"), "{skipped}");
+    let e = tree["edges"].as_array().unwrap().iter().find(|e| e["from_job"] == t2["id"]).cloned().unwrap();
+    assert_eq!(e["status"], "skipped", "{tree}");
+}
+
+/// Outputs are kept with the run and passed to its children: one over `max_output_bytes`
+/// (64 KiB by default, 16 KiB here) is refused by the result call (413, nothing changes) and fails a
+/// synchronous answer (`output_too_large`).
+async fn outputs_over_the_limit_are_refused_by_the_result_call_and_fail_a_sync_answer(app: &TestApp) {
+    let s = setup(app).await;
+    let job = app.job(&s.key, manual("big", json!({"failure": {"policy": "discard"}}))).await;
+    let big = json!({"blob": "x".repeat(MAX_OUTPUT + 1)});
+    s.exec.then(Answer::Accept);
+    let run = trigger_and_tick(app, &s.key, job["id"].as_str().unwrap()).await;
+    let run_id = run["id"].as_str().unwrap();
+    assert_eq!(run["state"], "running");
+    let (st, v) = callback(
+        app,
+        &s,
+        &format!("/api/v1/runs/{run_id}/result"),
+        "big-1",
+        json!({"attempt": 1, "status": "succeeded", "output": big}),
+    )
+    .await;
+    assert_eq!(
+        (st, v["code"].as_str(), v["details"]["field"].as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, Some("output_too_large"), Some("output")),
+        "{v}"
+    );
+    assert!(v["message"].as_str().unwrap().contains(&MAX_OUTPUT.to_string()), "{v}");
+    assert_eq!(run_detail(app, &s.key, run_id).await["state"], "running", "nothing changed");
+    let (st, _) = callback(
+        app,
+        &s,
+        &format!("/api/v1/runs/{run_id}/result"),
+        "big-2",
+        json!({"attempt": 1, "status": "succeeded", "output": {"where": "s3://bucket/key"}}),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "a small one is accepted");
+
+    s.exec.then(Answer::Ok(big));
+    let run = trigger_and_tick(app, &s.key, job["id"].as_str().unwrap()).await;
+    assert_eq!((run["state"].as_str(), run["reason"].as_str()), (Some("failed"), Some("output_too_large")), "{run}");
+    assert!(run["message"].as_str().unwrap().contains("max_output_bytes"), "{run}");
+}
+
+/// `POST /runs/{id}/retry` on a chain step waiting to retry: when it then succeeds, its
+/// children fire once.
+async fn a_retried_step_of_a_chain_fires_its_children_once(app: &TestApp) {
+    let s = setup(app).await;
+    let child = app.job(&s.key, manual("report", json!({}))).await;
+    let step = app
+        .job(
+            &s.key,
+            manual(
+                "step",
+                json!({"children": [child["id"]], "failure": {"policy": "retry", "max_retries": 3,
+                "backoff": {"kind": "fixed", "base_ms": 3600000, "jitter": false}}}),
+            ),
+        )
+        .await;
+    s.exec.then(Answer::Fail("flaky"));
+    s.exec.then(Answer::Ok(json!({"ok": true})));
+    let run = trigger_and_tick(app, &s.key, step["id"].as_str().unwrap()).await;
+    assert_eq!(run["state"], "retrying", "{run}");
+    let run_id = run["id"].as_str().unwrap();
+    let (st, v) = app.post(&format!("/api/v1/runs/{run_id}/retry"), &s.key, json!({})).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    for _ in 0..3 {
+        app.engine.tick().await.unwrap();
+    }
+    assert_eq!(run_detail(app, &s.key, run_id).await["state"], "succeeded");
+    let kids = runs(app, &s.key, child["id"].as_str().unwrap()).await;
+    assert_eq!(kids.len(), 1, "fired once");
+    assert_eq!(kids[0]["chain_id"], run_id);
+    assert_eq!(s.exec.deliveries().iter().filter(|d| d.body["job"] == "report").count(), 1);
 }

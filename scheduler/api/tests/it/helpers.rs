@@ -13,6 +13,8 @@ use sundial_store::testing::TestDb;
 /// 2026-03-28T12:00:00Z, the day before Europe's spring-forward.
 pub const T0: i64 = 1_774_699_200_000;
 pub const MAX_BODY: usize = 64 * 1024;
+/// The largest run output (`max_output_bytes`), below the body limit so a test can exceed it.
+pub const MAX_OUTPUT: usize = 16 * 1024;
 pub const GRACE_MS: i64 = 3_600_000;
 
 pub struct TestApp {
@@ -36,11 +38,18 @@ pub async fn spawn_app(dialect: Dialect) -> TestApp {
     let state = AppState::new(
         db.store(),
         Arc::new(clock.clone()),
-        ApiConfig { max_body_bytes: MAX_BODY, secret_grace_ms: GRACE_MS, ..Default::default() },
+        ApiConfig {
+            max_body_bytes: MAX_BODY,
+            secret_grace_ms: GRACE_MS,
+            max_output_bytes: MAX_OUTPUT,
+            ..Default::default()
+        },
         wake.clone(),
     );
     // The engine is not started: tests turn it by hand (`engine.tick()`) with the manual clock.
-    let engine = Engine::new(db.store(), Arc::new(clock.clone()), EngineConfig::new("node_test"), wake);
+    let mut engine_cfg = EngineConfig::new("node_test");
+    engine_cfg.max_output_bytes = MAX_OUTPUT;
+    let engine = Engine::new(db.store(), Arc::new(clock.clone()), engine_cfg, wake);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(async move {

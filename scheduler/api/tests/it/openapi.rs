@@ -169,6 +169,7 @@ fn operation_ids_are_unique_and_stable_and_every_operation_is_summarised() {
         "deregister_executor",
         "diff_script_versions",
         "get_app",
+        "get_chain",
         "get_job",
         "get_run",
         "get_run_script",

@@ -29,6 +29,7 @@ pub(super) fn job_row(r: &AnyRow) -> Result<Job> {
         failure: json_col(r, "failure")?,
         timeout_ms: col(r, "timeout_ms")?,
         max_concurrency: col(r, "max_concurrency")?,
+        wait: parse_col(r, "wait_for")?,
         state: parse_col(r, "state")?,
         source: parse_col(r, "source")?,
         registration_key: col(r, "registration_key")?,
@@ -39,7 +40,7 @@ pub(super) fn job_row(r: &AnyRow) -> Result<Job> {
     })
 }
 
-pub(super) const JOB_COLS: &str = "id, tenant_id, app_id, name, description, handler, script_id, script_version, schedule_kind, schedule, params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, state, source, registration_key, version, generated_until_ms, created_at_ms, updated_at_ms";
+pub(super) const JOB_COLS: &str = "id, tenant_id, app_id, name, description, handler, script_id, script_version, schedule_kind, schedule, params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, wait_for, state, source, registration_key, version, generated_until_ms, created_at_ms, updated_at_ms";
 
 /// Refuse children that are not jobs of this tenant, or that would close a cycle.
 async fn check_children(
@@ -139,8 +140,8 @@ impl JobStore for SqlStore {
         check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
         sqlx::query(
             "INSERT INTO jobs (id, tenant_id, app_id, name, description, handler, script_id, script_version, schedule_kind, schedule, \
-             params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, state, source, registration_key, version, \
-             generated_until_ms, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, wait_for, state, source, registration_key, version, \
+             generated_until_ms, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&j.id)
         .bind(&j.tenant_id)
@@ -159,6 +160,7 @@ impl JobStore for SqlStore {
         .bind(to_json(&j.failure))
         .bind(j.timeout_ms)
         .bind(j.max_concurrency)
+        .bind(j.wait.as_str())
         .bind(j.state.as_str())
         .bind(j.source.as_str())
         .bind(&j.registration_key)
@@ -227,7 +229,7 @@ impl JobStore for SqlStore {
         }
         let r = sqlx::query(
             "UPDATE jobs SET app_id = ?, name = ?, description = ?, handler = ?, script_id = ?, script_version = ?, schedule_kind = ?, schedule = ?, \
-             params = ?, route = ?, block_strategy = ?, misfire = ?, failure = ?, timeout_ms = ?, max_concurrency = ?, state = ?, \
+             params = ?, route = ?, block_strategy = ?, misfire = ?, failure = ?, timeout_ms = ?, max_concurrency = ?, wait_for = ?, state = ?, \
              version = ?, generated_until_ms = ?, updated_at_ms = ? WHERE id = ? AND tenant_id = ? AND version = ?",
         )
         .bind(&j.app_id)
@@ -245,6 +247,7 @@ impl JobStore for SqlStore {
         .bind(to_json(&j.failure))
         .bind(j.timeout_ms)
         .bind(j.max_concurrency)
+        .bind(j.wait.as_str())
         .bind(j.state.as_str())
         .bind(j.version)
         .bind(j.generated_until_ms)

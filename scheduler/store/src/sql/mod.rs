@@ -29,6 +29,7 @@ use sqlx::{Any, AnyPool, Executor as _, Row, Transaction};
 use crate::{DbStore, Dialect, Result, StoreError, migrate};
 
 mod apps;
+mod chains;
 mod jobs;
 mod nodes;
 mod retention;

@@ -41,6 +41,7 @@ pub(super) fn run_row(r: &AnyRow) -> Result<Run> {
         params: json_opt(r, "params")?,
         parent_run_id: col(r, "parent_run_id")?,
         parent_output: json_opt(r, "parent_output")?,
+        parents: json_opt(r, "parents")?,
         job_version: col(r, "job_version")?,
         owner_node: col(r, "owner_node")?,
         lease_until_ms: col(r, "lease_until_ms")?,
@@ -76,14 +77,14 @@ pub(super) fn release_states() -> Result<(&'static str, &'static str)> {
 }
 
 /// Insert a run unless its (job, fire key) exists; true if inserted.
-pub(super) async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Run) -> Result<bool> {
+pub(in crate::sql) async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Run) -> Result<bool> {
     Ok(batch::insert_runs(tx, dialect, std::slice::from_ref(r)).await? > 0)
 }
 
 /// A run fired by `parent` (whose output it carries), in `parent`'s chain: inserted once per
 /// child job and parent run (`p:<parent run id>`), and listed in the chain. False if it was
 /// already there.
-pub(super) async fn insert_child_run(
+pub(in crate::sql) async fn insert_child_run(
     tx: &mut Transaction<'static, Any>,
     dialect: Dialect,
     parent: &Run,
@@ -103,6 +104,8 @@ pub(super) async fn insert_child_run(
     child.parent_run_id = Some(parent.id.clone());
     child.parent_output = output;
     child.chain_id = Some(parent.chain().to_string());
+    // The chain's params flow down: a root's are those it was triggered with, a child's its parent's.
+    child.params = parent.params.clone();
     if !insert_run(tx, dialect, &child).await? {
         return Ok(None);
     }
@@ -201,6 +204,18 @@ impl RunStore for SqlStore {
         .iter()
         .map(run_row)
         .collect()
+    }
+
+    async fn chain_view(&self, tenant_id: &str, chain_id: &str, limit: i64) -> Result<Option<crate::ChainView>> {
+        let runs = self.run_chain(tenant_id, chain_id, limit).await?;
+        if runs.is_empty() {
+            return Ok(None);
+        }
+        // One read transaction: the jobs, edges and joins as of one moment.
+        let mut tx = self.pool.begin().await?;
+        let view = super::chains::view(&mut tx, chain_id, runs).await?;
+        tx.commit().await?;
+        Ok(Some(view))
     }
 
     async fn run_by_fire_key(&self, job_id: &str, fire_key: &str) -> Result<Option<Run>> {
@@ -668,6 +683,12 @@ impl RunStore for SqlStore {
             return Ok(None);
         };
         let done = set_terminal(&mut tx, &run, RunEvent::Cancel, message, now_ms).await?;
+        if done && run.chain_id.is_some() {
+            // A step of a chain: the fan-ins waiting for it are released (it fires nothing).
+            let mut ended = run.clone();
+            ended.state = transition(run.state, &RunEvent::Cancel).map_err(refused)?.to;
+            super::chains::run_ended(&mut tx, self.dialect, &ended, None, now_ms).await?;
+        }
         tx.commit().await?;
         Ok(done.then_some(run))
     }

@@ -13,9 +13,10 @@ use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
-use sundial_core::types::{EdgeCondition, RunState};
+use sundial_core::types::RunState;
 
-use super::runs::{insert_child_run, run_row};
+use super::chains;
+use super::runs::run_row;
 use super::{SqlStore, col, json_opt, parse_col, refused, to_json};
 use crate::{
     AttemptResult, Dialect, FinishShard, Result, Run, RunShard, ShardDelivery, ShardFinishOutcome, ShardFreeze,
@@ -430,11 +431,11 @@ pub(super) async fn finish(s: &SqlStore, p: &FinishShard) -> Result<ShardFinishO
                 let rt = transition(run.state, &RunEvent::Succeeded).map_err(refused)?;
                 if end_run(&mut tx, &run, rt.to, None, None, Some(&output), p.now_ms).await? {
                     run.state = rt.to;
-                    children = fire_children(&mut tx, s.dialect, &run, Some(&output), p.now_ms).await?;
                     run.output = Some(output);
                     run.reason = None;
                     run.message = None;
                     run.finished_at_ms = Some(p.now_ms);
+                    children = chains::run_ended(&mut tx, s.dialect, &run, None, p.now_ms).await?;
                 }
             }
         }
@@ -456,7 +457,8 @@ pub(super) async fn finish(s: &SqlStore, p: &FinishShard) -> Result<ShardFinishO
                 run.reason = Some(reason.as_str().to_string());
                 run.message = Some(message);
                 run.finished_at_ms = Some(p.now_ms);
-                children = fire_children(&mut tx, s.dialect, &run, None, p.now_ms).await?;
+                run.output = None;
+                children = chains::run_ended(&mut tx, s.dialect, &run, None, p.now_ms).await?;
             }
         }
         _ => {} // retrying: the shard waits out its backoff; the run stays where it is
@@ -496,35 +498,6 @@ async fn end_run(
     .execute(&mut **tx)
     .await?;
     Ok(r.rows_affected() > 0)
-}
-
-/// The parent run ended (`run.state`): each child job whose edge condition holds fires
-/// once (`p:<run id>`) with the parent's output.
-async fn fire_children(
-    tx: &mut Transaction<'static, Any>,
-    dialect: Dialect,
-    run: &Run,
-    output: Option<&Value>,
-    now_ms: i64,
-) -> Result<Vec<Run>> {
-    let edges: Vec<(String, EdgeCondition)> =
-        sqlx::query("SELECT child_job_id, fire_on FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
-            .bind(&run.job_id)
-            .fetch_all(&mut **tx)
-            .await?
-            .iter()
-            .map(|r| Ok((col(r, "child_job_id")?, parse_col(r, "fire_on")?)))
-            .collect::<Result<_>>()?;
-    let mut children = Vec::new();
-    for (child, on) in edges {
-        if !on.fires_on(run.state) {
-            continue;
-        }
-        if let Some(child_run) = insert_child_run(tx, dialect, run, &child, output.cloned(), now_ms).await? {
-            children.push(child_run);
-        }
-    }
-    Ok(children)
 }
 
 pub(super) async fn run_delivered(s: &SqlStore, run_id: &str, run_attempt: i64, now_ms: i64) -> Result<bool> {

@@ -84,6 +84,7 @@ pub fn job_of(a: &App, name: &str) -> Job {
         },
         timeout_ms: 60_000,
         max_concurrency: Some(2),
+        wait: sundial_core::types::WaitFor::All,
         state: JobState::Active,
         source: JobSource::Api,
         registration_key: None,

@@ -29,6 +29,7 @@ macro_rules! for_each_database {
 mod fixtures;
 
 mod apps;
+mod chains;
 mod database;
 mod jobs;
 mod migrate;

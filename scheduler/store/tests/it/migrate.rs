@@ -84,10 +84,11 @@ fn all_recorded(dialect: Dialect) -> Vec<(i64, String, Option<String>)> {
 
 /// Undo migration 0014 (its column, its table and its row), as if the database predated it.
 async fn undo_latest(conn: &mut AnyConnection, dialect: Dialect) {
-    assert_eq!(*versions(dialect).last().unwrap(), 14, "undo the latest migration here");
-    exec(conn, "DROP TABLE chain_runs").await;
-    exec(conn, "ALTER TABLE runs DROP COLUMN chain_id").await;
-    exec(conn, "DELETE FROM sundial_migrations WHERE version = 14").await;
+    assert_eq!(*versions(dialect).last().unwrap(), 15, "undo the latest migration here");
+    exec(conn, "DROP TABLE chain_joins").await;
+    exec(conn, "ALTER TABLE runs DROP COLUMN parents").await;
+    exec(conn, "ALTER TABLE jobs DROP COLUMN wait_for").await;
+    exec(conn, "DELETE FROM sundial_migrations WHERE version = 15").await;
 }
 
 /// Connect two stores, then migrate both at once (connecting takes longer than migrating,

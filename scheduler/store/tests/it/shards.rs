@@ -89,6 +89,7 @@ async fn sharded_job(s: &S, f: &Fixture, name: &str, children: &[ChildEdge]) -> 
         },
         timeout_ms: TIMEOUT,
         max_concurrency: None,
+        wait: sundial_core::types::WaitFor::All,
         state: JobState::Active,
         source: JobSource::Api,
         registration_key: None,

@@ -8,14 +8,15 @@ use std::sync::Arc;
 use serde_json::Value;
 use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
-use sundial_core::types::{BlockStrategy, EdgeCondition, JobState, RunState};
+use sundial_core::types::{BlockStrategy, JobState, RunState};
 
-use super::{insert_child_run, run_row, set_terminal};
+use super::{run_row, set_terminal};
 use crate::sql::apps::{app_row, executor_row};
+use crate::sql::chains;
 use crate::sql::jobs::{JOB_COLS, job_row};
 use crate::sql::{
-    IDS, IN_CHUNK, Ix, SqlStore, col, distinct, fetch_in, in_list, in_width, json_opt, parse_col, placeholders,
-    pow2_chunks, refused, sorted, to_json,
+    IDS, IN_CHUNK, Ix, SqlStore, col, distinct, fetch_in, in_list, in_width, json_opt, placeholders, pow2_chunks,
+    refused, sorted, to_json,
 };
 use crate::{
     AppRouting, AttemptResult, Dialect, DispatchDecision, FinishAttempt, FinishOutcome, GenerateJob, Job, Result, Run,
@@ -643,37 +644,20 @@ impl SqlStore {
         }
         write_runs(&mut tx, self.hint(Ix::Primary), &run_writes).await?;
         write_attempts(&mut tx, &attempt_writes).await?;
-        // Children of the ended runs' jobs whose edge condition holds fire once each, in the
-        // same transaction.
+        // The ended runs' child jobs, in the same transaction: those whose edge holds fire
+        // once each (a fan-in once per chain), the others pass on that they will not run.
         if !ended.is_empty() {
             let parents = distinct(ended.iter().map(|&i| match &outcomes[i] {
                 FinishOutcome::Applied { run, .. } => run.job_id.as_str(),
                 _ => unreachable!("only applied outcomes are listed"),
             }));
-            let sql = format!(
-                "SELECT parent_job_id, child_job_id, fire_on FROM job_children WHERE parent_job_id IN ({}) ORDER BY child_job_id",
-                IDS
-            );
-            let mut children_of: HashMap<String, Vec<(String, EdgeCondition)>> = HashMap::new();
-            for row in fetch_in(&mut tx, &sql, &parents).await? {
-                children_of
-                    .entry(col(&row, "parent_job_id")?)
-                    .or_default()
-                    .push((col(&row, "child_job_id")?, parse_col(&row, "fire_on")?));
-            }
+            let mut edges = chains::edges_from(&mut tx, &parents).await?;
             for i in ended {
                 let FinishOutcome::Applied { run, children } = &mut outcomes[i] else { continue };
-                for (child, on) in children_of.get(&run.job_id).map(Vec::as_slice).unwrap_or_default() {
-                    if !on.fires_on(run.state) {
-                        continue;
-                    }
-                    let now = run.updated_at_ms;
-                    let output = run.output.clone();
-                    if let Some(child_run) = insert_child_run(&mut tx, self.dialect, run, child, output, now).await? {
-                        children.push(child_run);
-                    }
-                }
+                let Some(e) = edges.get(&run.job_id).cloned() else { continue };
+                *children = chains::run_ended(&mut tx, self.dialect, run, Some(e), run.updated_at_ms).await?;
             }
+            edges.clear();
         }
         tx.commit().await?;
         Ok(outcomes)
