@@ -31,8 +31,10 @@ pub trait JobStore: Send + Sync {
     async fn job_update(&self, job: &Job, children: Option<&[ChildEdge]>, expected_version: i64) -> Result<bool>;
     /// Set `active`/`stopped`, bumping the version. `None` if the job does not exist.
     async fn job_set_state(&self, tenant_id: &str, id: &str, state: JobState, now_ms: i64) -> Result<Option<Job>>;
-    /// Delete a job, its edges (both directions) and its runs that have not started.
-    async fn job_delete(&self, tenant_id: &str, id: &str) -> Result<bool>;
+    /// Delete a job, its edges (both directions) and its runs that have not started. A
+    /// fan-in waiting for it in a chain where it has not ended is released first (`all`:
+    /// recorded `skipped`, the job was deleted).
+    async fn job_delete(&self, tenant_id: &str, id: &str, now_ms: i64) -> Result<bool>;
     async fn job_children(&self, job_id: &str) -> Result<Vec<ChildEdge>>;
     /// Insert a registration-created job unless one exists for its registration key.
     async fn job_insert_if_absent(&self, job: &Job) -> Result<bool>;

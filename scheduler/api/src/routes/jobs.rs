@@ -195,7 +195,7 @@ pub async fn replace(
     responses((status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): Path<String>) -> ApiResult<StatusCode> {
     caller.require_editor()?;
-    if !st.store.job_delete(&caller.tenant_id, &id).await? {
+    if !st.store.job_delete(&caller.tenant_id, &id, st.now_ms()).await? {
         return Err(ApiError::not_found("job"));
     }
     Ok(StatusCode::NO_CONTENT)

@@ -102,12 +102,79 @@ pub(super) async fn run_ended(
     edges: Option<Vec<Edge>>,
     now_ms: i64,
 ) -> Result<Vec<Run>> {
-    let chain_id = run.chain().to_string();
-    let tenant_id = run.tenant_id.clone();
     // The params the chain's root was triggered with: a root's own, a child's inherited.
-    let chain_params = run.params.clone();
+    let chain = Chain { id: run.chain().to_string(), tenant_id: run.tenant_id.clone(), params: run.params.clone() };
+    walk(tx, dialect, &chain, Step::Ended(Box::new(run.clone())), edges, now_ms).await
+}
+
+/// A job is being deleted (its edges still there): in each chain with a fan-in still
+/// waiting where the job has not ended, it will not run now, and that is passed on.
+pub(super) async fn job_deleted(
+    tx: &mut Transaction<'static, Any>,
+    dialect: Dialect,
+    tenant_id: &str,
+    job_id: &str,
+    now_ms: i64,
+) -> Result<()> {
+    let open: Vec<String> = sqlx::query(
+        "SELECT DISTINCT chain_id FROM chain_joins WHERE tenant_id = ? AND run_id IS NULL ORDER BY chain_id",
+    )
+    .bind(tenant_id)
+    .fetch_all(&mut **tx)
+    .await?
+    .iter()
+    .map(|r| col(r, "chain_id"))
+    .collect::<Result<_>>()?;
+    for chain_id in open {
+        let ended = sqlx::query(
+            "SELECT 1 FROM runs WHERE job_id = ? AND (id = ? OR id IN (SELECT run_id FROM chain_runs WHERE chain_id = ?)) \
+             AND state IN ('succeeded', 'failed', 'cancelled', 'expired', 'skipped')",
+        )
+        .bind(job_id)
+        .bind(&chain_id)
+        .bind(&chain_id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .is_some();
+        if ended {
+            continue;
+        }
+        let params = match sqlx::query("SELECT params FROM runs WHERE id = ?")
+            .bind(&chain_id)
+            .fetch_optional(&mut **tx)
+            .await?
+        {
+            Some(r) => json_opt(&r, "params")?,
+            None => None,
+        };
+        let chain = Chain { id: chain_id, tenant_id: tenant_id.to_string(), params };
+        let step = Step::WillNotRun { job_id: job_id.to_string(), reason: "the job was deleted".into() };
+        walk(tx, dialect, &chain, step, None, now_ms).await?;
+    }
+    Ok(())
+}
+
+/// The chain a walk is in.
+struct Chain {
+    id: String,
+    tenant_id: String,
+    /// What its root was triggered with.
+    params: Option<Value>,
+}
+
+/// Pass `first` on down the job graph: fire what holds, record what a fan-in decides, and
+/// pass on what will not run. Returns the runs fired.
+async fn walk(
+    tx: &mut Transaction<'static, Any>,
+    dialect: Dialect,
+    chain: &Chain,
+    first: Step,
+    edges: Option<Vec<Edge>>,
+    now_ms: i64,
+) -> Result<Vec<Run>> {
+    let (chain_id, tenant_id, chain_params) = (&chain.id, &chain.tenant_id, &chain.params);
     let mut fired = Vec::new();
-    let mut todo = VecDeque::from([(Step::Ended(Box::new(run.clone())), edges)]);
+    let mut todo = VecDeque::from([(first, edges)]);
     let mut passed_on: HashSet<String> = HashSet::new();
     while let Some((step, edges)) = todo.pop_front() {
         let from_job = match &step {
@@ -171,7 +238,7 @@ pub(super) async fn run_ended(
                     Arrival { run_id: None, state: None, holds: false, reason: why_not, at_ms: now_ms }
                 }
             };
-            let join = Join { chain_id: &chain_id, tenant_id: &tenant_id, child: &edge, chain_params: &chain_params };
+            let join = Join { chain_id, tenant_id, child: &edge, chain_params };
             match arrive(tx, dialect, &join, &from_job, arrival, now_ms).await? {
                 Joined::Waiting => {}
                 Joined::Recorded(child) if child.state == RunState::Pending => fired.push(*child),

@@ -320,7 +320,7 @@ impl JobStore for SqlStore {
         Ok(job)
     }
 
-    async fn job_delete(&self, tenant_id: &str, id: &str) -> Result<bool> {
+    async fn job_delete(&self, tenant_id: &str, id: &str, now_ms: i64) -> Result<bool> {
         let mut tx = self.begin().await?;
         let r = sqlx::query("DELETE FROM jobs WHERE id = ? AND tenant_id = ?")
             .bind(id)
@@ -328,6 +328,8 @@ impl JobStore for SqlStore {
             .execute(&mut *tx)
             .await?;
         if r.rows_affected() > 0 {
+            // Fan-ins waiting for it in a chain are released before its edges go.
+            super::chains::job_deleted(&mut tx, self.dialect, tenant_id, id, now_ms).await?;
             sqlx::query("DELETE FROM job_children WHERE parent_job_id = ? OR child_job_id = ?")
                 .bind(id)
                 .bind(id)

@@ -28,6 +28,7 @@ impl RetentionStore for SqlStore {
                 "DELETE FROM attempts WHERE run_id = ?",
                 "DELETE FROM run_shards WHERE run_id = ?",
                 "DELETE FROM chain_runs WHERE run_id = ?",
+                "DELETE FROM chain_joins WHERE chain_id = ?",
                 "DELETE FROM runs WHERE id = ?",
             ] {
                 sqlx::query(sql).bind(id).execute(&mut *tx).await?;

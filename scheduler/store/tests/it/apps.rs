@@ -40,6 +40,6 @@ pub async fn app_delete_is_refused_while_jobs_use_it(s: S) {
     let j = job(&s, &a, "nightly").await;
     assert!(matches!(s.app_delete(&t.id, &a.id).await, Err(StoreError::Conflict { what: "app_in_use", .. })));
     assert!(s.app_get(&t.id, &a.id).await.unwrap().is_some(), "nothing was deleted");
-    assert!(s.job_delete(&t.id, &j.id).await.unwrap());
+    assert!(s.job_delete(&t.id, &j.id, NOW).await.unwrap());
     assert!(s.app_delete(&t.id, &a.id).await.unwrap());
 }

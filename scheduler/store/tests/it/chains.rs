@@ -18,6 +18,7 @@ for_each_database!(
     an_any_fan_in_fires_at_the_first_parent_and_only_then,
     a_failed_parent_skips_an_all_fan_in_with_the_reason_and_passes_it_on,
     a_stopped_parent_job_or_a_cancelled_parent_run_releases_the_fan_in,
+    a_deleted_parent_job_releases_the_fan_in_waiting_for_it,
     a_parent_the_chain_cannot_reach_is_not_waited_for,
     the_chain_view_has_runs_jobs_edges_and_joins,
 );
@@ -251,4 +252,15 @@ pub async fn the_chain_view_has_runs_jobs_edges_and_joins(s: S) {
     assert!(v.joins[0].arrivals[0].holds);
     let other = tenant(&s, "other").await;
     assert!(s.chain_view(&other.id, &root.id, 100).await.unwrap().is_none(), "another tenant sees nothing");
+}
+
+pub async fn a_deleted_parent_job_releases_the_fan_in_waiting_for_it(s: S) {
+    let dm = diamond(&s, 2, WaitFor::All).await;
+    let (root, branches) = start(&s, &dm, "s:1", NOW).await;
+    assert!(end(&s, &branches[&dm.branches[0].id].id, true, json!(0), NOW + 10).await.is_empty(), "waits for b1");
+    assert!(s.job_delete(&dm.t.id, &dm.branches[1].id, NOW + 20).await.unwrap());
+    let d = runs_of(&s, &dm.t, &root.id, &dm.d).await;
+    assert_eq!(d.len(), 1, "released, not left waiting");
+    assert_eq!(d[0].state, RunState::Skipped);
+    assert!(d[0].message.as_deref().unwrap().contains("the job was deleted"), "{:?}", d[0].message);
 }

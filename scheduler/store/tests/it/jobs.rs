@@ -181,9 +181,9 @@ pub async fn job_delete_removes_edges_and_unstarted_runs(s: S) {
     let mut done = run_of(&child, "s:2", 2);
     done.state = RunState::Succeeded;
     s.run_insert(&done).await.unwrap();
-    assert!(s.job_delete(&t.id, &child.id).await.unwrap());
+    assert!(s.job_delete(&t.id, &child.id, NOW).await.unwrap());
     assert!(s.job_children(&parent.id).await.unwrap().is_empty());
     assert!(s.run_get(&t.id, &pending.id).await.unwrap().is_none(), "unstarted run deleted");
     assert!(s.run_get(&t.id, &done.id).await.unwrap().is_some(), "history kept");
-    assert!(!s.job_delete(&t.id, &child.id).await.unwrap());
+    assert!(!s.job_delete(&t.id, &child.id, NOW).await.unwrap());
 }

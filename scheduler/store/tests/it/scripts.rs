@@ -114,7 +114,7 @@ pub async fn a_script_in_use_by_a_job_is_not_deleted(s: S) {
     s.job_insert(&j, &[]).await.unwrap();
     assert!(matches!(s.script_delete(&t.id, &sc.id).await, Err(StoreError::Conflict { what: "script_in_use", .. })));
     assert!(s.script_get(&t.id, &sc.id).await.unwrap().is_some());
-    assert!(s.job_delete(&t.id, &j.id).await.unwrap());
+    assert!(s.job_delete(&t.id, &j.id, NOW).await.unwrap());
     assert!(s.script_delete(&t.id, &sc.id).await.unwrap());
     assert_eq!(s.script_get(&t.id, &sc.id).await.unwrap(), None);
     assert_eq!(s.script_version_get(&t.id, &sc.id, 1).await.unwrap(), None, "its versions went with it");

@@ -365,7 +365,7 @@ pub async fn unwritten_fires_of_stopped_changed_or_deleted_jobs_write_nothing(s:
     edited.description = "edited".into();
     assert!(s.job_update(&edited, None, 1).await.unwrap());
     let deleted = job_with(&s, &a, "deleted", BlockStrategy::DiscardLater).await;
-    assert!(s.job_delete(&t.id, &deleted.id).await.unwrap());
+    assert!(s.job_delete(&t.id, &deleted.id, NOW).await.unwrap());
 
     // Planned from the definitions before the changes (version 1).
     let of_stopped = unwritten(&stopped, NOW + 100_000);
