@@ -7,6 +7,12 @@
 //! `webhook-id`) are of deliveries in flight on a node at the moment it was SIGKILLed.
 //! Every violated property is listed (count and examples) after a summary table.
 //!
+//! Chains too: one more per-second job is the root of a fan-out/fan-in chain (`ch-root` →
+//! `ch-b0`, `ch-b1`, `ch-b2` → `ch-join`, which waits for all three). Every chain whose root
+//! succeeded must have each branch run once (`p:<root run id>`) and the fan-in once
+//! (`p:<chain id>`) with the three parents' outputs, all succeeded, however the branches
+//! were spread over nodes being killed: no child missed, none doubled.
+//!
 //! Defaults are the CI version (~90 s when the cluster is healthy). `scripts/chaos` runs
 //! longer ones: `CHAOS_JOBS` (jobs in all, default 200), `CHAOS_SKIP_JOBS` (how many of
 //! them use misfire `skip`, default half), `CHAOS_SECS` (chaos duration, default 60),
@@ -151,6 +157,8 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
         let anchor = sundial_core::time::parse_rfc3339("anchor", job["schedule"]["anchor"].as_str().unwrap()).unwrap();
         jobs.insert(job["id"].as_str().unwrap().to_string(), (policy, anchor));
     }
+    let chain = ChainJobs::create(&api, &key, &block).await;
+    jobs.insert(chain.root.clone(), (Policy::FireAll, chain.root_anchor));
     let setup_secs = test_start.elapsed().as_secs_f64();
 
     // Let the cluster warm up, then the chaos.
@@ -212,8 +220,10 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
     let mut last_report = Instant::now();
     while settle_start.elapsed() < Duration::from_secs(plan.settle_secs) {
         open = open_schedule_runs(&pool, chaos_end_ms).await;
-        unwritten = fires_without_runs(&runs(&pool).await, &jobs, chaos_end_ms);
-        if open.is_empty() && unwritten.is_empty() {
+        let now_runs = runs(&pool).await;
+        unwritten = fires_without_runs(&now_runs, &jobs, chaos_end_ms);
+        let chain_gaps = chain.gaps(&now_runs, chaos_end_ms);
+        if open.is_empty() && unwritten.is_empty() && chain_gaps.is_empty() {
             break;
         }
         if last_report.elapsed() >= Duration::from_secs(5) {
@@ -223,10 +233,11 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
                 *by.entry((r.state.as_str(), r.owner_node.as_deref().unwrap_or("-"))).or_default() += 1;
             }
             println!(
-                "settling {:>4.1} s: {} open {by:?}, {} fires without a run",
+                "settling {:>4.1} s: {} open {by:?}, {} fires without a run, {} chain gaps",
                 settle_start.elapsed().as_secs_f64(),
                 open.len(),
-                unwritten.len()
+                unwritten.len(),
+                chain_gaps.len()
             );
         }
         tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -247,8 +258,17 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
     }
     let all_runs = runs(&pool).await;
     let all_attempts = attempts(&pool).await;
+    let fan_ins = chain.fan_in_runs(&pool).await;
     pool.close().await;
     let mut bad = Findings::default();
+
+    // ---- chains: every branch and the fan-in once per chain whose root succeeded ----
+    bad.check(
+        &format!("chains whose root succeeded with a child missing, doubled or not succeeded {settle_secs:.0} s later"),
+        chain.gaps(&all_runs, chaos_end_ms),
+    );
+    bad.check("fan-in runs not carrying their chain and its three succeeded parents", chain.check_fan_ins(&fan_ins));
+    let chains_done = chain.roots(&all_runs, chaos_end_ms).filter(|r| r.state == "succeeded").count();
 
     // ---- the database: one run per fire, none stranded, none lost ----
     let open_jobs: HashSet<&str> = open.iter().map(|r| r.job_id.as_str()).collect();
@@ -446,6 +466,7 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
          setup / chaos / settle    {setup_secs:.1} s / {} s / {settle_secs:.1} s (test {:.1} s)\n\
          SIGKILLs                  {} (restarts: {restarts_same_id} same id, {restarts_new_id} new id); SIGTERM+restart {} (exit 0)\n\
          fires in window           {expected_fires_total} expected, {window_runs} run rows{state_rows}\n\
+         chains                    {chains_done} fan-out/fan-in chains done ({} fan-in runs)\n\
          failed attempts           {failed_attempts:?}; runs with > 1 attempt: {}\n\
          deliveries                {} ({} distinct webhook-ids, {cancels} cancels)\n\
          raw redeliveries          {} webhook-ids delivered more than once\n\
@@ -462,6 +483,7 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
         test_start.elapsed().as_secs_f64(),
         kills_done.len(),
         u8::from(plan.sigterm),
+        fan_ins.len(),
         multi_attempt.len(),
         deliveries.len(),
         by_webhook.len(),
@@ -521,4 +543,97 @@ fn fires_without_runs(all: &[RunRow], jobs: &HashMap<String, (Policy, i64)>, bef
     }
     out.sort();
     out
+}
+
+/// The chain jobs: a per-second root fanning out to three branches that fan in to one job.
+struct ChainJobs {
+    root: String,
+    root_anchor: i64,
+    branches: Vec<String>,
+    join: String,
+}
+
+impl ChainJobs {
+    async fn create(api: &str, key: &str, block: &str) -> ChainJobs {
+        let job = |name: &str, schedule: serde_json::Value, children: Vec<String>| {
+            json!({
+                "name": name, "app": "sink", "handler": "chaos.tick", "schedule": schedule,
+                "misfire": {"policy": "fire_all"}, "block": block, "timeout_ms": 5000, "children": children,
+            })
+        };
+        let manual = json!({"kind": "manual"});
+        let create = |body: serde_json::Value| async move {
+            let (s, job) = call(api, Method::POST, "/api/v1/jobs", key, Some(body)).await;
+            assert_eq!(s, 201, "{job}");
+            job
+        };
+        let join = create(job("ch-join", manual.clone(), vec![])).await;
+        assert_eq!(join["wait"], "all");
+        let join_id = join["id"].as_str().unwrap().to_string();
+        let mut branches = Vec::new();
+        for i in 0..3 {
+            let b = create(job(&format!("ch-b{i}"), manual.clone(), vec![join_id.clone()])).await;
+            branches.push(b["id"].as_str().unwrap().to_string());
+        }
+        let root = create(job("ch-root", json!({"kind": "fixed_rate", "every_ms": EVERY_MS}), branches.clone())).await;
+        let root_anchor =
+            sundial_core::time::parse_rfc3339("anchor", root["schedule"]["anchor"].as_str().unwrap()).unwrap();
+        ChainJobs { root: root["id"].as_str().unwrap().to_string(), root_anchor, branches, join: join_id }
+    }
+
+    fn roots<'a>(&'a self, all: &'a [RunRow], before_ms: i64) -> impl Iterator<Item = &'a RunRow> {
+        all.iter().filter(move |r| r.job_id == self.root && r.trigger == "schedule" && r.scheduled_ms < before_ms)
+    }
+
+    /// For each chain whose root (due before `before_ms`) succeeded: each branch and the
+    /// fan-in exactly once, keyed by the root's id, and succeeded.
+    fn gaps(&self, all: &[RunRow], before_ms: i64) -> Vec<String> {
+        let mut by_key: HashMap<(&str, &str), Vec<&RunRow>> = HashMap::new();
+        for r in all.iter().filter(|r| r.trigger == "parent") {
+            by_key.entry((r.job_id.as_str(), r.fire_key.as_str())).or_default().push(r);
+        }
+        let mut out = Vec::new();
+        for root in self.roots(all, before_ms).filter(|r| r.state == "succeeded") {
+            let key = format!("p:{}", root.id);
+            for job in self.branches.iter().chain(std::iter::once(&self.join)) {
+                let found = by_key.get(&(job.as_str(), key.as_str())).map(Vec::as_slice).unwrap_or_default();
+                match found {
+                    [one] if one.state == "succeeded" => {}
+                    [] => out.push(format!("chain {}: no run of {job}", root.id)),
+                    [one] => out.push(format!("chain {}: {job} is {} ({one:?})", root.id, one.state)),
+                    many => out.push(format!("chain {}: {} runs of {job}: {many:?}", root.id, many.len())),
+                }
+            }
+        }
+        out
+    }
+
+    /// Every fan-in run: (id, chain_id, parents).
+    async fn fan_in_runs(&self, pool: &sqlx::AnyPool) -> Vec<(String, Option<String>, Option<String>)> {
+        use sqlx::Row;
+        sqlx::query("SELECT id, chain_id, parents FROM runs WHERE job_id = ?")
+            .bind(&self.join)
+            .fetch_all(pool)
+            .await
+            .expect("read fan-in runs")
+            .iter()
+            .map(|r| (r.get("id"), r.get("chain_id"), r.get("parents")))
+            .collect()
+    }
+
+    fn check_fan_ins(&self, fan_ins: &[(String, Option<String>, Option<String>)]) -> Vec<String> {
+        let mut out = Vec::new();
+        for (id, chain_id, parents) in fan_ins {
+            let parents: Vec<serde_json::Value> =
+                parents.as_deref().and_then(|p| serde_json::from_str(p).ok()).unwrap_or_default();
+            let mut jobs: Vec<&str> = parents.iter().filter_map(|p| p["job_id"].as_str()).collect();
+            jobs.sort();
+            let mut want: Vec<&str> = self.branches.iter().map(String::as_str).collect();
+            want.sort();
+            if chain_id.is_none() || jobs != want || parents.iter().any(|p| p["state"] != "succeeded") {
+                out.push(format!("{id}: chain {chain_id:?}, parents {parents:?}"));
+            }
+        }
+        out
+    }
 }
