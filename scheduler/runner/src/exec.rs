@@ -2,7 +2,8 @@
 //!
 //! What a script gets (the same in every runtime):
 //! - arguments: `$1` the run's params as JSON, `$2` the shard as `index/total`, `$3` the
-//!   parent run's output as JSON (`null` without a parent);
+//!   parent run's output as JSON (`null` without a parent), `$4` a fan-in's parents as a JSON
+//!   array of `{job_id, run_id, state, output}` (`null` for a run with no several parents);
 //! - stdin: the run's params as JSON;
 //! - environment (nothing of the runner's own): `SUNDIAL_RUN_ID`, `SUNDIAL_ATTEMPT`,
 //!   `SUNDIAL_JOB`, `SUNDIAL_SCHEDULED_AT`, `SUNDIAL_SHARD_INDEX`, `SUNDIAL_SHARD_TOTAL`.
@@ -67,6 +68,7 @@ fn args_of(d: &Delivery) -> Vec<String> {
         d.params.to_string(),
         format!("{}/{}", d.shard.index, d.shard.total),
         d.parent.as_ref().and_then(|p| p.output.clone()).unwrap_or(Value::Null).to_string(),
+        d.parents.as_ref().map_or(Value::Null, |ps| serde_json::to_value(ps).unwrap_or(Value::Null)).to_string(),
     ]
 }
 

@@ -39,7 +39,8 @@ const CHAIN_MAX: i64 = 1000;
         {"from_job": "job_01JDX2A", "from_run": "run_01JDX2V6Q8K3M4N5P6R7S8T9V0", "to_job": "job_01JDX2C", "on": "on_failure",
          "status": "not_fired", "to_run": null, "reason": "condition_not_met",
          "detail": "the edge fires on_failure; the parent run ended `succeeded`"}
-    ]
+    ],
+    "jobs": [{"id": "job_01JDX2A", "name": "extract", "state": "active", "wait": "all", "parents": 0}]
 }))]
 pub struct ChainOut {
     /// The root run's id.
@@ -53,6 +54,20 @@ pub struct ChainOut {
     pub runs: Vec<ChainRunOut>,
     /// For each run, each child edge of its job.
     pub edges: Vec<ChainLinkOut>,
+    /// The jobs of the runs and the jobs their edges lead to.
+    pub jobs: Vec<ChainJobOut>,
+}
+
+/// A job of a chain's view.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChainJobOut {
+    pub id: String,
+    pub name: String,
+    pub state: JobState,
+    /// For a job with several parents: `all` or `any`.
+    pub wait: sundial_core::types::WaitFor,
+    /// How many parent jobs it has (more than one: a fan-in).
+    pub parents: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -266,5 +281,16 @@ pub fn tree(chain_id: &str, view: ChainView) -> ChainOut {
             output: r.output,
         })
         .collect();
-    ChainOut { chain_id: chain_id.to_string(), state, params, runs, edges }
+    let jobs = view
+        .jobs
+        .iter()
+        .map(|j| ChainJobOut {
+            id: j.id.clone(),
+            name: j.name.clone(),
+            state: j.state,
+            wait: j.wait,
+            parents: j.parents,
+        })
+        .collect();
+    ChainOut { chain_id: chain_id.to_string(), state, params, runs, edges, jobs }
 }
