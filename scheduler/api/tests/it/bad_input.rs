@@ -12,6 +12,7 @@ crate::on_both_databases!(
     malformed_and_oversized_bodies,
     bad_query_parameters,
     child_cycles_are_refused,
+    fan_in_edges_and_wait_are_checked,
     stale_updates_are_refused,
     schedules_that_would_never_fire_are_refused,
     job_names_are_unique_within_a_tenant,
@@ -276,6 +277,48 @@ async fn child_cycles_are_refused(app: &TestApp) {
     assert!(got.1["message"].as_str().unwrap().ends_with("cycle: c → a → b → c"), "names the cycle: {}", got.1);
     let (_, after) = app.get(&path, &t.admin).await;
     assert_eq!((after["children"].clone(), after["version"].clone()), (json!([]), json!(1)), "nothing changed");
+}
+
+/// A fan-in's edges get the same checks: a cycle through it is named, another tenant's job
+/// is refused as one that does not exist, and `wait` takes `all` or `any` only.
+async fn fan_in_edges_and_wait_are_checked(app: &TestApp) {
+    let t = app.tenant("acme").await;
+    app.app(&t.admin, "billing").await;
+    let d = app.job(&t.admin, cron_job("d", "billing")).await;
+    assert_eq!(d["wait"], "all");
+    for name in ["p1", "p2"] {
+        let mut p = cron_job(name, "billing");
+        p["children"] = json!([d["id"]]);
+        app.job(&t.admin, p).await;
+    }
+    let (_, jobs) = app.get("/api/v1/jobs?limit=10", &t.admin).await;
+    let p1 = jobs["items"].as_array().unwrap().iter().find(|j| j["name"] == "p1").unwrap()["id"].clone();
+    let path = format!("/api/v1/jobs/{}", d["id"].as_str().unwrap());
+    let mut body = cron_job("d", "billing");
+    body["children"] = json!([{"job": p1, "on": "always"}]);
+    let got = app.put(&path, &t.admin, body).await;
+    assert_error(&got, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("children[0]"));
+    assert!(got.1["message"].as_str().unwrap().ends_with("cycle: d → p1 → d"), "names the cycle: {}", got.1);
+
+    let other = app.tenant("other").await;
+    app.app(&other.admin, "billing").await;
+    let theirs = app.job(&other.admin, cron_job("theirs", "billing")).await;
+    let mut body = cron_job("mine", "billing");
+    body["children"] = json!([d["id"], theirs["id"]]);
+    let got = app.post("/api/v1/jobs", &t.admin, body).await;
+    assert_error(&got, StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", Some("children[1]"));
+    assert!(got.1["message"].as_str().unwrap().contains("does not exist"), "{}", got.1);
+
+    let mut body = cron_job("mine", "billing");
+    body["wait"] = json!("some");
+    let got = app.post("/api/v1/jobs", &t.admin, body).await;
+    assert_eq!(got.0, StatusCode::UNPROCESSABLE_ENTITY, "{}", got.1);
+    assert!(got.1["message"].as_str().unwrap().contains("wait"), "names the field: {}", got.1);
+    let mut body = cron_job("mine", "billing");
+    body["wait"] = json!("any");
+    let (_, mine) = app.post("/api/v1/jobs", &t.admin, body).await;
+    assert_eq!(mine["wait"], "any");
+    assert_eq!(app.job_count(&t.admin).await, 4, "nothing else was written");
 }
 
 async fn stale_updates_are_refused(app: &TestApp) {
