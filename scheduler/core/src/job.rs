@@ -141,6 +141,10 @@ pub struct JobInput {
     /// ends: a job id (fired when the run succeeds), or an edge
     /// `{"job": "job_…", "on": "on_success" | "on_failure" | "always"}`.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(example = json!(["job_01JDX2B", {"job": "job_01JDX2C", "on": "on_failure"}, {"job": "job_01JDX2D", "on": "always"}]))
+    )]
     pub children: Option<Vec<ChildInput>>,
     /// For a job that is the child of several jobs (a fan-in): fire once per chain when every
     /// parent has ended in it with its edge's condition holding (`all`, the default), or as
@@ -148,6 +152,7 @@ pub struct JobInput {
     /// condition false, its job stopped, its run cancelled) releases an `all` child as a
     /// `skipped` run with the reason.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(example = "all"))]
     pub wait: Option<crate::types::WaitFor>,
     /// `active` (default) fires on schedule; `stopped` fires only when triggered.
     #[serde(default)]

@@ -95,6 +95,9 @@ pub struct ParentRef {
 /// One parent of a fan-in run: its job, its run in the chain, how it ended, its output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!(
+    {"job_id": "job_01JDX2B", "run_id": "run_01JDX2V6Q9", "state": "succeeded", "output": {"region": "eu", "total": 264.6}}
+)))]
 pub struct ParentRun {
     pub job_id: String,
     pub run_id: String,

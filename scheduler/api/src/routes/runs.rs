@@ -136,6 +136,7 @@ pub async fn retry(
 
 /// What cancelling a chain did.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[schema(example = json!({"chain_id": "run_01JDX2V6Q8", "cancelled": ["run_01JDX2V6R0", "run_01JDX2V6R1"], "runs": 4}))]
 pub struct ChainCancelled {
     pub chain_id: String,
     /// The runs this call cancelled (those not yet final).
