@@ -25,7 +25,7 @@ use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
 use sundial_core::types::{EdgeCondition, JobState, RunState, TriggerKind, WaitFor};
 
-use super::runs::{insert_child_run, insert_run};
+use super::runs::{insert_child_run, insert_run, list_in_chain};
 use super::{IDS, col, fetch_in, json_opt, parse_col, refused, to_json};
 use crate::{Dialect, Result, Run, StoreError};
 
@@ -136,7 +136,10 @@ pub(super) async fn job_deleted(
         .fetch_optional(&mut **tx)
         .await?
         .is_some();
-        if ended {
+        // Only where the chain could run it: a job its root does not reach was never waited for.
+        let wanted = [job_id.to_string()];
+        let reachable = reached_from_root(tx, &chain_id, &wanted, None).await?.is_none_or(|r| r.contains(job_id));
+        if ended || !reachable {
             continue;
         }
         let params = match sqlx::query("SELECT params FROM runs WHERE id = ?")
@@ -317,6 +320,8 @@ async fn arrive(
     if decided.is_none() {
         let waits_for = waited_parents(tx, j.chain_id, &j.child.child_job_id).await?;
         match decide(j.child.wait, &waits_for, &arrivals) {
+            // No parent of it in this chain: not this chain's to decide.
+            _ if waits_for.is_empty() => {}
             None => {}
             Some(Decision::Skip(reason)) if waits_for.len() <= 1 => joined = Joined::NotRun(reason),
             Some(outcome) => {
@@ -390,6 +395,21 @@ async fn waited_parents(tx: &mut Transaction<'static, Any>, chain_id: &str, chil
             .iter()
             .map(|r| col(r, "parent_job_id"))
             .collect::<Result<_>>()?;
+    match reached_from_root(tx, chain_id, &parents, Some(child_job_id)).await? {
+        None => Ok(parents),
+        Some(reached) => Ok(parents.into_iter().filter(|p| reached.contains(p)).collect()),
+    }
+}
+
+/// The jobs the chain's root job reaches in the job graph (itself included), walked until
+/// every job of `wanted` is reached or nothing more is, not walking through `skip`; `None`
+/// if the root run is gone.
+async fn reached_from_root(
+    tx: &mut Transaction<'static, Any>,
+    chain_id: &str,
+    wanted: &[String],
+    skip: Option<&str>,
+) -> Result<Option<HashSet<String>>> {
     let Some(root) = sqlx::query("SELECT job_id FROM runs WHERE id = ?")
         .bind(chain_id)
         .fetch_optional(&mut **tx)
@@ -397,24 +417,23 @@ async fn waited_parents(tx: &mut Transaction<'static, Any>, chain_id: &str, chil
         .map(|r| col::<String>(&r, "job_id"))
         .transpose()?
     else {
-        return Ok(parents);
+        return Ok(None);
     };
     let mut reached: HashSet<String> = HashSet::from([root.clone()]);
     let mut frontier = vec![root];
     let sql = format!("SELECT child_job_id FROM job_children WHERE parent_job_id IN ({IDS})");
-    while !frontier.is_empty() && !parents.iter().all(|p| reached.contains(p)) {
+    while !frontier.is_empty() && !wanted.iter().all(|p| reached.contains(p)) {
         let ids: Vec<&str> = frontier.iter().map(String::as_str).collect();
-        let next: Vec<String> = fetch_in(tx, &sql, &ids)
+        frontier = fetch_in(tx, &sql, &ids)
             .await?
             .iter()
             .map(|r| col::<String>(r, "child_job_id"))
             .collect::<Result<Vec<_>>>()?
             .into_iter()
-            .filter(|c| c != child_job_id && reached.insert(c.clone()))
+            .filter(|c| Some(c.as_str()) != skip && reached.insert(c.clone()))
             .collect();
-        frontier = next;
     }
-    Ok(parents.into_iter().filter(|p| reached.contains(p)).collect())
+    Ok(Some(reached))
 }
 
 /// Write the fan-in child's run for the chain (`p:<chain id>`): `pending` with its parents,
@@ -479,18 +498,7 @@ async fn record(
             j.chain_id, j.child.child_job_id
         )));
     }
-    sqlx::query("UPDATE runs SET chain_id = ?, parents = ? WHERE id = ?")
-        .bind(&run.chain_id)
-        .bind(run.parents.as_ref().map(to_json))
-        .bind(&run.id)
-        .execute(&mut **tx)
-        .await?;
-    sqlx::query("INSERT INTO chain_runs (run_id, chain_id, tenant_id) VALUES (?, ?, ?)")
-        .bind(&run.id)
-        .bind(&run.chain_id)
-        .bind(&run.tenant_id)
-        .execute(&mut **tx)
-        .await?;
+    list_in_chain(tx, &run).await?;
     Ok(run)
 }
 

@@ -109,19 +109,27 @@ pub(in crate::sql) async fn insert_child_run(
     if !insert_run(tx, dialect, &child).await? {
         return Ok(None);
     }
-    // The hot path's insert leaves `chain_id` out (every other run is a root): set here.
-    sqlx::query("UPDATE runs SET chain_id = ? WHERE id = ?")
-        .bind(&child.chain_id)
-        .bind(&child.id)
+    list_in_chain(tx, &child).await?;
+    Ok(Some(child))
+}
+
+/// A child run just inserted joins its chain: the hot path's insert leaves `chain_id` and
+/// `parents` out (almost every run is a root), so they are set here, and the run is listed in
+/// `chain_runs`.
+pub(in crate::sql) async fn list_in_chain(tx: &mut Transaction<'static, Any>, run: &Run) -> Result<()> {
+    sqlx::query("UPDATE runs SET chain_id = ?, parents = ? WHERE id = ?")
+        .bind(&run.chain_id)
+        .bind(run.parents.as_ref().map(to_json))
+        .bind(&run.id)
         .execute(&mut **tx)
         .await?;
     sqlx::query("INSERT INTO chain_runs (run_id, chain_id, tenant_id) VALUES (?, ?, ?)")
-        .bind(&child.id)
-        .bind(&child.chain_id)
-        .bind(&child.tenant_id)
+        .bind(&run.id)
+        .bind(&run.chain_id)
+        .bind(&run.tenant_id)
         .execute(&mut **tx)
         .await?;
-    Ok(Some(child))
+    Ok(())
 }
 
 /// Move a run to a terminal state through the state machine, conditional on the

@@ -19,6 +19,7 @@ for_each_database!(
     a_failed_parent_skips_an_all_fan_in_with_the_reason_and_passes_it_on,
     a_stopped_parent_job_or_a_cancelled_parent_run_releases_the_fan_in,
     a_deleted_parent_job_releases_the_fan_in_waiting_for_it,
+    a_parent_run_skipped_at_dispatch_releases_the_fan_in,
     a_parent_the_chain_cannot_reach_is_not_waited_for,
     the_chain_view_has_runs_jobs_edges_and_joins,
 );
@@ -263,4 +264,31 @@ pub async fn a_deleted_parent_job_releases_the_fan_in_waiting_for_it(s: S) {
     assert_eq!(d.len(), 1, "released, not left waiting");
     assert_eq!(d[0].state, RunState::Skipped);
     assert!(d[0].message.as_deref().unwrap().contains("the job was deleted"), "{:?}", d[0].message);
+}
+
+/// A chain step refused at dispatch (its job's block strategy `discard_later`, the previous
+/// chain's run of it still in flight) is `skipped`: the fan-in waiting for it is released.
+pub async fn a_parent_run_skipped_at_dispatch_releases_the_fan_in(s: S) {
+    let dm = diamond(&s, 2, WaitFor::All).await;
+    let mut b1 = s.job_get(&dm.t.id, &dm.branches[1].id).await.unwrap().unwrap();
+    b1.block = BlockStrategy::DiscardLater;
+    let v = b1.version;
+    b1.version += 1;
+    assert!(s.job_update(&b1, None, v).await.unwrap());
+    let (_first, _) = start(&s, &dm, "s:1", NOW).await; // its b1 stays in flight
+    let root = run_of(&dm.root, "s:2", NOW + 100);
+    s.run_insert(&root).await.unwrap();
+    dispatch(&s, std::slice::from_ref(&root.id), NOW + 100).await;
+    let fired = end(&s, &root.id, true, json!({}), NOW + 101).await;
+    let b1_run = fired.iter().find(|r| r.job_id == b1.id).unwrap().id.clone();
+    let mut c = claim("node_a", NOW + 102);
+    c.limit = 1000;
+    s.run_claim(&c).await.unwrap();
+    let d =
+        s.run_dispatch_many(&to_dispatch(std::slice::from_ref(&b1_run)), "node_a", NOW + 102, 30_000).await.unwrap();
+    assert!(matches!(d[0].1, DispatchDecision::Skipped { .. }), "{d:?}");
+    let d = runs_of(&s, &dm.t, &root.id, &dm.d).await;
+    assert_eq!(d.len(), 1, "released");
+    assert_eq!(d[0].state, RunState::Skipped);
+    assert!(d[0].message.as_deref().unwrap().contains("skipped"), "{:?}", d[0].message);
 }

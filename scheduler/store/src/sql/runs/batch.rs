@@ -234,8 +234,15 @@ impl SqlStore {
                         }
                         BlockStrategy::DiscardLater => {
                             let msg = "discard_later: the previous run is still in flight";
-                            skip_fire(&mut tx, runs.get_mut(id).expect("in the batch"), fresh_fire, msg, now_ms)
-                                .await?;
+                            skip_fire(
+                                &mut tx,
+                                self.dialect,
+                                runs.get_mut(id).expect("in the batch"),
+                                fresh_fire,
+                                msg,
+                                now_ms,
+                            )
+                            .await?;
                             skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "discard_later" });
                             continue;
                         }
@@ -252,6 +259,12 @@ impl SqlStore {
                                 .await?
                                 {
                                     still -= 1;
+                                    if r.chain_id.is_some() {
+                                        // A chain step replaced: fan-ins waiting for it are released.
+                                        let mut ended = r.clone();
+                                        ended.state = RunState::Cancelled;
+                                        chains::run_ended(&mut tx, self.dialect, &ended, None, now_ms).await?;
+                                    }
                                     covered.push(r);
                                 }
                             }
@@ -261,7 +274,8 @@ impl SqlStore {
                 }
                 if job.max_concurrency.is_some_and(|m| still >= m) {
                     let msg = "max_concurrency reached";
-                    skip_fire(&mut tx, runs.get_mut(id).expect("in the batch"), fresh_fire, msg, now_ms).await?;
+                    skip_fire(&mut tx, self.dialect, runs.get_mut(id).expect("in the batch"), fresh_fire, msg, now_ms)
+                        .await?;
                     skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "max_concurrency" });
                     continue;
                 }
@@ -760,13 +774,19 @@ fn still_fires_at(job: &Job, at: i64) -> bool {
 /// there; an unwritten fire (`unwritten`) is changed in memory, to be written so.
 async fn skip_fire(
     tx: &mut Transaction<'static, Any>,
+    dialect: Dialect,
     run: &mut Run,
     unwritten: bool,
     message: &str,
     now_ms: i64,
 ) -> Result<()> {
     if !unwritten {
-        set_terminal(tx, run, RunEvent::Skip, message, now_ms).await?;
+        if set_terminal(tx, run, RunEvent::Skip, message, now_ms).await? && run.chain_id.is_some() {
+            // A chain step that will not run: fan-ins waiting for it are released.
+            let mut ended = run.clone();
+            ended.state = transition(run.state, &RunEvent::Skip).map_err(refused)?.to;
+            chains::run_ended(tx, dialect, &ended, None, now_ms).await?;
+        }
         return Ok(());
     }
     run.state = transition(run.state, &RunEvent::Skip).map_err(refused)?.to;
