@@ -17,6 +17,7 @@ for_each_database!(
     shard_results_are_conditional_on_the_shard_attempt,
     a_due_shard_retry_is_started_by_one_caller,
     a_sharded_run_succeeds_with_all_shards_and_fails_with_one,
+    a_shard_failing_then_succeeding_on_retry_fires_the_children_once_after_the_last_shard,
     reapers_see_shards_not_whole_sharded_runs,
 );
 
@@ -488,4 +489,33 @@ pub async fn reapers_see_shards_not_whole_sharded_runs(s: S) {
     // A finished shard is no longer reaped.
     applied(s.shard_finish(&ok(&run, 0, 1, json!(0))).await.unwrap());
     assert_eq!(s.shard_overdue(late, ALL_BUCKETS, 10).await.unwrap().len(), 1);
+}
+
+/// A chain step that is sharded: one shard fails, is retried and then succeeds; the child
+/// fires once, after the last shard, with every shard's output.
+pub async fn a_shard_failing_then_succeeding_on_retry_fires_the_children_once_after_the_last_shard(s: S) {
+    let f = fixture(&s).await;
+    let child = sharded_job(&s, &f, "child", &[]).await;
+    let (_, run) = frozen(&s, &f, "parent", 2, &[crate::fixtures::edge(&child.id)]).await;
+    let (_, _, children) = applied(s.shard_finish(&failed(&run, 0, 1, Some(NOW + 5_000))).await.unwrap());
+    assert!(children.is_empty(), "a shard to be retried ends nothing");
+    assert!(s.shard_run_delivered(&run.id, 1, NOW + 2).await.unwrap());
+    let (r, _, children) = applied(s.shard_finish(&ok(&run, 1, 1, json!({"part": 1}))).await.unwrap());
+    assert_eq!((r.state, children.len()), (RunState::Running, 0), "shard 0 is still out");
+    let begin = ShardRetryBegin {
+        run_id: run.id.clone(),
+        shard_index: 0,
+        attempt: 1,
+        target: targets(&["ex"]).pop(),
+        deadline_ms: NOW + 5_000 + TIMEOUT,
+        now_ms: NOW + 5_000,
+    };
+    assert!(s.shard_retry_begin(&begin).await.unwrap().is_some());
+    let (r, _, children) = applied(s.shard_finish(&ok(&run, 0, 2, json!({"part": 0}))).await.unwrap());
+    assert_eq!(r.state, RunState::Succeeded);
+    assert_eq!(children.len(), 1, "the child fires once, after the last shard");
+    assert_eq!(children[0].parent_output, Some(json!([{"part": 0}, {"part": 1}])));
+    assert_eq!(s.shard_finish(&ok(&run, 0, 2, json!({"part": 0}))).await.unwrap(), ShardFinishOutcome::Duplicate);
+    let chain = s.run_chain(&f.tenant.id, &run.id, 100).await.unwrap();
+    assert_eq!(chain.iter().filter(|r| r.job_id == child.id).count(), 1, "once");
 }
