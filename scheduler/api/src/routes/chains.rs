@@ -294,3 +294,108 @@ pub fn tree(chain_id: &str, view: ChainView) -> ChainOut {
         .collect();
     ChainOut { chain_id: chain_id.to_string(), state, params, runs, edges, jobs }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sundial_core::types::WaitFor;
+    use sundial_store::{ChainArrival, ChainEdge, ChainJoin};
+
+    fn run(id: &str, job: &str, state: RunState, parent: Option<&str>) -> Run {
+        let mut r = Run::pending("ten_1", job, 1, format!("p:{}", parent.unwrap_or(id)), TriggerKind::Parent, 0, 0);
+        r.id = id.into();
+        r.state = state;
+        r.parent_run_id = parent.map(String::from);
+        r.finished_at_ms = state.is_terminal().then_some(10);
+        r
+    }
+
+    fn job(id: &str, state: JobState, parents: i64) -> ChainJob {
+        ChainJob { id: id.into(), name: format!("{id}-name"), state, wait: WaitFor::All, parents }
+    }
+
+    fn edge(from: &str, to: &str, on: EdgeCondition) -> ChainEdge {
+        ChainEdge { parent_job_id: from.into(), child_job_id: to.into(), on, created_at_ms: 0 }
+    }
+
+    /// Every way an edge can stand: fired, condition not met, child job stopped, parent still
+    /// running, a fan-in waiting for its other parents, one recorded skipped.
+    #[test]
+    fn each_edge_says_what_it_did_or_why_not() {
+        use EdgeCondition::*;
+        let mut root = run("r", "a", RunState::Succeeded, None);
+        root.trigger = TriggerKind::Manual;
+        root.params = Some(serde_json::json!({"day": 1}));
+        let view = ChainView {
+            runs: vec![
+                root,
+                run("rb", "b", RunState::Succeeded, Some("r")),
+                run("rc", "c", RunState::Running, Some("r")),
+            ],
+            jobs: vec![
+                job("a", JobState::Active, 0),
+                job("b", JobState::Active, 1),
+                job("c", JobState::Active, 1),
+                job("cleanup", JobState::Active, 1),
+                job("paused", JobState::Stopped, 1),
+                job("d", JobState::Active, 2),
+                job("e", JobState::Active, 1),
+            ],
+            edges: vec![
+                edge("a", "b", OnSuccess),
+                edge("a", "c", Always),
+                edge("a", "cleanup", OnFailure),
+                edge("a", "paused", OnSuccess),
+                edge("b", "d", OnSuccess),
+                edge("c", "d", OnSuccess),
+                edge("c", "e", OnSuccess),
+            ],
+            joins: vec![ChainJoin {
+                child_job_id: "d".into(),
+                arrivals: vec![ChainArrival {
+                    parent_job_id: "b".into(),
+                    run_id: Some("rb".into()),
+                    holds: true,
+                    reason: None,
+                }],
+                run_id: None,
+            }],
+        };
+        let out = tree("r", view);
+        assert_eq!(out.state, ChainState::Running);
+        assert_eq!(out.params, Some(serde_json::json!({"day": 1})));
+        let link = |from: &str, to: &str| out.edges.iter().find(|e| e.from_job == from && e.to_job == to).unwrap();
+        assert_eq!((link("a", "b").status, link("a", "b").to_run.as_deref()), (LinkStatus::Fired, Some("rb")));
+        assert_eq!(link("a", "c").status, LinkStatus::Fired);
+        assert_eq!(link("a", "cleanup").reason.as_deref(), Some("condition_not_met"));
+        assert_eq!(link("a", "paused").reason.as_deref(), Some("child_job_stopped"));
+        assert_eq!(
+            (link("b", "d").status, link("b", "d").reason.as_deref()),
+            (LinkStatus::Waiting, Some("waiting_for_parents"))
+        );
+        assert_eq!(link("c", "d").reason.as_deref(), Some("parent_running"));
+        assert_eq!(link("c", "e").reason.as_deref(), Some("parent_running"));
+        assert_eq!(out.runs[1].parent_run_ids, ["r"]);
+        assert_eq!(out.runs[0].job.as_deref(), Some("a-name"));
+
+        // The fan-in decided: skipped because `c` failed.
+        let mut view2 = ChainView {
+            runs: vec![],
+            jobs: vec![job("a", JobState::Active, 0), job("d", JobState::Active, 2)],
+            edges: vec![edge("a", "d", OnSuccess)],
+            joins: vec![],
+        };
+        let mut root = run("r", "a", RunState::Failed, None);
+        root.trigger = TriggerKind::Manual;
+        let mut skipped = run("rd", "d", RunState::Skipped, None);
+        skipped.fire_key = "p:r".into();
+        skipped.parents = Some(serde_json::json!([{"job_id": "a", "run_id": "r", "state": "failed", "output": null}]));
+        skipped.message = Some("waits for all parents, and `a` did not fire it".into());
+        view2.runs = vec![root, skipped];
+        let out = tree("r", view2);
+        assert_eq!(out.state, ChainState::Done);
+        let e = &out.edges[0];
+        assert_eq!((e.status, e.to_run.as_deref()), (LinkStatus::Skipped, Some("rd")));
+        assert!(e.detail.as_deref().unwrap().contains("did not fire it"));
+    }
+}
