@@ -43,6 +43,7 @@ crate::on_both_databases!(
     a_fan_out_and_fan_in_chain_passes_outputs_and_params_and_shows_its_tree,
     outputs_over_the_limit_are_refused_by_the_result_call_and_fail_a_sync_answer,
     a_retried_step_of_a_chain_fires_its_children_once,
+    a_child_job_stopped_mid_chain_is_not_fired_and_releases_the_fan_in,
 );
 
 struct Setup {
@@ -1828,4 +1829,58 @@ async fn a_retried_step_of_a_chain_fires_its_children_once(app: &TestApp) {
     assert_eq!(kids.len(), 1, "fired once");
     assert_eq!(kids[0]["chain_id"], run_id);
     assert_eq!(s.exec.deliveries().iter().filter(|d| d.body["job"] == "report").count(), 1);
+}
+
+/// A branch's job stopped while the chain runs: its edge is not fired (the tree says the
+/// child job is stopped), and the fan-in below it is recorded `skipped` with the reason
+/// instead of waiting for ever; the other branch still runs, and its late arrival changes nothing.
+async fn a_child_job_stopped_mid_chain_is_not_fired_and_releases_the_fan_in(app: &TestApp) {
+    let s = setup(app).await;
+    let load = app.job(&s.key, manual("load", json!({}))).await;
+    let t1 = app.job(&s.key, manual("t1", json!({"children": [load["id"]]}))).await;
+    let t2 = app.job(&s.key, manual("t2", json!({"children": [load["id"]]}))).await;
+    let extract = app.job(&s.key, manual("extract", json!({"children": [t1["id"], t2["id"]]}))).await;
+    s.exec.then(Answer::Accept); // extract runs on; its result comes by callback
+    let (_, run) =
+        app.post(&format!("/api/v1/jobs/{}/trigger", extract["id"].as_str().unwrap()), &s.key, json!({})).await;
+    let root = run["id"].as_str().unwrap().to_string();
+    app.engine.tick().await.unwrap();
+    let (st, _) = app.post(&format!("/api/v1/jobs/{}/stop", t2["id"].as_str().unwrap()), &s.key, json!({})).await;
+    assert_eq!(st, StatusCode::OK);
+    let (_, tree) = app.get(&format!("/api/v1/chains/{root}"), &s.key).await;
+    let e = tree["edges"].as_array().unwrap().iter().find(|e| e["to_job"] == t1["id"]).cloned().unwrap();
+    assert_eq!(e["reason"], "parent_running", "{tree}");
+    let (st, v) = callback(
+        app,
+        &s,
+        &format!("/api/v1/runs/{root}/result"),
+        "extract-done",
+        json!({"attempt": 1, "status": "succeeded", "output": {"rows": 3}}),
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    s.exec.then(Answer::Ok(json!({"part": 1})));
+    for _ in 0..3 {
+        app.engine.tick().await.unwrap();
+    }
+    assert!(runs(app, &s.key, t2["id"].as_str().unwrap()).await.is_empty(), "a stopped child job is not fired");
+    let (_, tree) = app.get(&format!("/api/v1/chains/{root}"), &s.key).await;
+    let link = |to: &Value| tree["edges"].as_array().unwrap().iter().find(|e| e["to_job"] == *to).cloned().unwrap();
+    assert_eq!(
+        (link(&t2["id"])["status"].as_str(), link(&t2["id"])["reason"].as_str()),
+        (Some("not_fired"), Some("child_job_stopped")),
+        "{tree}"
+    );
+    let l = tree["runs"].as_array().unwrap().iter().find(|r| r["job"] == "load").cloned().expect("recorded");
+    assert_eq!(l["state"], "skipped", "{tree}");
+    assert!(l["message"].as_str().unwrap().contains("the job is stopped"), "{l}");
+    let t1_run = tree["runs"].as_array().unwrap().iter().find(|r| r["job"] == "t1").cloned().unwrap();
+    assert_eq!(t1_run["state"], "succeeded", "the other branch still ran: {tree}");
+    let after = link(&load["id"]);
+    assert_eq!(
+        (after["status"].as_str(), after["reason"].as_str()),
+        (Some("not_fired"), Some("decided_without_it")),
+        "{tree}"
+    );
+    assert_eq!(s.exec.deliveries().iter().filter(|d| d.body["job"] == "load").count(), 0, "load never delivered");
 }
