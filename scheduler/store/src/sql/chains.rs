@@ -38,6 +38,8 @@ pub(super) struct Edge {
     pub wait: WaitFor,
     /// Edges into the child: more than one makes it a fan-in.
     pub parents: i64,
+    /// Edges out of the child: with none, that it will not run concerns nobody.
+    pub children: i64,
 }
 
 /// The child edges of `parent_job_ids`, by parent job, each list ordered by child job id.
@@ -47,7 +49,8 @@ pub(super) async fn edges_from(
 ) -> Result<HashMap<String, Vec<Edge>>> {
     let sql = format!(
         "SELECT c.parent_job_id, c.child_job_id, c.fire_on, j.state, j.wait_for, \
-         (SELECT COUNT(*) FROM job_children p WHERE p.child_job_id = c.child_job_id) AS parents \
+         (SELECT COUNT(*) FROM job_children p WHERE p.child_job_id = c.child_job_id) AS parents, \
+         (SELECT COUNT(*) FROM job_children g WHERE g.parent_job_id = c.child_job_id) AS children \
          FROM job_children c JOIN jobs j ON j.id = c.child_job_id WHERE c.parent_job_id IN ({IDS}) \
          ORDER BY c.parent_job_id, c.child_job_id"
     );
@@ -59,6 +62,7 @@ pub(super) async fn edges_from(
             child_state: parse_col(&row, "state")?,
             wait: parse_col(&row, "wait_for")?,
             parents: col(&row, "parents")?,
+            children: col(&row, "children")?,
         });
     }
     Ok(out)
@@ -216,7 +220,7 @@ async fn walk(
                         } else {
                             why_not.unwrap_or_default()
                         };
-                        if passed_on.insert(edge.child_job_id.clone()) {
+                        if edge.children > 0 && passed_on.insert(edge.child_job_id.clone()) {
                             todo.push_back((Step::WillNotRun { job_id: edge.child_job_id.clone(), reason }, None));
                         }
                     }
@@ -225,7 +229,7 @@ async fn walk(
             }
             if stopped {
                 // A stopped fan-in child is not fired by any parent: what it would release is released now.
-                if passed_on.insert(edge.child_job_id.clone()) {
+                if edge.children > 0 && passed_on.insert(edge.child_job_id.clone()) {
                     todo.push_back((
                         Step::WillNotRun { job_id: edge.child_job_id.clone(), reason: "the job is stopped".into() },
                         None,
@@ -247,7 +251,7 @@ async fn walk(
                 Joined::Recorded(child) if child.state == RunState::Pending => fired.push(*child),
                 Joined::Recorded(skipped) => todo.push_back((Step::Ended(skipped), None)),
                 Joined::NotRun(reason) => {
-                    if passed_on.insert(edge.child_job_id.clone()) {
+                    if edge.children > 0 && passed_on.insert(edge.child_job_id.clone()) {
                         todo.push_back((Step::WillNotRun { job_id: edge.child_job_id.clone(), reason }, None));
                     }
                 }
@@ -324,11 +328,16 @@ async fn arrive(
             _ if waits_for.is_empty() => {}
             None => {}
             Some(Decision::Skip(reason)) if waits_for.len() <= 1 => joined = Joined::NotRun(reason),
-            Some(outcome) => {
-                let run = record(tx, dialect, j, &arrivals, &waits_for, outcome, now_ms).await?;
-                recorded = Some(run.id.clone());
-                joined = Joined::Recorded(Box::new(run));
-            }
+            Some(outcome) => match record(tx, dialect, j, &arrivals, &waits_for, outcome, now_ms).await? {
+                Ok(run) => {
+                    recorded = Some(run.id.clone());
+                    joined = Joined::Recorded(Box::new(run));
+                }
+                // Its fire key was taken before the join decided (the job graph changed under
+                // the chain: it was a single-parent child of the root, `p:<root id>`): that run
+                // is the chain's run of it; the join closes on it.
+                Err(taken) => recorded = Some(taken),
+            },
         }
     }
     sqlx::query("UPDATE chain_joins SET arrivals = ?, run_id = COALESCE(run_id, ?), updated_at_ms = ? WHERE chain_id = ? AND child_job_id = ?")
@@ -437,7 +446,7 @@ async fn reached_from_root(
 }
 
 /// Write the fan-in child's run for the chain (`p:<chain id>`): `pending` with its parents,
-/// or `skipped` with the reason. With one parent in the chain it also carries that parent
+/// or `skipped` with the reason; `Err` with the id of the run already holding that key. With one parent in the chain it also carries that parent
 /// as a single parent's child does (`parent_run_id`, `parent_output`).
 async fn record(
     tx: &mut Transaction<'static, Any>,
@@ -447,7 +456,7 @@ async fn record(
     waits_for: &[String],
     outcome: Decision,
     now_ms: i64,
-) -> Result<Run> {
+) -> Result<std::result::Result<Run, String>> {
     let mut run = Run::pending(
         j.tenant_id,
         &j.child.child_job_id,
@@ -492,14 +501,16 @@ async fn record(
     }
     run.parents = Some(Value::Array(parents));
     if !insert_run(tx, dialect, &run).await? {
-        // The key is taken: decided before (the join row says so too, but be sure).
-        return Err(StoreError::Corrupt(format!(
-            "the fan-in run `p:{}` of job `{}` exists but its join was open",
-            j.chain_id, j.child.child_job_id
-        )));
+        let taken: String = sqlx::query("SELECT id FROM runs WHERE job_id = ? AND fire_key = ?")
+            .bind(&run.job_id)
+            .bind(&run.fire_key)
+            .fetch_one(&mut **tx)
+            .await
+            .map(|r| col(&r, "id"))??;
+        return Ok(Err(taken));
     }
     list_in_chain(tx, &run).await?;
-    Ok(run)
+    Ok(Ok(run))
 }
 
 /// A chain's view ([`ChainView`](crate::ChainView)) around its runs.

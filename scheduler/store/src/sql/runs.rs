@@ -219,7 +219,7 @@ impl RunStore for SqlStore {
         if runs.is_empty() {
             return Ok(None);
         }
-        // One read transaction: the jobs, edges and joins as of one moment.
+        // The jobs, edges and joins in one read transaction (the runs were read just before).
         let mut tx = self.pool.begin().await?;
         let view = super::chains::view(&mut tx, chain_id, runs).await?;
         tx.commit().await?;

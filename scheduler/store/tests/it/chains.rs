@@ -20,6 +20,7 @@ for_each_database!(
     a_stopped_parent_job_or_a_cancelled_parent_run_releases_the_fan_in,
     a_deleted_parent_job_releases_the_fan_in_waiting_for_it,
     a_parent_run_skipped_at_dispatch_releases_the_fan_in,
+    a_child_made_a_fan_in_mid_chain_is_not_fired_twice_and_the_parent_still_ends,
     a_parent_the_chain_cannot_reach_is_not_waited_for,
     the_chain_view_has_runs_jobs_edges_and_joins,
 );
@@ -291,4 +292,33 @@ pub async fn a_parent_run_skipped_at_dispatch_releases_the_fan_in(s: S) {
     assert_eq!(d.len(), 1, "released");
     assert_eq!(d[0].state, RunState::Skipped);
     assert!(d[0].message.as_deref().unwrap().contains("skipped"), "{:?}", d[0].message);
+}
+
+/// The job graph changing under a running chain: `y`, a single-parent child of the root, has
+/// already run (`p:<root id>`, which is also the chain's fan-in key) when a second parent edge
+/// makes it a fan-in. That parent ending still ends (no error) and fires no second `y`.
+pub async fn a_child_made_a_fan_in_mid_chain_is_not_fired_twice_and_the_parent_still_ends(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let mut y = job_of(&a, "y");
+    y.wait = WaitFor::Any;
+    y.max_concurrency = None;
+    s.job_insert(&y, &[]).await.unwrap();
+    let b = job_with(&s, &a, "b", BlockStrategy::Serial).await;
+    let root_job = job_with(&s, &a, "root", BlockStrategy::Serial).await;
+    let root_job = set_children(&s, &root_job, &[edge(&y.id), edge(&b.id)]).await;
+    let root = run_of(&root_job, "s:1", NOW);
+    s.run_insert(&root).await.unwrap();
+    dispatch(&s, std::slice::from_ref(&root.id), NOW).await;
+    let fired = end(&s, &root.id, true, json!({}), NOW + 1).await;
+    assert_eq!(fired.len(), 2, "y and b");
+    let b_run = fired.iter().find(|r| r.job_id == b.id).unwrap().id.clone();
+    set_children(&s, &b, &[edge(&y.id)]).await;
+    dispatch(&s, std::slice::from_ref(&b_run), NOW + 2).await;
+    assert!(end(&s, &b_run, true, json!({}), NOW + 3).await.is_empty(), "no second y");
+    let ys = runs_of(&s, &t, &root.id, &y).await;
+    assert_eq!(ys.len(), 1);
+    assert_eq!(ys[0].fire_key, format!("p:{}", root.id));
+    let v = s.chain_view(&t.id, &root.id, 100).await.unwrap().unwrap();
+    assert_eq!(v.joins[0].run_id.as_deref(), Some(ys[0].id.as_str()), "the join closes on the run holding the key");
 }
