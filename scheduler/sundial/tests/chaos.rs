@@ -219,8 +219,15 @@ async fn a_cluster_under_sigkill_and_sigterm_fires_every_schedule_exactly_once()
     let mut unwritten = Vec::new();
     let mut last_report = Instant::now();
     while settle_start.elapsed() < Duration::from_secs(plan.settle_secs) {
-        open = open_schedule_runs(&pool, chaos_end_ms).await;
+        // One snapshot for every check: reading the open runs and the fires' rows in two
+        // queries would miss a late fire written between them (its row absent from the
+        // first read, present and open in the second).
         let now_runs = runs(&pool).await;
+        open = now_runs
+            .iter()
+            .filter(|r| r.trigger == "schedule" && r.scheduled_ms < chaos_end_ms && !terminal(&r.state))
+            .cloned()
+            .collect();
         unwritten = fires_without_runs(&now_runs, &jobs, chaos_end_ms);
         let chain_gaps = chain.gaps(&now_runs, chaos_end_ms);
         if open.is_empty() && unwritten.is_empty() && chain_gaps.is_empty() {
