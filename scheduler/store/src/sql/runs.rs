@@ -132,6 +132,11 @@ pub(in crate::sql) async fn list_in_chain(tx: &mut Transaction<'static, Any>, ru
     Ok(())
 }
 
+/// The `webhook-id` of an attempt of a run that is not sharded (stable across its redeliveries).
+pub(super) fn webhook_id_of(run_id: &str, attempt: i64) -> String {
+    format!("msg_{run_id}_0_{attempt}")
+}
+
 /// Move a run to a terminal state through the state machine, conditional on the
 /// state it was read in; the current attempt follows. False if refused or raced.
 async fn set_terminal(
@@ -160,7 +165,7 @@ async fn set_terminal(
     if r.rows_affected() == 0 {
         return Ok(false);
     }
-    sqlx::query(
+    let closed = sqlx::query(
         "UPDATE attempts SET state = ?, message = ?, finished_at_ms = ? WHERE run_id = ? AND attempt = ? AND finished_at_ms IS NULL",
     )
     .bind(t.to.as_str())
@@ -169,7 +174,32 @@ async fn set_terminal(
     .bind(&run.id)
     .bind(run.attempt)
     .execute(&mut **tx)
-    .await?;
+    .await?
+    .rows_affected();
+    // An attempt in flight has a row only once it was accepted or ended: written here, ended.
+    if closed == 0 && run.shard_total.is_none() && matches!(run.state, RunState::Dispatching | RunState::Running) {
+        let stored: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM attempts WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
+                .bind(&run.id)
+                .bind(run.attempt)
+                .fetch_one(&mut **tx)
+                .await?;
+        if stored == 0 {
+            sqlx::query(
+                "INSERT INTO attempts (run_id, shard_index, attempt, webhook_id, state, message, trail, started_at_ms, finished_at_ms) \
+                 VALUES (?, 0, ?, ?, ?, ?, '[]', ?, ?)",
+            )
+            .bind(&run.id)
+            .bind(run.attempt)
+            .bind(webhook_id_of(&run.id, run.attempt))
+            .bind(t.to.as_str())
+            .bind(message)
+            .bind(run.updated_at_ms)
+            .bind(now_ms)
+            .execute(&mut **tx)
+            .await?;
+        }
+    }
     if run.shard_total.is_some() {
         shards::cancel_open(tx, &run.id, message, now_ms).await?;
     }
@@ -635,14 +665,42 @@ impl RunStore for SqlStore {
         address: Option<&str>,
         trail: &Value,
     ) -> Result<()> {
-        sqlx::query("UPDATE attempts SET executor_id = ?, address = ?, trail = ? WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
+        let set = || {
+            sqlx::query(
+                "UPDATE attempts SET executor_id = ?, address = ?, trail = ? WHERE run_id = ? AND shard_index = 0 AND attempt = ?",
+            )
             .bind(executor_id)
             .bind(address)
             .bind(to_json(trail))
             .bind(run_id)
             .bind(attempt)
-            .execute(&self.pool)
-            .await?;
+        };
+        if set().execute(&self.pool).await?.rows_affected() > 0 {
+            return Ok(());
+        }
+        // Not sharded, the attempt's row is written now (accepted: its outcome comes later),
+        // started when the run was dispatched. Its outcome may have been written meanwhile
+        // (an executor answering at once): that row then takes the target.
+        let verb = match self.dialect {
+            Dialect::MySql => "INSERT IGNORE",
+            Dialect::Sqlite => "INSERT OR IGNORE",
+        };
+        let inserted = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{verb} INTO attempts (run_id, shard_index, attempt, webhook_id, executor_id, address, state, trail, started_at_ms) \
+             SELECT id, 0, attempt, ?, ?, ?, 'dispatching', ?, updated_at_ms FROM runs WHERE id = ? AND attempt = ?"
+        )))
+        .bind(webhook_id_of(run_id, attempt))
+        .bind(executor_id)
+        .bind(address)
+        .bind(to_json(trail))
+        .bind(run_id)
+        .bind(attempt)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        if inserted == 0 {
+            set().execute(&self.pool).await?;
+        }
         Ok(())
     }
 
@@ -756,29 +814,60 @@ impl RunStore for SqlStore {
     }
 
     async fn run_attempts(&self, run_id: &str) -> Result<Vec<Attempt>> {
-        sqlx::query("SELECT * FROM attempts WHERE run_id = ? ORDER BY shard_index, attempt")
-            .bind(run_id)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|r| {
-                Ok(Attempt {
-                    run_id: col(r, "run_id")?,
-                    shard_index: col(r, "shard_index")?,
-                    attempt: col(r, "attempt")?,
-                    webhook_id: col(r, "webhook_id")?,
-                    executor_id: col(r, "executor_id")?,
-                    address: col(r, "address")?,
-                    state: col(r, "state")?,
-                    reason: col(r, "reason")?,
-                    message: col(r, "message")?,
-                    trail: json_col(r, "trail")?,
-                    output: json_opt(r, "output")?,
-                    started_at_ms: col(r, "started_at_ms")?,
-                    finished_at_ms: col(r, "finished_at_ms")?,
+        // The run first: an attempt in flight has no row until it is accepted or ends (read
+        // after the run, a row written meanwhile is found and the attempt not shown twice).
+        let in_flight = sqlx::query(
+            "SELECT attempt, updated_at_ms FROM runs WHERE id = ? AND state = 'dispatching' AND shard_total IS NULL",
+        )
+        .bind(run_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .map(|r| Ok::<_, crate::StoreError>((col::<i64>(&r, "attempt")?, col::<i64>(&r, "updated_at_ms")?)))
+        .transpose()?;
+        let mut out: Vec<Attempt> =
+            sqlx::query("SELECT * FROM attempts WHERE run_id = ? ORDER BY shard_index, attempt")
+                .bind(run_id)
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(|r| {
+                    Ok(Attempt {
+                        run_id: col(r, "run_id")?,
+                        shard_index: col(r, "shard_index")?,
+                        attempt: col(r, "attempt")?,
+                        webhook_id: col(r, "webhook_id")?,
+                        executor_id: col(r, "executor_id")?,
+                        address: col(r, "address")?,
+                        state: col(r, "state")?,
+                        reason: col(r, "reason")?,
+                        message: col(r, "message")?,
+                        trail: json_col(r, "trail")?,
+                        output: json_opt(r, "output")?,
+                        started_at_ms: col(r, "started_at_ms")?,
+                        finished_at_ms: col(r, "finished_at_ms")?,
+                    })
                 })
-            })
-            .collect()
+                .collect::<Result<_>>()?;
+        if let Some((attempt, started_at_ms)) = in_flight
+            && !out.iter().any(|a| a.shard_index == 0 && a.attempt == attempt)
+        {
+            out.push(Attempt {
+                run_id: run_id.to_string(),
+                shard_index: 0,
+                attempt,
+                webhook_id: webhook_id_of(run_id, attempt),
+                executor_id: None,
+                address: None,
+                state: RunState::Dispatching.as_str().to_string(),
+                reason: None,
+                message: None,
+                trail: Value::Array(Vec::new()),
+                output: None,
+                started_at_ms,
+                finished_at_ms: None,
+            });
+        }
+        Ok(out)
     }
 
     async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()> {

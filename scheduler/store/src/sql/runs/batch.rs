@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
-use sundial_core::types::{BlockStrategy, JobState, RunState};
+use sundial_core::types::{BlockStrategy, JobState, Route, RunState};
 
 use super::{run_row, set_terminal};
 use crate::sql::apps::{app_row, executor_row};
@@ -358,9 +358,20 @@ impl SqlStore {
                 }
             }
         }
+        // An attempt's row is written once, with its outcome (`write_attempts`), or when the
+        // executor accepts it for later (`attempt_set_target`): its webhook-id follows from the
+        // run and the attempt, its start is the run's `updated_at_ms` as dispatched here. A
+        // sharded run's is written now, beside its shards' attempts.
+        let sharded: Vec<&String> = dispatched
+            .iter()
+            .filter(|id| {
+                let r = &runs[*id];
+                r.shard_total.is_some() || jobs[&r.job_id].route == Route::Sharding
+            })
+            .collect();
         let row = "(?, 0, ?, ?, 'dispatching', '[]', ?)";
-        let mut rest = dispatched.as_slice();
-        for size in pow2_chunks(dispatched.len()) {
+        let mut rest = sharded.as_slice();
+        for size in pow2_chunks(sharded.len()) {
             let (chunk, tail) = rest.split_at(size);
             rest = tail;
             let sql = format!(
@@ -369,7 +380,7 @@ impl SqlStore {
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
             for id in chunk {
-                let r = &runs[id];
+                let r = &runs[*id];
                 q = q.bind(&r.id).bind(r.attempt).bind(webhook_id(r)).bind(now_ms);
             }
             q.execute(&mut *tx).await?;
@@ -634,6 +645,9 @@ impl SqlStore {
             attempt_writes.push(AttemptWrite {
                 run_id: run.id.clone(),
                 attempt: p.attempt,
+                webhook_id: webhook_id(run),
+                // As dispatched (a row written earlier, when the attempt was accepted, keeps its own).
+                started_at_ms: run.updated_at_ms,
                 state: status,
                 reason,
                 message: p.message.clone(),
@@ -657,7 +671,7 @@ impl SqlStore {
             outcomes.push(FinishOutcome::Applied { run: run.clone(), children: Vec::new() });
         }
         write_runs(&mut tx, self.hint(Ix::Primary), &run_writes).await?;
-        write_attempts(&mut tx, &attempt_writes).await?;
+        write_attempts(&mut tx, self.dialect, &attempt_writes).await?;
         // The ended runs' child jobs, in the same transaction: those whose edge holds fire
         // once each (a fan-in once per chain), the others pass on that they will not run.
         if !ended.is_empty() {
@@ -851,7 +865,7 @@ async fn hold_claim(
 }
 
 fn webhook_id(run: &Run) -> String {
-    format!("msg_{}_0_{}", run.id, run.attempt)
+    super::webhook_id_of(&run.id, run.attempt)
 }
 
 struct RunWrite {
@@ -868,6 +882,8 @@ struct RunWrite {
 struct AttemptWrite {
     run_id: String,
     attempt: i64,
+    webhook_id: String,
+    started_at_ms: i64,
     state: &'static str,
     reason: Option<&'static str>,
     message: Option<String>,
@@ -921,36 +937,54 @@ async fn write_runs(tx: &mut Transaction<'static, Any>, hint: &str, writes: &[Ru
     Ok(())
 }
 
-async fn write_attempts(tx: &mut Transaction<'static, Any>, writes: &[AttemptWrite]) -> Result<()> {
-    let plain = format!(
-        "UPDATE attempts SET state = ?, reason = ?, message = ?, output = ?, finished_at_ms = ? \
-         WHERE shard_index = 0 AND attempt = ? AND run_id IN ({})",
-        IDS
-    );
-    let targeted = format!(
-        "UPDATE attempts SET state = ?, reason = ?, message = ?, output = ?, finished_at_ms = ?, \
-         executor_id = ?, address = ?, trail = ? WHERE shard_index = 0 AND attempt = ? AND run_id IN ({})",
-        IDS
-    );
-    let key = |w: &AttemptWrite| {
-        (w.attempt, w.state, w.reason, w.message.clone(), w.output.clone(), w.finished_at_ms, w.target.clone())
-    };
-    for group in groups(writes, key) {
-        for chunk in group.chunks(IN_CHUNK) {
-            let w = chunk[0];
-            let sql = if w.target.is_some() { &targeted } else { &plain };
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(sql, chunk.len())))
-                .bind(w.state)
-                .bind(w.reason)
-                .bind(&w.message)
-                .bind(&w.output)
-                .bind(w.finished_at_ms);
-            if let Some((executor_id, address, trail)) = &w.target {
-                q = q.bind(executor_id).bind(address).bind(trail);
+/// The attempts' outcomes: each row inserted with its outcome, or (written earlier, when
+/// the executor accepted the attempt) updated with it. Multi-row statements; rows that carry
+/// a dispatch target set it, the others leave a stored one as it is.
+async fn write_attempts(tx: &mut Transaction<'static, Any>, dialect: Dialect, writes: &[AttemptWrite]) -> Result<()> {
+    let (plain, targeted): (Vec<&AttemptWrite>, Vec<&AttemptWrite>) = writes.iter().partition(|w| w.target.is_none());
+    const OUTCOME: &[&str] = &["state", "reason", "message", "output", "finished_at_ms"];
+    const WITH_TARGET: &[&str] =
+        &["state", "reason", "message", "output", "finished_at_ms", "executor_id", "address", "trail"];
+    for (rows, set) in [(plain, OUTCOME), (targeted, WITH_TARGET)] {
+        let tail = match dialect {
+            Dialect::MySql => {
+                let sets: Vec<String> = set.iter().map(|c| format!("{c} = VALUES({c})")).collect();
+                format!("ON DUPLICATE KEY UPDATE {}", sets.join(", "))
             }
-            q = q.bind(w.attempt);
-            for i in 0..in_width(chunk.len()) {
-                q = q.bind(&chunk[i.min(chunk.len() - 1)].run_id);
+            Dialect::Sqlite => {
+                let sets: Vec<String> = set.iter().map(|c| format!("{c} = excluded.{c}")).collect();
+                format!("ON CONFLICT (run_id, shard_index, attempt) DO UPDATE SET {}", sets.join(", "))
+            }
+        };
+        let row = format!("(?, 0, {})", placeholders(11));
+        let mut rest = rows.as_slice();
+        for size in pow2_chunks(rows.len()) {
+            let (chunk, tail_rows) = rest.split_at(size);
+            rest = tail_rows;
+            let sql = format!(
+                "INSERT INTO attempts (run_id, shard_index, attempt, webhook_id, executor_id, address, state, reason, message, \
+                 trail, output, started_at_ms, finished_at_ms) VALUES {} {tail}",
+                vec![row.as_str(); size].join(", ")
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for w in chunk {
+                let (executor_id, address, trail) = match &w.target {
+                    Some((e, a, t)) => (e.clone(), a.clone(), t.clone()),
+                    None => (None, None, "[]".to_string()),
+                };
+                q = q
+                    .bind(&w.run_id)
+                    .bind(w.attempt)
+                    .bind(&w.webhook_id)
+                    .bind(executor_id)
+                    .bind(address)
+                    .bind(w.state)
+                    .bind(w.reason)
+                    .bind(&w.message)
+                    .bind(trail)
+                    .bind(&w.output)
+                    .bind(w.started_at_ms)
+                    .bind(w.finished_at_ms);
             }
             q.execute(&mut **tx).await?;
         }

@@ -10,6 +10,7 @@ use crate::fixtures::*;
 for_each_database!(
     dispatch_batches_decide_each_run_as_if_alone,
     result_batches_apply_in_order_with_duplicates_and_conflicts,
+    an_attempt_is_listed_while_in_flight_and_stored_once_with_its_outcome,
     children_fire_by_their_edge_condition,
     a_chain_carries_its_roots_id_and_lists_its_runs,
     generate_batches_skip_jobs_that_changed,
@@ -105,6 +106,81 @@ pub async fn dispatch_batches_decide_each_run_as_if_alone(s: S) {
     let r = get(runs[0].id.clone()).await;
     assert_eq!((r.deadline_ms, r.lease_until_ms), (Some(NOW + 60_700), Some(NOW + 90_700)));
     assert_eq!(s.run_extend_dispatch(&moved[..1], "node_b", 700).await.unwrap(), 0, "not its run");
+}
+
+pub async fn an_attempt_is_listed_while_in_flight_and_stored_once_with_its_outcome(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let mut runs = Vec::new();
+    for i in 0..4 {
+        let j = job_with(&s, &a, &format!("j{i}"), BlockStrategy::DiscardLater).await;
+        let r = run_of(&j, "s:1", NOW);
+        s.run_insert(&r).await.unwrap();
+        runs.push(r.id);
+    }
+    s.run_claim(&claim("node_a", NOW)).await.unwrap();
+    s.run_dispatch_many(&to_dispatch(&runs), "node_a", NOW, 30_000).await.unwrap();
+    let only = |id: &String| {
+        let s = s.clone();
+        let id = id.clone();
+        async move {
+            let mut att = s.run_attempts(&id).await.unwrap();
+            assert_eq!(att.len(), 1, "{att:?}");
+            att.pop().unwrap()
+        }
+    };
+    // In flight: listed as dispatching, with its webhook-id and start.
+    let a0 = only(&runs[0]).await;
+    assert_eq!(
+        (a0.state.as_str(), a0.webhook_id.clone(), a0.started_at_ms, a0.finished_at_ms),
+        ("dispatching", format!("msg_{}_0_1", runs[0]), NOW, None)
+    );
+    // Ended with its target: one row with the outcome and the start.
+    let mut done = result(&runs[0], 1, true, json!({"ok": 1}));
+    done.target =
+        Some(AttemptTarget { executor_id: Some("exe_1".into()), address: Some("http://x".into()), trail: json!([1]) });
+    s.run_finish_many(&[done]).await.unwrap();
+    let a0 = only(&runs[0]).await;
+    assert_eq!((a0.state.as_str(), a0.started_at_ms, a0.finished_at_ms), ("succeeded", NOW, Some(NOW + 1)));
+    assert_eq!(
+        (a0.executor_id.as_deref(), a0.trail.clone(), a0.output.clone()),
+        (Some("exe_1"), json!([1]), Some(json!({"ok": 1})))
+    );
+    // Accepted for later: the target is stored then, the outcome (with none) keeps it.
+    s.attempt_set_target(&runs[1], 1, Some("exe_2"), Some("http://y"), &json!([2])).await.unwrap();
+    assert!(s.run_mark_running(&runs[1], 1, NOW + 1).await.unwrap());
+    let a1 = only(&runs[1]).await;
+    assert_eq!((a1.state.as_str(), a1.executor_id.as_deref(), a1.started_at_ms), ("running", Some("exe_2"), NOW));
+    s.run_finish_many(&[result(&runs[1], 1, true, json!(null))]).await.unwrap();
+    let a1 = only(&runs[1]).await;
+    assert_eq!(
+        (a1.state.as_str(), a1.executor_id.as_deref(), a1.trail.clone()),
+        ("succeeded", Some("exe_2"), json!([2]))
+    );
+    assert_eq!(a1.webhook_id, format!("msg_{}_0_1", runs[1]));
+    // Cancelled in flight: the attempt is recorded cancelled.
+    s.run_cancel(&t.id, &runs[2], "stop", NOW + 2).await.unwrap().unwrap();
+    let a2 = only(&runs[2]).await;
+    assert_eq!((a2.state.as_str(), a2.started_at_ms, a2.finished_at_ms), ("cancelled", NOW, Some(NOW + 2)));
+    // A retry: the failed attempt stored, the next one in flight beside it, then both stored.
+    s.run_finish_many(&[result(&runs[3], 1, false, json!(null))]).await.unwrap();
+    let mut c = claim("node_a", NOW + 5_000);
+    c.limit = 10;
+    s.run_claim(&c).await.unwrap();
+    s.run_dispatch_many(&to_dispatch(&runs[3..]), "node_a", NOW + 5_000, 30_000).await.unwrap();
+    let states =
+        |att: Vec<Attempt>| att.iter().map(|a| (a.attempt, a.state.clone(), a.started_at_ms)).collect::<Vec<_>>();
+    assert_eq!(
+        states(s.run_attempts(&runs[3]).await.unwrap()),
+        [(1, "failed".to_string(), NOW), (2, "dispatching".to_string(), NOW + 5_000)]
+    );
+    let mut ok = result(&runs[3], 2, true, json!(null));
+    ok.now_ms = NOW + 5_001;
+    s.run_finish_many(&[ok]).await.unwrap();
+    assert_eq!(
+        states(s.run_attempts(&runs[3]).await.unwrap()),
+        [(1, "failed".to_string(), NOW), (2, "succeeded".to_string(), NOW + 5_000)]
+    );
 }
 
 pub async fn result_batches_apply_in_order_with_duplicates_and_conflicts(s: S) {
