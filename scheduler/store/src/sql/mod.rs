@@ -66,6 +66,8 @@ impl ConnectOptions {
 pub struct SqlStore {
     pool: AnyPool,
     dialect: Dialect,
+    /// Jobs as the dispatch transactions last read them (see `runs/batch.rs`, `lock_jobs`).
+    jobs_seen: jobs::JobsSeen,
     migrate_lock_wait: Duration,
     _lock: Option<File>,
 }
@@ -118,6 +120,7 @@ impl SqlStore {
             return Ok(SqlStore {
                 pool,
                 dialect: Dialect::MySql,
+                jobs_seen: Default::default(),
                 migrate_lock_wait: opts.migrate_lock_wait,
                 _lock: None,
             });
@@ -167,7 +170,13 @@ impl SqlStore {
             })
             .connect(&url)
             .await?;
-        Ok(SqlStore { pool, dialect: Dialect::Sqlite, migrate_lock_wait: opts.migrate_lock_wait, _lock: lock })
+        Ok(SqlStore {
+            pool,
+            dialect: Dialect::Sqlite,
+            jobs_seen: Default::default(),
+            migrate_lock_wait: opts.migrate_lock_wait,
+            _lock: lock,
+        })
     }
 
     /// Connect and apply pending migrations.

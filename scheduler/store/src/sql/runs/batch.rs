@@ -94,6 +94,26 @@ impl SqlStore {
         Ok(out)
     }
 
+    /// Lock jobs' rows (in id order) and read them: only the version and last change under
+    /// the lock, the rest from the jobs seen before when they match (`JobsSeen`).
+    async fn lock_jobs(&self, tx: &mut Transaction<'static, Any>, ids: &[&str]) -> Result<HashMap<String, Job>> {
+        let sql = format!("SELECT id, version, updated_at_ms FROM jobs WHERE id IN ({}){}", IDS, self.lock_clause());
+        let keys = fetch_in(tx, &sql, ids)
+            .await?
+            .iter()
+            .map(|r| Ok((col::<String>(r, "id")?, col::<i64>(r, "version")?, col::<i64>(r, "updated_at_ms")?)))
+            .collect::<Result<Vec<_>>>()?;
+        let (mut jobs, missing) = self.jobs_seen.get(&keys);
+        if !missing.is_empty() {
+            let sql = format!("SELECT {JOB_COLS} FROM jobs WHERE id IN ({})", IDS);
+            let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
+            let read = fetch_in(tx, &sql, &missing).await?.iter().map(job_row).collect::<Result<Vec<Job>>>()?;
+            self.jobs_seen.put(read.iter().cloned());
+            jobs.extend(read.into_iter().map(|j| (j.id.clone(), j)));
+        }
+        Ok(jobs)
+    }
+
     /// The dispatch transaction for a batch of claimed runs: see [`RunStore::run_dispatch_many`](crate::RunStore::run_dispatch_many).
     pub(super) async fn dispatch_many(
         &self,
@@ -153,12 +173,7 @@ impl SqlStore {
         }
         // The job rows' locks serialise dispatch decisions of one job across nodes.
         let job_ids = sorted(&distinct(todo.iter().map(|id| runs[id].job_id.as_str())));
-        let job_sql = format!("SELECT {JOB_COLS} FROM jobs WHERE id IN ({}){}", IDS, self.lock_clause());
-        let mut jobs: HashMap<String, Job> = HashMap::new();
-        for row in fetch_in(&mut tx, &job_sql, &job_ids).await? {
-            let job = job_row(&row)?;
-            jobs.insert(job.id.clone(), job);
-        }
+        let jobs = self.lock_jobs(&mut tx, &job_ids).await?;
         // Runs in flight per job, for the block strategy and max concurrency of queued runs.
         let fresh = |r: &Run| matches!(r.state, RunState::Pending | RunState::Queued);
         let queued_jobs = distinct(todo.iter().filter(|id| fresh(&runs[*id])).map(|id| runs[id].job_id.as_str()));

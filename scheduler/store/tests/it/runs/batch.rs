@@ -17,6 +17,7 @@ for_each_database!(
     generate_moves_each_jobs_own_cursor_in_a_mixed_batch,
     fires_without_rows_are_written_by_the_dispatch_that_decides_them,
     unwritten_fires_of_stopped_changed_or_deleted_jobs_write_nothing,
+    each_dispatch_sees_the_job_as_it_is_now,
     missing_runs_last_fires_and_timed_job_versions,
 );
 
@@ -456,6 +457,49 @@ pub async fn unwritten_fires_of_stopped_changed_or_deleted_jobs_write_nothing(s:
     }
     let run = dispatched(decision_of(&out, &still.run_id));
     assert_eq!((run.state, run.job_version), (RunState::Dispatching, 2));
+}
+
+/// Dispatches read only a job's version and last change under its lock, the rest as a
+/// dispatch before read it: an edit or a stop in between is seen by the next dispatch.
+pub async fn each_dispatch_sees_the_job_as_it_is_now(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let j = job_with(&s, &a, "j", BlockStrategy::DiscardLater).await;
+    // Fires every 5 minutes: NOW + 100 s, + 400 s, + 700 s are fires.
+    let go = |at: i64, version: i64| {
+        let s = s.clone();
+        let mut job = j.clone();
+        job.version = version;
+        async move {
+            let out = s.run_dispatch_many(&[unwritten(&job, at)], "node_a", at, 30_000).await.unwrap();
+            let (_, d) = out.into_iter().next().unwrap();
+            if let DispatchDecision::Dispatch { run, .. } = &d {
+                s.run_finish_many(&[result(&run.id, 1, true, json!(null))]).await.unwrap();
+            }
+            d
+        }
+    };
+    match go(NOW + 100_000, 1).await {
+        DispatchDecision::Dispatch { job, run, .. } => {
+            assert_eq!((job.timeout_ms, run.deadline_ms), (j.timeout_ms, Some(NOW + 100_000 + j.timeout_ms)))
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut edited = j.clone();
+    edited.version = 2;
+    edited.timeout_ms = 7_000;
+    edited.description = "edited".into();
+    edited.updated_at_ms = NOW + 1;
+    assert!(s.job_update(&edited, None, 1).await.unwrap());
+    match go(NOW + 400_000, 2).await {
+        DispatchDecision::Dispatch { job, run, .. } => {
+            assert_eq!((job.timeout_ms, job.description.as_str(), job.version), (7_000, "edited", 2));
+            assert_eq!((run.deadline_ms, run.job_version), (Some(NOW + 407_000), 2));
+        }
+        other => panic!("{other:?}"),
+    }
+    s.job_set_state(&t.id, &j.id, JobState::Stopped, NOW + 2).await.unwrap().unwrap();
+    assert_eq!(go(NOW + 700_000, 2).await, DispatchDecision::Gone, "a stopped job's fire does not go");
 }
 
 pub async fn missing_runs_last_fires_and_timed_job_versions(s: S) {
