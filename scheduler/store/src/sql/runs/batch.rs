@@ -210,33 +210,45 @@ impl SqlStore {
                 skipped.insert(id.to_string(), DispatchDecision::Gone);
             }
         }
+        // How many runs of each job the loop below has still to decide: a dispatched run is
+        // kept as in flight for the job's later runs in the batch only when there are some.
+        let mut later: HashMap<&str, usize> = HashMap::new();
+        for id in &todo {
+            if let Some((job_id, _)) = jobs.get_key_value(runs[id].job_id.as_str()) {
+                *later.entry(job_id.as_str()).or_default() += 1;
+            }
+        }
         let mut to_write: Vec<String> = Vec::new();
         for id in &todo {
             if skipped.contains_key(id) {
                 continue;
             }
-            let run = runs[id].clone();
+            let state = runs[id].state;
             let fresh_fire = unwritten.contains_key(id.as_str());
             if fresh_fire {
                 to_write.push(id.clone());
             }
-            let Some(job) = jobs.get(&run.job_id) else {
-                set_terminal(&mut tx, &run, RunEvent::Cancel, "the job was deleted", now_ms).await?;
+            let Some(job) = jobs.get(&runs[id].job_id) else {
+                set_terminal(&mut tx, &runs[id], RunEvent::Cancel, "the job was deleted", now_ms).await?;
                 skipped.insert(id.clone(), DispatchDecision::Gone);
                 continue;
             };
-            if run.state == RunState::Retrying
+            let more_of_job = later.get_mut(job.id.as_str()).map(|n| {
+                *n -= 1;
+                *n > 0
+            });
+            if state == RunState::Retrying
                 && !job.failure.allow_overlap.unwrap_or(false)
-                && self.still_running_elsewhere(&mut tx, &run, now_ms).await?
+                && self.still_running_elsewhere(&mut tx, &runs[id], now_ms).await?
             {
                 // The timed-out attempt's executor still reports running it: the retry waits.
-                hold_claim(&mut tx, &run, node_id, now_ms, now_ms + lease_ms).await?;
+                hold_claim(&mut tx, &runs[id], node_id, now_ms, now_ms + lease_ms).await?;
                 skipped.insert(id.clone(), DispatchDecision::Blocked);
                 continue;
             }
-            if fresh(&run) {
+            if fresh(&runs[id]) {
                 let list = inflight.entry(job.id.clone()).or_default();
-                list.retain(|r| r.id != run.id);
+                list.retain(|r| r.id != *id);
                 let mut still = list.len() as i64;
                 if !list.is_empty() {
                     match job.block {
@@ -295,9 +307,9 @@ impl SqlStore {
                     continue;
                 }
             }
-            let from = match run.state {
+            let from = match state {
                 // Claimed and dispatched in one step.
-                RunState::Pending => transition(run.state, &RunEvent::Claim).map_err(refused)?.to,
+                RunState::Pending => transition(state, &RunEvent::Claim).map_err(refused)?.to,
                 s => s,
             };
             let t = transition(from, &RunEvent::Dispatch).map_err(refused)?;
@@ -312,7 +324,9 @@ impl SqlStore {
             r.job_version = job.version;
             r.updated_at_ms = now_ms;
             // Later queued runs of this job in the batch see this one in flight.
-            inflight.entry(job.id.clone()).or_default().push(r.clone());
+            if more_of_job == Some(true) {
+                inflight.entry(job.id.clone()).or_default().push(r.clone());
+            }
             dispatched.push(id.clone());
         }
         // The fires that had no row: one multi-row insert, each in the state decided above.
