@@ -420,9 +420,13 @@ impl Engine {
         // An exchange that timed out may still be running at the executor: once the failure
         // is recorded (by this node: the write was won), it gets a cancel in the background.
         let timed_out = !result.succeeded && result.reason == FailReason::Timeout && chosen.is_some();
-        let params = finish_params(&job, &run.id, run.attempt, result, Some(target), self.now_ms());
+        let mut params = finish_params(&job, &run.id, run.attempt, result, Some(target), self.now_ms());
+        let to_cancel = timed_out.then(|| run.clone());
+        params.dispatched = Some(run);
         let outcome = self.calls.results.finish(self.store.as_ref(), params).await?;
-        if timed_out && matches!(outcome, FinishOutcome::Applied { .. }) {
+        if let Some(run) = to_cancel
+            && matches!(outcome, FinishOutcome::Applied { .. })
+        {
             self.calls.cancels.cancel_run(&run);
         }
         if matches!(&outcome, FinishOutcome::Applied { children, .. } if !children.is_empty()) {

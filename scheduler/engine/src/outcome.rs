@@ -59,6 +59,7 @@ pub fn finish_params(
         message: result.message,
         now_ms,
         target,
+        dispatched: None,
     }
 }
 
@@ -117,27 +118,26 @@ impl FinishBatcher {
                 }
                 Err(oneshot::error::TryRecvError::Empty) => {}
             }
-            let batch: Vec<_> = {
+            let (params, senders): (Vec<FinishAttempt>, Vec<_>) = {
                 let mut q = self.queue.lock().expect("queue lock");
                 let n = q.len().min(FINISH_BATCH);
-                q.drain(..n).collect()
+                q.drain(..n).unzip()
             };
-            let params: Vec<FinishAttempt> = batch.iter().map(|(p, _)| p.clone()).collect();
             match crate::retry_deadlock(|| store.run_finish_many(&params)).await {
                 Ok(outcomes) => {
-                    for ((_, tx), o) in batch.into_iter().zip(outcomes) {
+                    for (tx, o) in senders.into_iter().zip(outcomes) {
                         let _ = tx.send(Ok(o));
                     }
                 }
-                Err(e) if batch.len() == 1 => {
-                    if let Some((_, tx)) = batch.into_iter().next() {
+                Err(e) if senders.len() == 1 => {
+                    if let Some(tx) = senders.into_iter().next() {
                         let _ = tx.send(Err(e));
                     }
                 }
                 // One bad result must not fail the others: write them one by one.
                 Err(_) => {
-                    for (p, tx) in batch {
-                        let r = crate::retry_deadlock(|| store.run_finish_attempt(&p)).await;
+                    for (p, tx) in params.iter().zip(senders) {
+                        let r = crate::retry_deadlock(|| store.run_finish_attempt(p)).await;
                         let _ = tx.send(r);
                     }
                 }

@@ -122,6 +122,12 @@ pub struct FinishAttempt {
     /// Where the attempt went, recorded with the result (the engine's own deliveries);
     /// `None` leaves what was recorded before (executor callbacks).
     pub target: Option<AttemptTarget>,
+    /// The run as the node dispatched it (the engine's own deliveries). When every result of
+    /// a batch carries it, the batch writes without reading the rows first: its conditional
+    /// writes find whether each is still for its run's current attempt, and if one is not,
+    /// the batch is undone and decided from the rows read under their locks. The outcome's
+    /// run is then this copy with the result applied.
+    pub dispatched: Option<Run>,
 }
 
 /// Where an attempt was delivered and the dispatch trail that led there.

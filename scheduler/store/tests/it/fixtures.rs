@@ -155,6 +155,7 @@ pub fn result(run_id: &str, attempt: i64, ok: bool, output: serde_json::Value) -
         message: None,
         now_ms: NOW + 1,
         target: None,
+        dispatched: None,
     }
 }
 

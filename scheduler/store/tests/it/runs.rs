@@ -117,6 +117,7 @@ pub async fn reaper_scans_see_only_running_runs(s: S) {
         message: None,
         now_ms: NOW + 2,
         target: None,
+        dispatched: None,
     };
     assert!(matches!(s.run_finish_attempt(&done).await.unwrap(), FinishOutcome::Applied { .. }));
     // The job timeout is 60 s: nothing is overdue before it, only the running run after.

@@ -311,6 +311,7 @@ pub async fn shard_results_are_conditional_on_the_shard_attempt(s: S) {
         message: None,
         now_ms: NOW + 2_000,
         target: None,
+        dispatched: None,
     };
     assert!(matches!(s.run_finish_attempt(&whole).await.unwrap(), FinishOutcome::Conflict { .. }));
     let after = s.run_get(&f.tenant.id, &run.id).await.unwrap().unwrap();

@@ -605,6 +605,9 @@ impl SqlStore {
 
     /// Record a batch of attempt results in one transaction: see [`RunStore::run_finish_many`](crate::RunStore::run_finish_many).
     pub(super) async fn finish_many(&self, ps: &[FinishAttempt]) -> Result<Vec<FinishOutcome>> {
+        if let Some(out) = self.finish_as_dispatched(ps).await? {
+            return Ok(out);
+        }
         let ids = distinct(ps.iter().map(|p| p.run_id.as_str()));
         // Every result of the batch is recorded as written at the latest arrival among them
         // (a few milliseconds at most after its own): results that differ only in their
@@ -628,12 +631,7 @@ impl SqlStore {
                 outcomes.push(FinishOutcome::Conflict { state: run.state, attempt: run.attempt });
                 continue;
             }
-            let (status, event) = match &p.result {
-                AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
-                AttemptResult::Failed { reason, retry_at_ms } => {
-                    ("failed", RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
-                }
-            };
+            let (status, event) = result_event(&p.result);
             let current = run.attempt == p.attempt && matches!(run.state, RunState::Dispatching | RunState::Running);
             if !current {
                 let prior = match applied.get(&(p.run_id.clone(), p.attempt)) {
@@ -654,70 +652,94 @@ impl SqlStore {
                 });
                 continue;
             }
-            let t = transition(run.state, &event).map_err(refused)?;
-            let (reason, retry_at) = match &p.result {
-                AttemptResult::Succeeded => (None, None),
-                AttemptResult::Failed { reason, retry_at_ms } => (Some(reason.as_str()), *retry_at_ms),
-            };
-            let finished = t.to.is_terminal().then_some(at);
-            let output = p.output.as_ref().map(to_json);
-            run_writes.push(RunWrite {
-                id: run.id.clone(),
-                state: t.to.as_str(),
-                reason,
-                message: p.message.clone(),
-                output: output.clone(),
-                next_attempt_at_ms: retry_at,
-                finished_at_ms: finished,
-                now_ms: at,
-            });
-            attempt_writes.push(AttemptWrite {
-                run_id: run.id.clone(),
-                attempt: p.attempt,
-                webhook_id: webhook_id(run),
-                // As dispatched (a row written earlier, when the attempt was accepted, keeps its own).
-                started_at_ms: run.updated_at_ms,
-                state: status,
-                reason,
-                message: p.message.clone(),
-                output,
-                finished_at_ms: at,
-                target: p.target.as_ref().map(|t| (t.executor_id.clone(), t.address.clone(), to_json(&t.trail))),
-            });
+            let (rw, aw) = apply_result(run, p, event, status, at)?;
+            run_writes.push(rw);
+            attempt_writes.push(aw);
             applied.insert((run.id.clone(), p.attempt), (status, p.output.clone()));
-            run.state = t.to;
-            run.reason = reason.map(String::from);
-            run.message = p.message.clone();
-            run.output = p.output.clone();
-            run.next_attempt_at_ms = retry_at;
-            run.finished_at_ms = finished;
-            run.owner_node = None;
-            run.lease_until_ms = None;
-            run.updated_at_ms = at;
-            if matches!(t.to, RunState::Succeeded | RunState::Failed) {
+            if matches!(run.state, RunState::Succeeded | RunState::Failed) {
                 ended.push(outcomes.len());
             }
             outcomes.push(FinishOutcome::Applied { run: run.clone(), children: Vec::new() });
         }
-        write_runs(&mut tx, self.hint(Ix::Primary), &run_writes).await?;
+        if !write_runs(&mut tx, self.hint(Ix::Primary), &run_writes).await? {
+            // Cannot happen under the row locks; refuse the whole batch rather than guess.
+            return Err(StoreError::Stale("a run of the result batch"));
+        }
         write_attempts(&mut tx, self.dialect, &attempt_writes).await?;
-        // The ended runs' child jobs, in the same transaction: those whose edge holds fire
-        // once each (a fan-in once per chain), the others pass on that they will not run.
+        self.fire_children(&mut tx, &mut outcomes, &ended).await?;
+        tx.commit().await?;
+        Ok(outcomes)
+    }
+
+    /// The result batch when every result carries its run as dispatched (the engine's own
+    /// deliveries), each for a distinct run that is not sharded: written without reading the
+    /// rows first, each write conditional on the run still being at that attempt and in flight.
+    /// `None`, with nothing written, if one is not (cancelled, timed out, recovered by another
+    /// node meanwhile): the caller then decides the batch from the rows.
+    async fn finish_as_dispatched(&self, ps: &[FinishAttempt]) -> Result<Option<Vec<FinishOutcome>>> {
+        let mut seen = HashSet::new();
+        let eligible = ps.iter().all(|p| {
+            p.dispatched.as_ref().is_some_and(|r| {
+                r.id == p.run_id
+                    && r.attempt == p.attempt
+                    && r.shard_total.is_none()
+                    && matches!(r.state, RunState::Dispatching | RunState::Running)
+            }) && seen.insert(p.run_id.as_str())
+        });
+        if ps.is_empty() || !eligible {
+            return Ok(None);
+        }
+        let at = ps.iter().map(|p| p.now_ms).max().unwrap_or_default();
+        let mut outcomes = Vec::with_capacity(ps.len());
+        let mut run_writes = Vec::with_capacity(ps.len());
+        let mut attempt_writes = Vec::with_capacity(ps.len());
+        let mut ended = Vec::new();
+        for p in ps {
+            let mut run = p.dispatched.clone().expect("checked above");
+            let (status, event) = result_event(&p.result);
+            let (rw, aw) = apply_result(&mut run, p, event, status, at)?;
+            run_writes.push(rw);
+            attempt_writes.push(aw);
+            if matches!(run.state, RunState::Succeeded | RunState::Failed) {
+                ended.push(outcomes.len());
+            }
+            outcomes.push(FinishOutcome::Applied { run, children: Vec::new() });
+        }
+        let mut tx = self.begin().await?;
+        // The writes lock the rows in id order, as every batch takes them.
+        run_writes.sort_by(|a, b| a.id.cmp(&b.id));
+        if !write_runs(&mut tx, self.hint(Ix::Primary), &run_writes).await? {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        write_attempts(&mut tx, self.dialect, &attempt_writes).await?;
+        self.fire_children(&mut tx, &mut outcomes, &ended).await?;
+        tx.commit().await?;
+        Ok(Some(outcomes))
+    }
+
+    /// The ended runs' child jobs, in the result's transaction: those whose edge holds fire
+    /// once each (a fan-in once per chain), the others pass on that they will not run.
+    async fn fire_children(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        outcomes: &mut [FinishOutcome],
+        ended: &[usize],
+    ) -> Result<()> {
         if !ended.is_empty() {
             let parents = distinct(ended.iter().map(|&i| match &outcomes[i] {
                 FinishOutcome::Applied { run, .. } => run.job_id.as_str(),
                 _ => unreachable!("only applied outcomes are listed"),
             }));
-            let mut edges = chains::edges_from(&mut tx, &parents).await?;
-            for i in ended {
+            let mut edges = chains::edges_from(tx, &parents).await?;
+            for &i in ended {
                 let FinishOutcome::Applied { run, children } = &mut outcomes[i] else { continue };
                 let Some(e) = edges.get(&run.job_id).cloned() else { continue };
-                *children = chains::run_ended(&mut tx, self.dialect, run, Some(e), run.updated_at_ms).await?;
+                *children = chains::run_ended(tx, self.dialect, run, Some(e), run.updated_at_ms).await?;
             }
             edges.clear();
         }
-        tx.commit().await?;
-        Ok(outcomes)
+        Ok(())
     }
 
     /// Generated runs of several jobs in one transaction: see [`RunStore::run_generate_many`](crate::RunStore::run_generate_many).
@@ -899,6 +921,7 @@ fn webhook_id(run: &Run) -> String {
 
 struct RunWrite {
     id: String,
+    attempt: i64,
     state: &'static str,
     reason: Option<&'static str>,
     message: Option<String>,
@@ -921,6 +944,68 @@ struct AttemptWrite {
     target: Option<(Option<String>, Option<String>, String)>,
 }
 
+/// An attempt result's stored status and its event for the run's state machine.
+fn result_event(r: &AttemptResult) -> (&'static str, RunEvent) {
+    match r {
+        AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
+        AttemptResult::Failed { reason, retry_at_ms } => {
+            ("failed", RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
+        }
+    }
+}
+
+/// Apply a result for the run's current attempt to the run as read (or as dispatched), and
+/// the writes that store it: the run's row (conditional on its attempt) and the attempt's.
+fn apply_result(
+    run: &mut Run,
+    p: &FinishAttempt,
+    event: RunEvent,
+    status: &'static str,
+    at: i64,
+) -> Result<(RunWrite, AttemptWrite)> {
+    let t = transition(run.state, &event).map_err(refused)?;
+    let (reason, retry_at) = match &p.result {
+        AttemptResult::Succeeded => (None, None),
+        AttemptResult::Failed { reason, retry_at_ms } => (Some(reason.as_str()), *retry_at_ms),
+    };
+    let finished = t.to.is_terminal().then_some(at);
+    let output = p.output.as_ref().map(to_json);
+    let rw = RunWrite {
+        id: run.id.clone(),
+        attempt: p.attempt,
+        state: t.to.as_str(),
+        reason,
+        message: p.message.clone(),
+        output: output.clone(),
+        next_attempt_at_ms: retry_at,
+        finished_at_ms: finished,
+        now_ms: at,
+    };
+    let aw = AttemptWrite {
+        run_id: run.id.clone(),
+        attempt: p.attempt,
+        webhook_id: webhook_id(run),
+        // As dispatched (a row written earlier, when the attempt was accepted, keeps its own).
+        started_at_ms: run.updated_at_ms,
+        state: status,
+        reason,
+        message: p.message.clone(),
+        output,
+        finished_at_ms: at,
+        target: p.target.as_ref().map(|t| (t.executor_id.clone(), t.address.clone(), to_json(&t.trail))),
+    };
+    run.state = t.to;
+    run.reason = reason.map(String::from);
+    run.message = p.message.clone();
+    run.output = p.output.clone();
+    run.next_attempt_at_ms = retry_at;
+    run.finished_at_ms = finished;
+    run.owner_node = None;
+    run.lease_until_ms = None;
+    run.updated_at_ms = at;
+    Ok((rw, aw))
+}
+
 /// Group writes whose values are equal, so each group is one `UPDATE … WHERE id IN (…)`.
 fn groups<W, K: PartialEq>(writes: &[W], key: impl Fn(&W) -> K) -> Vec<Vec<&W>> {
     let mut out: Vec<(K, Vec<&W>)> = Vec::new();
@@ -934,14 +1019,26 @@ fn groups<W, K: PartialEq>(writes: &[W], key: impl Fn(&W) -> K) -> Vec<Vec<&W>> 
     out.into_iter().map(|(_, v)| v).collect()
 }
 
-async fn write_runs(tx: &mut Transaction<'static, Any>, hint: &str, writes: &[RunWrite]) -> Result<()> {
+/// The runs' outcomes, each conditional on the run being at that attempt and in flight;
+/// false if one was not (nothing then is to be kept of the transaction).
+async fn write_runs(tx: &mut Transaction<'static, Any>, hint: &str, writes: &[RunWrite]) -> Result<bool> {
     let sql = format!(
         "UPDATE runs{hint} SET state = ?, reason = ?, message = ?, output = ?, next_attempt_at_ms = ?, finished_at_ms = ?, \
-         owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? WHERE id IN ({}) AND state IN ('dispatching', 'running')",
+         owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? WHERE id IN ({}) AND state IN ('dispatching', 'running') \
+         AND attempt = ?",
         IDS
     );
     let key = |w: &RunWrite| {
-        (w.state, w.reason, w.message.clone(), w.output.clone(), w.next_attempt_at_ms, w.finished_at_ms, w.now_ms)
+        (
+            w.state,
+            w.reason,
+            w.message.clone(),
+            w.output.clone(),
+            w.next_attempt_at_ms,
+            w.finished_at_ms,
+            w.now_ms,
+            w.attempt,
+        )
     };
     for group in groups(writes, key) {
         for chunk in group.chunks(IN_CHUNK) {
@@ -957,13 +1054,13 @@ async fn write_runs(tx: &mut Transaction<'static, Any>, hint: &str, writes: &[Ru
             for i in 0..in_width(chunk.len()) {
                 q = q.bind(&chunk[i.min(chunk.len() - 1)].id);
             }
-            let n = q.execute(&mut **tx).await?.rows_affected();
+            let n = q.bind(w.attempt).execute(&mut **tx).await?.rows_affected();
             if n != chunk.len() as u64 {
-                return Err(StoreError::Stale("a run of the result batch"));
+                return Ok(false);
             }
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The attempts' outcomes: each row inserted with its outcome, or (written earlier, when

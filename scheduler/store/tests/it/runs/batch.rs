@@ -11,6 +11,7 @@ for_each_database!(
     dispatch_batches_decide_each_run_as_if_alone,
     result_batches_apply_in_order_with_duplicates_and_conflicts,
     an_attempt_is_listed_while_in_flight_and_stored_once_with_its_outcome,
+    results_carrying_their_dispatched_run_decide_as_from_the_rows,
     children_fire_by_their_edge_condition,
     a_chain_carries_its_roots_id_and_lists_its_runs,
     generate_batches_skip_jobs_that_changed,
@@ -182,6 +183,78 @@ pub async fn an_attempt_is_listed_while_in_flight_and_stored_once_with_its_outco
         states(s.run_attempts(&runs[3]).await.unwrap()),
         [(1, "failed".to_string(), NOW), (2, "succeeded".to_string(), NOW + 5_000)]
     );
+}
+
+/// The engine's own results carry the run as dispatched: the batch writes without reading
+/// the rows, and decides exactly as from them when a run moved on meanwhile.
+pub async fn results_carrying_their_dispatched_run_decide_as_from_the_rows(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let parent = job_with(&s, &a, "parent", BlockStrategy::DiscardLater).await;
+    let child = job_with(&s, &a, "child", BlockStrategy::DiscardLater).await;
+    let mut j = parent.clone();
+    j.version = 2;
+    assert!(s.job_update(&j, Some(&[edge(&child.id)]), 1).await.unwrap());
+    let mut ids = vec![];
+    let mut jobs = vec![parent.clone()];
+    for i in 0..5 {
+        jobs.push(job_with(&s, &a, &format!("j{i}"), BlockStrategy::DiscardLater).await);
+    }
+    for j in &jobs {
+        let r = run_of(j, "s:1", NOW);
+        s.run_insert(&r).await.unwrap();
+        ids.push(r.id);
+    }
+    let mut c = claim("node_a", NOW);
+    c.limit = 100;
+    s.run_claim(&c).await.unwrap();
+    let out = s.run_dispatch_many(&to_dispatch(&ids), "node_a", NOW, 30_000).await.unwrap();
+    let as_dispatched = |id: &str| dispatched(&out.iter().find(|(i, _)| i == id).unwrap().1).clone();
+    let carrying = |id: &str, ok: bool| {
+        let mut r = result(id, 1, ok, json!({ "id": id }));
+        r.dispatched = Some(as_dispatched(id));
+        r
+    };
+    // Every run current: applied, the parent's child fired, stored as the rows would have it.
+    let batch = [carrying(&ids[0], true), carrying(&ids[1], true), carrying(&ids[2], false)];
+    let got = s.run_finish_many(&batch).await.unwrap();
+    match &got[0] {
+        FinishOutcome::Applied { run, children } => {
+            assert_eq!(
+                (run.state, run.owner_node.as_deref(), run.finished_at_ms),
+                (RunState::Succeeded, None, Some(NOW + 1))
+            );
+            assert_eq!(children.len(), 1, "the child fires once");
+            assert_eq!(children[0].parent_output, Some(json!({ "id": ids[0] })));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(&got[2], FinishOutcome::Applied { run, .. } if run.state == RunState::Retrying));
+    for (id, state) in [(&ids[0], RunState::Succeeded), (&ids[1], RunState::Succeeded), (&ids[2], RunState::Retrying)] {
+        let stored = s.run_get(&t.id, id).await.unwrap().unwrap();
+        assert_eq!((stored.state, stored.output, stored.lease_until_ms), (state, Some(json!({ "id": id })), None));
+        let att = s.run_attempts(id).await.unwrap();
+        assert_eq!((att.len(), att[0].started_at_ms, att[0].finished_at_ms), (1, NOW, Some(NOW + 1)));
+    }
+    // One run cancelled meanwhile, one result sent again: decided from the rows, the others applied.
+    s.run_cancel(&t.id, &ids[3], "stop", NOW).await.unwrap().unwrap();
+    let batch = [carrying(&ids[3], true), carrying(&ids[4], true), carrying(&ids[0], true), carrying(&ids[5], true)];
+    let got = s.run_finish_many(&batch).await.unwrap();
+    assert_eq!(got[0], FinishOutcome::Conflict { state: RunState::Cancelled, attempt: 1 });
+    assert!(matches!(&got[1], FinishOutcome::Applied { run, .. } if run.state == RunState::Succeeded));
+    assert_eq!(got[2], FinishOutcome::Duplicate, "the same result again");
+    assert!(matches!(&got[3], FinishOutcome::Applied { .. }));
+    assert_eq!(s.run_get(&t.id, &ids[3]).await.unwrap().unwrap().state, RunState::Cancelled);
+    assert_eq!(s.run_get(&t.id, &ids[4]).await.unwrap().unwrap().state, RunState::Succeeded);
+    // Another result for a finished attempt, carrying its run: a conflict, as from the rows.
+    let mut other = result(&ids[4], 1, true, json!("other"));
+    other.dispatched = Some(as_dispatched(&ids[4]));
+    assert_eq!(
+        s.run_finish_many(&[other]).await.unwrap(),
+        [FinishOutcome::Conflict { state: RunState::Succeeded, attempt: 1 }]
+    );
+    let of_child = RunFilter { job_id: Some(child.id.clone()), ..Default::default() };
+    assert_eq!(s.run_list(&t.id, &of_child, &page(10)).await.unwrap().len(), 1, "the child fired once");
 }
 
 pub async fn result_batches_apply_in_order_with_duplicates_and_conflicts(s: S) {
