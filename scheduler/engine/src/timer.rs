@@ -112,7 +112,14 @@ struct Inner {
     waiting: HashMap<String, BTreeSet<(i64, String)>>,
     /// Jobs whose parked run was mid-check when a run of the job went: it checks again at once.
     woken: HashSet<String>,
+    /// When `waiting` was last looked through for leases to renew ([`RENEW_SCAN_MS`]).
+    renew_scanned_ms: Option<i64>,
 }
+
+/// The waiting runs are looked through for leases to renew at most this often: under load
+/// thousands wait, and the pops come many times a second (a lease is renewed a third of its
+/// length before it ends, far more ahead than this).
+const RENEW_SCAN_MS: i64 = 250;
 
 fn count_add(m: &mut BTreeMap<i64, usize>, k: i64) {
     *m.entry(k).or_default() += 1;
@@ -263,12 +270,18 @@ impl Timer {
     /// before `late_before_ms` comes back marked `late`, for its job's misfire policy.
     pub fn pop_due_max(&self, now_ms: i64, renew_within_ms: i64, max: usize, late_before_ms: i64) -> Vec<Popped> {
         let mut g = self.inner.lock().expect("timer lock");
-        let renew: Vec<(String, String)> = g
-            .waiting
-            .iter()
-            .flat_map(|(job, w)| w.iter().map(move |(_, id)| (job.clone(), id.clone())))
-            .filter(|(_, id)| g.meta.get(id).is_some_and(|m| m.lease_until_ms - now_ms <= renew_within_ms))
-            .collect();
+        let scan = g.renew_scanned_ms.is_none_or(|t| now_ms - t >= RENEW_SCAN_MS || now_ms < t);
+        let renew: Vec<(String, String)> = if scan {
+            g.renew_scanned_ms = Some(now_ms);
+            g.waiting
+                .iter()
+                .flat_map(|(job, w)| w.iter().map(move |(_, id)| (job, id)))
+                .filter(|(_, id)| g.meta.get(*id).is_some_and(|m| m.lease_until_ms - now_ms <= renew_within_ms))
+                .map(|(job, id)| (job.clone(), id.clone()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         for (job, id) in renew {
             let at = g.meta.get(&id).map_or(i64::MAX, |m| m.scheduled_at_ms);
             if let Some(w) = g.waiting.get_mut(&job) {
