@@ -233,7 +233,7 @@ impl SqlStore {
                 skipped.insert(id.clone(), DispatchDecision::Gone);
                 continue;
             };
-            let more_of_job = later.get_mut(job.id.as_str()).map(|n| {
+            let more_of_job = later.get_mut(job.id.as_str()).is_some_and(|n| {
                 *n -= 1;
                 *n > 0
             });
@@ -324,7 +324,7 @@ impl SqlStore {
             r.job_version = job.version;
             r.updated_at_ms = now_ms;
             // Later queued runs of this job in the batch see this one in flight.
-            if more_of_job == Some(true) {
+            if more_of_job {
                 inflight.entry(job.id.clone()).or_default().push(r.clone());
             }
             dispatched.push(id.clone());
@@ -1095,8 +1095,8 @@ async fn write_attempts(tx: &mut Transaction<'static, Any>, dialect: Dialect, wr
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
             for w in chunk {
                 let (executor_id, address, trail) = match &w.target {
-                    Some((e, a, t)) => (e.clone(), a.clone(), t.clone()),
-                    None => (None, None, "[]".to_string()),
+                    Some((e, a, t)) => (e.as_deref(), a.as_deref(), t.as_str()),
+                    None => (None, None, "[]"),
                 };
                 q = q
                     .bind(&w.run_id)

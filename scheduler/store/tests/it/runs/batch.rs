@@ -192,9 +192,7 @@ pub async fn results_carrying_their_dispatched_run_decide_as_from_the_rows(s: S)
     let a = app(&s, &t, "a").await;
     let parent = job_with(&s, &a, "parent", BlockStrategy::DiscardLater).await;
     let child = job_with(&s, &a, "child", BlockStrategy::DiscardLater).await;
-    let mut j = parent.clone();
-    j.version = 2;
-    assert!(s.job_update(&j, Some(&[edge(&child.id)]), 1).await.unwrap());
+    link(&s, &parent, &child).await;
     let mut ids = vec![];
     let mut jobs = vec![parent.clone()];
     for i in 0..5 {
@@ -262,9 +260,7 @@ pub async fn result_batches_apply_in_order_with_duplicates_and_conflicts(s: S) {
     let a = app(&s, &t, "a").await;
     let parent = job_with(&s, &a, "parent", BlockStrategy::DiscardLater).await;
     let child = job_with(&s, &a, "child", BlockStrategy::DiscardLater).await;
-    let mut j = parent.clone();
-    j.version = 2;
-    assert!(s.job_update(&j, Some(&[edge(&child.id)]), 1).await.unwrap());
+    link(&s, &parent, &child).await;
     let mut others = Vec::new();
     for i in 0..40 {
         others.push(job_with(&s, &a, &format!("o{i}"), BlockStrategy::DiscardLater).await);
@@ -417,6 +413,13 @@ pub async fn generate_moves_each_jobs_own_cursor_in_a_mixed_batch(s: S) {
 }
 
 /// An unwritten fire (a high-frequency job's, no row yet) as the engine hands it over.
+/// Give `parent` (at version 1) an `on_success` edge to `child`: version 2.
+async fn link(s: &S, parent: &Job, child: &Job) {
+    let mut j = parent.clone();
+    j.version = 2;
+    assert!(s.job_update(&j, Some(&[edge(&child.id)]), 1).await.unwrap());
+}
+
 fn unwritten(j: &Job, at: i64) -> ToDispatch {
     ToDispatch::unwritten(Run::pending(
         &j.tenant_id,
@@ -705,11 +708,8 @@ pub async fn a_chain_carries_its_roots_id_and_lists_its_runs(s: S) {
     let top = job_with(&s, &a, "top", BlockStrategy::DiscardLater).await;
     let mid = job_with(&s, &a, "mid", BlockStrategy::DiscardLater).await;
     let low = job_with(&s, &a, "low", BlockStrategy::DiscardLater).await;
-    for (parent, child) in [(&top, &mid), (&mid, &low)] {
-        let mut j = parent.clone();
-        j.version = 2;
-        assert!(s.job_update(&j, Some(&[edge(&child.id)]), 1).await.unwrap());
-    }
+    link(&s, &top, &mid).await;
+    link(&s, &mid, &low).await;
     let root = run_of(&top, "s:1", NOW);
     s.run_insert(&root).await.unwrap();
     // Each step: claim and dispatch what is due, succeed it, and take the child it fired.
