@@ -23,7 +23,7 @@
 //! ([`Engine::settle_late`]).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -144,9 +144,13 @@ impl Inner {
             Held { tenant_id: job.tenant_id.clone(), version: job.version, schedule, next, behind: false },
         );
     }
-    /// Forget a job's unwritten fires (it changed: its fires are planned again).
-    fn forget_fires(&mut self, job_id: &str) {
-        self.unwritten.retain(|_, r| r.job_id != job_id);
+    /// Forget these jobs' unwritten fires (they changed: their fires are planned again).
+    /// One pass over the unwritten fires for the whole set: a pass per job made taking on
+    /// thousands of new jobs quadratic, under the lock the dispatches take (issue 14).
+    fn forget_fires(&mut self, job_ids: &HashSet<String>) {
+        if !job_ids.is_empty() {
+            self.unwritten.retain(|_, r| !job_ids.contains(&r.job_id));
+        }
     }
 }
 
@@ -180,11 +184,12 @@ impl Engine {
                 }
             }
             let current: HashMap<&str, i64> = versions.iter().map(|(id, v)| (id.as_str(), *v)).collect();
-            let dropped: Vec<String> = g.jobs.keys().filter(|id| !current.contains_key(id.as_str())).cloned().collect();
+            let dropped: HashSet<String> =
+                g.jobs.keys().filter(|id| !current.contains_key(id.as_str())).cloned().collect();
             for id in &dropped {
                 g.jobs.remove(id);
-                g.forget_fires(id);
             }
+            g.forget_fires(&dropped);
             g.sparse.retain(|id, v| current.get(id.as_str()) == Some(v));
             let mut to_read = Vec::new();
             for (id, v) in &versions {
@@ -214,6 +219,7 @@ impl Engine {
             let mut dense: Vec<(Job, Schedule)> = Vec::new();
             {
                 let mut g = self.at_dispatch.inner.lock().expect("at-dispatch lock");
+                let mut forget = HashSet::new();
                 for job in jobs {
                     match Self::schedule_of(&job) {
                         Some(s) if s.fires_at_dispatch() && job.state == sundial_core::types::JobState::Active => {
@@ -221,12 +227,13 @@ impl Engine {
                         }
                         _ => {
                             if g.jobs.remove(&job.id).is_some() {
-                                g.forget_fires(&job.id);
+                                forget.insert(job.id.clone());
                             }
                             g.sparse.insert(job.id.clone(), job.version);
                         }
                     }
                 }
+                g.forget_fires(&forget);
             }
             if dense.is_empty() {
                 continue;
@@ -308,15 +315,20 @@ impl Engine {
         let mut taken = 0;
         {
             let mut g = self.at_dispatch.inner.lock().expect("at-dispatch lock");
-            for ((g_job, (job, schedule, until)), r) in batch.iter().zip(plans).zip(results) {
-                if r.is_none() {
-                    // Changed (or stopped) meanwhile: the next sync reads it again.
+            let kept: Vec<bool> = results.iter().map(Option::is_some).collect();
+            // Changed (or stopped) meanwhile: the next sync reads it again.
+            let forget = plans
+                .iter()
+                .zip(&kept)
+                .filter(|((job, ..), kept)| **kept && behind.get(&job.id).is_none_or(|(v, _)| *v != job.version))
+                .map(|((job, ..), _)| job.id.clone())
+                .collect();
+            g.forget_fires(&forget);
+            for ((g_job, (job, schedule, until)), kept) in batch.iter().zip(plans).zip(kept) {
+                if !kept {
                     continue;
                 }
                 claimed.extend(g_job.runs.iter().filter(|r| r.state == RunState::Queued).cloned());
-                if behind.get(&job.id).is_none_or(|(v, _)| *v != job.version) {
-                    g.forget_fires(&job.id);
-                }
                 g.hold(&job, schedule, until);
                 taken += 1;
             }

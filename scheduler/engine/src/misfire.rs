@@ -202,7 +202,7 @@ impl Engine {
         let mut ids: Vec<String> = fires.iter().map(|f| f.job_id.clone()).collect();
         ids.sort_unstable();
         ids.dedup();
-        let jobs = self.store.job_get_many(&ids).await?;
+        let jobs = self.store.job_misfire_many(&ids).await?;
         // How far each job's runs are written: a `fire_once` fire is the one to deliver only
         // once every missed fire of its job is written (else a later one, still to be
         // generated, is the latest missed fire).

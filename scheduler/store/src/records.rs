@@ -106,6 +106,15 @@ pub struct Job {
     pub updated_at_ms: i64,
 }
 
+/// What the engine's misfire decisions need of a job: its policy and how far its runs are
+/// written ([`JobStore::job_misfire_many`](crate::JobStore::job_misfire_many)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobMisfire {
+    pub id: String,
+    pub misfire: MisfireSpec,
+    pub generated_until_ms: Option<i64>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
     pub id: String,

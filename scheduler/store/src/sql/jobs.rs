@@ -10,7 +10,7 @@ use sundial_core::types::JobState;
 
 use super::{IDS, SqlStore, col, fetch_in_with, json_col, parse_col, to_json};
 use crate::error::job_conflict;
-use crate::{Job, JobFilter, JobStore, Page, Result, StoreError};
+use crate::{Job, JobFilter, JobMisfire, JobStore, Page, Result, StoreError};
 
 pub(super) fn job_row(r: &AnyRow) -> Result<Job> {
     Ok(Job {
@@ -238,6 +238,26 @@ impl JobStore for SqlStore {
         let rows = fetch_in_with(&mut tx, &sql, &ids, &[]).await?;
         tx.commit().await?;
         rows.iter().map(job_row).collect()
+    }
+
+    async fn job_misfire_many(&self, ids: &[String]) -> Result<Vec<JobMisfire>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let sql = format!("SELECT id, misfire, generated_until_ms FROM jobs WHERE id IN ({})", IDS);
+        let mut tx = self.begin().await?;
+        let rows = fetch_in_with(&mut tx, &sql, &ids, &[]).await?;
+        tx.commit().await?;
+        rows.iter()
+            .map(|r| {
+                Ok(JobMisfire {
+                    id: col(r, "id")?,
+                    misfire: json_col(r, "misfire")?,
+                    generated_until_ms: col(r, "generated_until_ms")?,
+                })
+            })
+            .collect()
     }
 
     async fn job_list(&self, tenant_id: &str, f: &JobFilter, page: &Page) -> Result<Vec<Job>> {

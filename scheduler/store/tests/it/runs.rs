@@ -326,6 +326,28 @@ pub async fn late_fires_are_settled_in_bulk(s: S) {
     let mut want = vec![j.id.as_str(), k.id.as_str()];
     want.sort_unstable();
     assert_eq!(got, want, "missing ids are left out");
+    let mut l = job_of(&a, "l");
+    l.misfire = sundial_core::job::MisfireSpec {
+        policy: sundial_core::types::MisfirePolicy::FireAll,
+        threshold_ms: Some(1_234),
+        catchup_window_ms: Some(60_000),
+        max_catchup: Some(7),
+    };
+    l.generated_until_ms = Some(NOW + 9_000);
+    s.job_insert(&l, &[]).await.unwrap();
+    let got = s.job_misfire_many(std::slice::from_ref(&l.id)).await.unwrap();
+    assert_eq!(
+        got,
+        [JobMisfire { id: l.id.clone(), misfire: l.misfire.clone(), generated_until_ms: Some(NOW + 9_000) }]
+    );
+    let mut misfires = s.job_misfire_many(&[k.id.clone(), "job_missing".into(), j.id.clone()]).await.unwrap();
+    misfires.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut read: Vec<JobMisfire> = jobs
+        .iter()
+        .map(|x| JobMisfire { id: x.id.clone(), misfire: x.misfire.clone(), generated_until_ms: x.generated_until_ms })
+        .collect();
+    read.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(misfires, read, "the misfire policies read alone match the jobs read whole; missing ids are left out");
 
     let at = |i: i64| NOW + i * 1_000;
     let fire = |job: &Job, i: i64, state: RunState| {
