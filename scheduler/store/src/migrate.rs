@@ -150,6 +150,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0015_fan_in.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0015_fan_in.sql"),
     },
+    Migration {
+        version: 16,
+        name: "one_wake_index",
+        mysql: include_str!("../../../migrations/mysql/0016_one_wake_index.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0016_one_wake_index.sql"),
+    },
 ];
 
 impl Migration {

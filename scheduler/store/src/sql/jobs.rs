@@ -334,7 +334,8 @@ impl JobStore for SqlStore {
         // Re-derive the not-yet-dispatched future: generated fires of the old definition
         // go, and the generator regenerates from the new one (no duplicates: the rows are gone).
         sqlx::query(
-            "DELETE FROM runs WHERE job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule' AND scheduled_at_ms > ?",
+            "DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule' \
+             AND scheduled_at_ms > ?",
         )
         .bind(&j.id)
         .bind(j.updated_at_ms)
@@ -362,7 +363,7 @@ impl JobStore for SqlStore {
         .await?;
         if changed.rows_affected() > 0 && state == JobState::Stopped {
             sqlx::query(
-                "DELETE FROM runs WHERE job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule'",
+                "DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule'",
             )
             .bind(id)
             .execute(&mut *tx)
@@ -396,7 +397,7 @@ impl JobStore for SqlStore {
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query("DELETE FROM runs WHERE job_id = ? AND state IN ('pending', 'queued')")
+            sqlx::query("DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued')")
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;

@@ -253,7 +253,7 @@ impl SqlStore {
         match (self.dialect, index) {
             (Dialect::Sqlite, _) => "",
             (Dialect::MySql, Ix::Primary) => " FORCE INDEX (PRIMARY)",
-            (Dialect::MySql, Ix::RunsJob) => " FORCE INDEX (ix_runs_job)",
+            (Dialect::MySql, Ix::RunsOpen) => " FORCE INDEX (ix_runs_open)",
         }
     }
 
@@ -272,8 +272,8 @@ impl SqlStore {
 enum Ix {
     /// By id.
     Primary,
-    /// `runs (job_id, state)`.
-    RunsJob,
+    /// `runs (open_job_id, state)`: the runs not yet finished, by job.
+    RunsOpen,
 }
 
 // ---- id lists -----------------------------------------------------------------

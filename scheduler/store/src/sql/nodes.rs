@@ -10,13 +10,15 @@ use crate::{Node, NodeBeat, NodeStore, Result};
 
 /// Return a node's claims: `queued` → `pending`, retrying runs lose their owner, and the
 /// leases of its `dispatching` runs end so any node redelivers them. Returns rows changed.
-/// A claimed run always holds a lease, so the scans go through `ix_runs_lease` (runs in
-/// flight only) rather than an index on the owner that every claim and result would rewrite.
+/// The scans go through `ix_runs_wake` (queued and dispatching runs under `lease`, retrying
+/// ones under `retry`: runs in flight only) rather than an index on the owner that every
+/// claim and result would rewrite.
 async fn hand_back(tx: &mut Transaction<'static, Any>, id: &str, now_ms: i64) -> Result<u64> {
     let (from, to) = super::runs::release_states()?;
     let r = sqlx::query(
         "UPDATE runs SET state = CASE WHEN state = ? THEN ? ELSE state END, owner_node = NULL, \
-                 lease_until_ms = NULL, updated_at_ms = ? WHERE lease_until_ms IS NOT NULL AND owner_node = ? AND state IN ('queued', 'retrying')",
+                 lease_until_ms = NULL, updated_at_ms = ? WHERE wake_kind IN ('lease', 'retry') AND lease_until_ms IS NOT NULL \
+                 AND owner_node = ? AND state IN ('queued', 'retrying')",
     )
     .bind(from)
     .bind(to)
@@ -24,7 +26,10 @@ async fn hand_back(tx: &mut Transaction<'static, Any>, id: &str, now_ms: i64) ->
     .bind(id)
     .execute(&mut **tx)
     .await?;
-    let d = sqlx::query("UPDATE runs SET lease_until_ms = 0 WHERE lease_until_ms IS NOT NULL AND owner_node = ? AND state = 'dispatching'")
+    let d = sqlx::query(
+        "UPDATE runs SET lease_until_ms = 0 WHERE wake_kind = 'lease' AND lease_until_ms IS NOT NULL AND owner_node = ? \
+         AND state = 'dispatching'",
+    )
         .bind(id)
         .execute(&mut **tx)
         .await?;

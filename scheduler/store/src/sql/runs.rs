@@ -316,16 +316,15 @@ impl RunStore for SqlStore {
         // Triggered runs (manual, API, a parent's children) go to whichever node claims first: the one
         // that took the request is woken at once. Job affinity: a schedule fire is ours at once
         // if its bucket is in our mask (unless our peek reads those), anyone's once overdue
-        // past the grace. Each scan reads its own trigger kinds of `ix_runs_pending_kind`
-        // only, never the schedule fires the peek hands to dispatch. One bind for the mask
-        // keeps the text constant.
+        // past the grace. Each scan reads its own kind of `ix_runs_wake` only (`triggered`
+        // or `schedule`), never the schedule fires the peek hands to dispatch. One bind for the
+        // mask keeps the text constant.
         // Like the orphans below, found by plain reads and locked by id (still `pending`), so
         // that no locking range scan holds the entry past its end: the next schedule fire to be
-        // dispatched. Kinds listed, not `<> 'schedule'`: each is a bounded range of the index.
-        let triggered_sql = "SELECT id FROM runs WHERE trigger_kind IN ('manual', 'api', 'parent', 'misfire') \
-             AND pending_at_ms <= ? ORDER BY pending_at_ms LIMIT ?";
-        let schedule_sql = "SELECT id FROM runs WHERE trigger_kind = 'schedule' AND pending_at_ms <= ? \
-             AND pending_at_ms <= CASE WHEN ((? >> bucket) & 1) = 1 THEN ? ELSE ? END ORDER BY pending_at_ms LIMIT ?";
+        let triggered_sql =
+            "SELECT id FROM runs WHERE wake_kind = 'triggered' AND wake_at_ms <= ? ORDER BY wake_at_ms LIMIT ?";
+        let schedule_sql = "SELECT id FROM runs WHERE wake_kind = 'schedule' AND wake_at_ms <= ? \
+             AND wake_at_ms <= CASE WHEN ((? >> bucket) & 1) = 1 THEN ? ELSE ? END ORDER BY wake_at_ms LIMIT ?";
         let lock_pending_sql =
             format!("SELECT * FROM runs{} WHERE id IN ({}) AND state = 'pending'{lock}", self.hint(Ix::Primary), IDS);
         let mask = p.owned_buckets as i64;
@@ -337,19 +336,18 @@ impl RunStore for SqlStore {
             // A `queued` run goes back through the misfire policy; a `dispatching` one is
             // redelivered as the same attempt with the same webhook-id.
             // Found by a plain read, then locked by id with the condition checked again: a
-            // locking range scan of `ix_runs_lease` also locks the first entry past its end,
+            // locking range scan of `ix_runs_wake` also locks the first entry past its end,
             // the lease of the run claimed longest ago, which is the next to be dispatched;
             // every dispatch of it then waited for this claim's commit.
-            let candidates: Vec<String> = sqlx::query(
-                "SELECT id FROM runs WHERE state IN ('queued', 'dispatching') AND lease_until_ms < ? LIMIT ?",
-            )
-            .bind(p.now_ms)
-            .bind(p.limit)
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(|r| col::<String>(r, "id"))
-            .collect::<Result<_>>()?;
+            let candidates: Vec<String> =
+                sqlx::query("SELECT id FROM runs WHERE wake_kind = 'lease' AND wake_at_ms < ? LIMIT ?")
+                    .bind(p.now_ms)
+                    .bind(p.limit)
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(|r| col::<String>(r, "id"))
+                    .collect::<Result<_>>()?;
             let orphan_sql = format!(
                 "SELECT * FROM runs{} WHERE id IN ({}) AND state IN ('queued', 'dispatching') AND lease_until_ms < ?{lock}",
                 self.hint(Ix::Primary),
@@ -411,10 +409,10 @@ impl RunStore for SqlStore {
         let room = p.limit - claimed.len() as i64;
         if room > 0 {
             let retry_sql = format!(
-                "SELECT * FROM runs WHERE state = 'retrying' AND next_attempt_at_ms <= ? \
+                "SELECT * FROM runs WHERE wake_kind = 'retry' AND wake_at_ms <= ? \
                  AND (owner_node IS NULL OR lease_until_ms < ?) \
                  AND (owner_node IS NOT NULL OR trigger_kind <> 'schedule' OR next_attempt_at_ms <= ? OR ((? >> bucket) & 1) = 1) \
-                 ORDER BY next_attempt_at_ms LIMIT ?{lock}"
+                 ORDER BY wake_at_ms LIMIT ?{lock}"
             );
             let retrying: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(retry_sql))
                 .bind(p.due_before_ms)
@@ -456,11 +454,11 @@ impl RunStore for SqlStore {
     }
 
     async fn run_peek(&self, p: &PeekParams) -> Result<Vec<Run>> {
-        // (pending_at_ms, id) > cursor, in the order of `ix_runs_pending_kind` (whose entries
-        // carry the primary key): a range scan that starts where the last one stopped.
+        // (wake_at_ms, id) > cursor, in the order of `ix_runs_wake` (whose entries carry the
+        // primary key): a range scan that starts where the last one stopped.
         sqlx::query(
-            "SELECT * FROM runs WHERE trigger_kind = 'schedule' AND pending_at_ms >= ? AND pending_at_ms <= ? \
-             AND (pending_at_ms > ? OR id > ?) AND ((? >> bucket) & 1) = 1 ORDER BY pending_at_ms, id LIMIT ?",
+            "SELECT * FROM runs WHERE wake_kind = 'schedule' AND wake_at_ms >= ? AND wake_at_ms <= ? \
+             AND (wake_at_ms > ? OR id > ?) AND ((? >> bucket) & 1) = 1 ORDER BY wake_at_ms, id LIMIT ?",
         )
         .bind(p.after_ms)
         .bind(p.due_before_ms)
@@ -503,7 +501,7 @@ impl RunStore for SqlStore {
         // The job's schedule fires after the earliest asked-about instant, found through
         // `uq_runs_fire` (job, fire key): `s:<ms>` keys of 13 digits (2001-09-09 to 2286)
         // sort as their instants do, so the scan reads only fires from that instant on, not
-        // the job's whole history (which a range on `ix_runs_job (job_id, state)` walked).
+        // the job's whole history (which a range on the old `ix_runs_job (job_id, state)` walked).
         // The instant is checked again as a number, so the key order is only the access path.
         let Some(from) = fires.iter().map(|(_, at)| *at).min() else { return Ok(Vec::new()) };
         let mut jobs: Vec<&str> = fires.iter().map(|(j, _)| j.as_str()).collect();
@@ -782,8 +780,8 @@ impl RunStore for SqlStore {
 
     async fn run_overdue(&self, now_ms: i64, buckets: u64, limit: i64) -> Result<Vec<Run>> {
         sqlx::query(
-            "SELECT * FROM runs WHERE running_deadline_ms < ? AND shard_total IS NULL AND ((? >> bucket) & 1) = 1 \
-             ORDER BY running_deadline_ms LIMIT ?",
+            "SELECT * FROM runs WHERE wake_kind = 'deadline' AND wake_at_ms < ? AND shard_total IS NULL \
+             AND ((? >> bucket) & 1) = 1 ORDER BY wake_at_ms LIMIT ?",
         )
         .bind(now_ms)
         .bind(buckets as i64)
@@ -800,7 +798,7 @@ impl RunStore for SqlStore {
             "SELECT r.* FROM runs r \
              JOIN attempts a ON a.run_id = r.id AND a.shard_index = 0 AND a.attempt = r.attempt \
              JOIN executors e ON e.id = a.executor_id \
-             WHERE r.running_deadline_ms IS NOT NULL AND r.shard_total IS NULL AND e.last_heartbeat_ms < ? \
+             WHERE r.wake_kind = 'deadline' AND r.shard_total IS NULL AND e.last_heartbeat_ms < ? \
              AND ((? >> r.bucket) & 1) = 1 LIMIT ?",
         )
         .bind(silent_before_ms)

@@ -178,8 +178,8 @@ impl SqlStore {
         let fresh = |r: &Run| matches!(r.state, RunState::Pending | RunState::Queued);
         let queued_jobs = distinct(todo.iter().filter(|id| fresh(&runs[*id])).map(|id| runs[id].job_id.as_str()));
         let inflight_sql = format!(
-            "SELECT * FROM runs{} WHERE job_id IN ({}) AND state IN ('dispatching', 'running', 'retrying')",
-            self.hint(Ix::RunsJob),
+            "SELECT * FROM runs{} WHERE open_job_id IN ({}) AND state IN ('dispatching', 'running', 'retrying')",
+            self.hint(Ix::RunsOpen),
             IDS
         );
         let mut inflight: HashMap<String, Vec<Run>> = HashMap::new();
