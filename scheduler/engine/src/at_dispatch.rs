@@ -22,8 +22,8 @@
 //! unwritten fires that the misfire policy drops are written `expired`
 //! ([`Engine::settle_late`]).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use crate::due_heap::DueHeap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -76,7 +76,7 @@ struct Inner {
     jobs: HashMap<String, Held>,
     /// Each held job's next fire: (instant, job id). Stale entries (the job's `next` moved
     /// or the job went) are skipped.
-    heap: BinaryHeap<Reverse<(i64, String)>>,
+    heap: DueHeap,
     /// Jobs seen at this version that do not fire at dispatch (sparse schedules).
     sparse: HashMap<String, i64>,
     /// Fires in the timer that have no row yet, by run id.
@@ -137,7 +137,7 @@ impl Inner {
     fn hold(&mut self, job: &Job, schedule: Schedule, from: i64) {
         let next = schedule.next_after(from);
         if let Some(n) = next {
-            self.heap.push(Reverse((n, job.id.clone())));
+            self.heap.push(n, job.id.clone());
         }
         self.jobs.insert(
             job.id.clone(),
@@ -359,11 +359,11 @@ impl Engine {
         let mut fell_behind = false;
         {
             let mut g = self.at_dispatch.inner.lock().expect("at-dispatch lock");
-            while let Some(Reverse((at, job_id))) = g.heap.peek().cloned() {
+            while let Some(at) = g.heap.next_at() {
                 if at > until || (stalled && at >= now - CATCH_UP_BEHIND_MS) || (!stalled && room == 0) {
                     break;
                 }
-                g.heap.pop();
+                let (at, job_id) = g.heap.pop().expect("peeked");
                 let Some(h) = g.jobs.get_mut(&job_id) else { continue };
                 if h.next != Some(at) || h.behind {
                     continue;
@@ -377,7 +377,7 @@ impl Engine {
                     Run::pending(&h.tenant_id, &job_id, h.version, format!("s:{at}"), TriggerKind::Schedule, at, now);
                 h.next = h.schedule.next_after(at);
                 if let Some(n) = h.next {
-                    g.heap.push(Reverse((n, job_id)));
+                    g.heap.push(n, job_id);
                 }
                 g.unwritten.insert(run.id.clone(), run.clone());
                 added.push(run);

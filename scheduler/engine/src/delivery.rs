@@ -272,7 +272,7 @@ impl Engine {
     async fn deliver(
         self: &Arc<Self>,
         run: Run,
-        job: Job,
+        job: Arc<Job>,
         webhook_id: String,
         covered: Vec<Run>,
         routing: Option<&AppRouting>,
@@ -286,7 +286,7 @@ impl Engine {
         }
         if job.route == Route::Sharding || run.shard_total.is_some() {
             drop(slot); // each shard's POST takes a slot of its own
-            return self.dispatch_sharded(run, job).await;
+            return self.dispatch_sharded(run, Job::clone(&job)).await;
         }
         let (app, executors) = routing.map(|r| (Some(&r.app), r.executors.as_slice())).unwrap_or((None, &[]));
         let mut cands = app.map(|a| self.candidates_for(&job, a, executors, now)).unwrap_or_default();

@@ -17,6 +17,7 @@
 mod at_dispatch;
 mod cluster;
 mod delivery;
+mod due_heap;
 mod generate;
 mod misfire;
 pub mod outcome;

@@ -1,7 +1,7 @@
 //! Claiming due runs into the node's in-memory timer, and firing them on time.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use crate::due_heap::DueHeap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
 use std::time::Duration;
@@ -41,7 +41,7 @@ impl Engine {
 
 /// Due runs, earliest first: (due time, run id). May hold stale entries (a run whose due
 /// time was moved): only the one matching `Inner::due` counts.
-type Heap = BinaryHeap<Reverse<(i64, String)>>;
+type Heap = DueHeap;
 
 /// The node's claimed runs waiting for their instant: a min-heap by due time, plus
 /// per-job gating of `serial` backlogs.
@@ -140,7 +140,7 @@ impl Inner {
             count_sub(&mut self.due_counts, old);
         }
         count_add(&mut self.due_counts, due_ms);
-        self.heap.push(Reverse((due_ms, run_id)));
+        self.heap.push(due_ms, run_id);
     }
     /// Take a run out of the heap's bookkeeping (its heap entry goes stale).
     fn undue(&mut self, run_id: &str) -> Option<i64> {
@@ -183,8 +183,8 @@ impl Inner {
     }
     /// Drop heap entries that no longer count.
     fn skip_stale(&mut self) {
-        while let Some(Reverse((due, id))) = self.heap.peek() {
-            if self.due.get(id) == Some(due) {
+        while let Some((due, id)) = self.heap.peek() {
+            if self.due.get(id) == Some(&due) {
                 return;
             }
             self.heap.pop();
@@ -243,7 +243,7 @@ impl Timer {
     pub fn next_due(&self) -> Option<i64> {
         let mut g = self.inner.lock().expect("timer lock");
         g.skip_stale();
-        g.heap.peek().map(|r| r.0.0)
+        g.heap.next_at()
     }
     /// Runs in the heap due at or before `t` (a herd coming up, or a backlog already due).
     pub fn due_by(&self, t: i64) -> usize {
@@ -299,10 +299,10 @@ impl Timer {
         let mut out = Vec::new();
         while out.len() < max {
             g.skip_stale();
-            if g.heap.peek().is_none_or(|r| r.0.0 > now_ms) {
+            if g.heap.next_at().is_none_or(|at| at > now_ms) {
                 break;
             }
-            let Reverse((due_ms, id)) = g.heap.pop().expect("peeked");
+            let (due_ms, id) = g.heap.pop().expect("peeked");
             g.undue(&id);
             let hold_behind = match g.meta.get_mut(&id) {
                 Some(m) if m.pass => {
@@ -881,7 +881,7 @@ mod tests {
         let mut retry = run("j", -1);
         retry.state = RunState::Retrying;
         t.push_run(2, &retry);
-        assert_eq!(t.pop_due(2, 10_000), ["j@-1", "j@0"], "both go, parked run or not");
+        assert_eq!(t.pop_due(2, 10_000), ["j@0", "j@-1"], "both go, parked run or not (ties in the order pushed)");
     }
 
     #[test]

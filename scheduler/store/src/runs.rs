@@ -91,7 +91,7 @@ impl ToDispatch {
 pub enum DispatchDecision {
     /// Now `dispatching` as `attempt`, committed; send it. `routing`: the job's app and its
     /// executors, read in the same transaction (`None` if the app is gone).
-    Dispatch { run: Run, job: Job, webhook_id: String, covered: Vec<Run>, routing: Option<Arc<AppRouting>> },
+    Dispatch { run: Run, job: Arc<Job>, webhook_id: String, covered: Vec<Run>, routing: Option<Arc<AppRouting>> },
     /// Not ours any more (another node, a lost lease, a cancel, a deleted job): do nothing.
     Gone,
     /// A `serial` job's previous run is still in flight: stays queued; try again later.

@@ -1,6 +1,7 @@
 //! [`JobStore`] for [`SqlStore`]: jobs, their child edges, the generation cursor, scripts.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
@@ -51,20 +52,20 @@ pub(super) const JOB_COLS: &str = "id, tenant_id, app_id, name, description, han
 /// `generated_until_ms` (the generator's cursor, which a dispatch does not use). Bounded: at
 /// [`JOBS_SEEN_MAX`] entries it starts again empty.
 #[derive(Debug, Default)]
-pub(super) struct JobsSeen(std::sync::Mutex<HashMap<String, Job>>);
+pub(super) struct JobsSeen(std::sync::Mutex<HashMap<String, Arc<Job>>>);
 
 pub(super) const JOBS_SEEN_MAX: usize = 100_000;
 
 impl JobsSeen {
     /// The jobs whose (version, updated_at_ms) match; the ids that do not, or are not here.
-    pub(super) fn get(&self, keys: &[(String, i64, i64)]) -> (HashMap<String, Job>, Vec<String>) {
+    pub(super) fn get(&self, keys: &[(String, i64, i64)]) -> (HashMap<String, Arc<Job>>, Vec<String>) {
         let seen = self.0.lock().expect("jobs seen");
         let mut found = HashMap::with_capacity(keys.len());
         let mut missing = Vec::new();
         for (id, version, updated) in keys {
             match seen.get(id) {
                 Some(j) if j.version == *version && j.updated_at_ms == *updated => {
-                    found.insert(id.clone(), j.clone());
+                    found.insert(id.clone(), Arc::clone(j));
                 }
                 _ => missing.push(id.clone()),
             }
@@ -72,7 +73,7 @@ impl JobsSeen {
         (found, missing)
     }
 
-    pub(super) fn put(&self, jobs: impl Iterator<Item = Job>) {
+    pub(super) fn put(&self, jobs: impl Iterator<Item = Arc<Job>>) {
         let mut seen = self.0.lock().expect("jobs seen");
         for j in jobs {
             if seen.len() >= JOBS_SEEN_MAX {

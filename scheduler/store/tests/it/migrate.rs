@@ -86,15 +86,15 @@ fn all_recorded(dialect: Dialect) -> Vec<(i64, String, Option<String>)> {
 async fn undo_latest(conn: &mut AnyConnection, dialect: Dialect) {
     assert_eq!(*versions(dialect).last().unwrap(), 16, "undo the latest migration here");
     let stmts: &[&str] = match dialect {
-        Dialect::MySql => &[
-            "ALTER TABLE runs DROP INDEX ix_runs_wake, DROP INDEX ix_runs_open, DROP COLUMN wake_kind, \
+        Dialect::MySql => {
+            &["ALTER TABLE runs DROP INDEX ix_runs_wake, DROP INDEX ix_runs_open, DROP COLUMN wake_kind, \
              DROP COLUMN wake_at_ms, DROP COLUMN open_job_id, \
              ADD COLUMN pending_at_ms BIGINT AS (CASE WHEN state = 'pending' THEN scheduled_at_ms END) STORED, \
              ADD COLUMN running_deadline_ms BIGINT AS (CASE WHEN state = 'running' THEN COALESCE(deadline_ms, 0) END) STORED, \
              ADD INDEX ix_runs_pending_kind (trigger_kind, pending_at_ms), ADD INDEX ix_runs_lease (lease_until_ms), \
              ADD INDEX ix_runs_retry (next_attempt_at_ms), ADD INDEX ix_runs_running (running_deadline_ms), \
-             ADD INDEX ix_runs_sched (scheduled_at_ms), ADD INDEX ix_runs_job (job_id, state)",
-        ],
+             ADD INDEX ix_runs_sched (scheduled_at_ms), ADD INDEX ix_runs_job (job_id, state)"]
+        }
         Dialect::Sqlite => &[
             "DROP INDEX ix_runs_wake",
             "DROP INDEX ix_runs_open",

@@ -96,7 +96,7 @@ impl SqlStore {
 
     /// Lock jobs' rows (in id order) and read them: only the version and last change under
     /// the lock, the rest from the jobs seen before when they match (`JobsSeen`).
-    async fn lock_jobs(&self, tx: &mut Transaction<'static, Any>, ids: &[&str]) -> Result<HashMap<String, Job>> {
+    async fn lock_jobs(&self, tx: &mut Transaction<'static, Any>, ids: &[&str]) -> Result<HashMap<String, Arc<Job>>> {
         let sql = format!("SELECT id, version, updated_at_ms FROM jobs WHERE id IN ({}){}", IDS, self.lock_clause());
         let keys = fetch_in(tx, &sql, ids)
             .await?
@@ -107,7 +107,11 @@ impl SqlStore {
         if !missing.is_empty() {
             let sql = format!("SELECT {JOB_COLS} FROM jobs WHERE id IN ({})", IDS);
             let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
-            let read = fetch_in(tx, &sql, &missing).await?.iter().map(job_row).collect::<Result<Vec<Job>>>()?;
+            let read = fetch_in(tx, &sql, &missing)
+                .await?
+                .iter()
+                .map(|r| job_row(r).map(Arc::new))
+                .collect::<Result<Vec<Arc<Job>>>>()?;
             self.jobs_seen.put(read.iter().cloned());
             jobs.extend(read.into_iter().map(|j| (j.id.clone(), j)));
         }
@@ -422,7 +426,7 @@ impl SqlStore {
                         return d;
                     }
                     let run = runs.remove(&id).expect("dispatched");
-                    let job = jobs[&run.job_id].clone();
+                    let job = Arc::clone(&jobs[&run.job_id]);
                     DispatchDecision::Dispatch {
                         webhook_id: webhook_id(&run),
                         covered: covered_by.remove(&id).unwrap_or_default(),
@@ -600,7 +604,7 @@ impl SqlStore {
         // The redelivery gets the job's full timeout, measured from now.
         run.deadline_ms = Some(now_ms + job.timeout_ms);
         run.updated_at_ms = now_ms;
-        Ok(DispatchDecision::Dispatch { run, job, webhook_id, covered: Vec::new(), routing: None })
+        Ok(DispatchDecision::Dispatch { run, job: Arc::new(job), webhook_id, covered: Vec::new(), routing: None })
     }
 
     /// Record a batch of attempt results in one transaction: see [`RunStore::run_finish_many`](crate::RunStore::run_finish_many).
