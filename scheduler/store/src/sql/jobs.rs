@@ -84,6 +84,21 @@ impl JobsSeen {
     }
 }
 
+impl SqlStore {
+    /// Rows of `sql` (a read of `jobs` with an id list) for these ids, whatever their tenant
+    /// (the engine's own reads on ids it holds), in one transaction.
+    async fn jobs_by_id(&self, sql: &str, ids: &[String]) -> Result<Vec<AnyRow>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let mut tx = self.begin().await?;
+        let rows = fetch_in_with(&mut tx, sql, &ids, &[]).await?;
+        tx.commit().await?;
+        Ok(rows)
+    }
+}
+
 /// Refuse children that are not jobs of this tenant, or that would close a cycle.
 async fn check_children(
     tx: &mut Transaction<'static, Any>,
@@ -230,27 +245,15 @@ impl JobStore for SqlStore {
     }
 
     async fn job_get_many(&self, ids: &[String]) -> Result<Vec<Job>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let sql = format!("SELECT {JOB_COLS} FROM jobs WHERE id IN ({})", IDS);
-        let mut tx = self.begin().await?;
-        let rows = fetch_in_with(&mut tx, &sql, &ids, &[]).await?;
-        tx.commit().await?;
-        rows.iter().map(job_row).collect()
+        self.jobs_by_id(&sql, ids).await?.iter().map(job_row).collect()
     }
 
     async fn job_misfire_many(&self, ids: &[String]) -> Result<Vec<JobMisfire>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let sql = format!("SELECT id, misfire, generated_until_ms FROM jobs WHERE id IN ({})", IDS);
-        let mut tx = self.begin().await?;
-        let rows = fetch_in_with(&mut tx, &sql, &ids, &[]).await?;
-        tx.commit().await?;
-        rows.iter()
+        self.jobs_by_id(&sql, ids)
+            .await?
+            .iter()
             .map(|r| {
                 Ok(JobMisfire {
                     id: col(r, "id")?,
