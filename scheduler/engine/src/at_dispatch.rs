@@ -22,7 +22,6 @@
 //! unwritten fires that the misfire policy drops are written `expired`
 //! ([`Engine::settle_late`]).
 
-use crate::due_heap::DueHeap;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +31,7 @@ use sundial_core::schedule::Schedule;
 use sundial_core::types::{RunState, TriggerKind};
 use sundial_store::{GenerateJob, Job, Run};
 
+use crate::due_heap::DueHeap;
 use crate::generate::plan_runs;
 use crate::{Counters, Engine, Result};
 
@@ -316,7 +316,6 @@ impl Engine {
         {
             let mut g = self.at_dispatch.inner.lock().expect("at-dispatch lock");
             let kept: Vec<bool> = results.iter().map(Option::is_some).collect();
-            // Changed (or stopped) meanwhile: the next sync reads it again.
             let forget = plans
                 .iter()
                 .zip(&kept)
@@ -326,6 +325,7 @@ impl Engine {
             g.forget_fires(&forget);
             for ((g_job, (job, schedule, until)), kept) in batch.iter().zip(plans).zip(kept) {
                 if !kept {
+                    // Changed (or stopped) meanwhile: the next sync reads it again.
                     continue;
                 }
                 claimed.extend(g_job.runs.iter().filter(|r| r.state == RunState::Queued).cloned());

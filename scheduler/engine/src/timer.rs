@@ -1,6 +1,5 @@
 //! Claiming due runs into the node's in-memory timer, and firing them on time.
 
-use crate::due_heap::DueHeap;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
@@ -11,6 +10,7 @@ use sundial_core::schedule::Schedule;
 use sundial_core::types::{RunState, TriggerKind};
 use sundial_store::{ClaimParams, PeekParams, Run};
 
+use crate::due_heap::DueHeap;
 use crate::misfire::{LATE_POP_MS, LateFire};
 use crate::{Counters, Engine, Result};
 
