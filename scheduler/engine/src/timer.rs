@@ -39,10 +39,6 @@ impl Engine {
     }
 }
 
-/// Due runs, earliest first: (due time, run id). May hold stale entries (a run whose due
-/// time was moved): only the one matching `Inner::due` counts.
-type Heap = DueHeap;
-
 /// The node's claimed runs waiting for their instant: a min-heap by due time, plus
 /// per-job gating of `serial` backlogs.
 ///
@@ -95,7 +91,9 @@ pub(crate) struct Popped {
 
 #[derive(Debug, Default)]
 struct Inner {
-    heap: Heap,
+    /// Due runs, earliest first: (due time, run id). May hold stale entries (a run whose
+    /// due time was moved): only the one matching `due` counts.
+    heap: DueHeap,
     /// Runs in the heap, with their current due time.
     due: HashMap<String, i64>,
     /// How many runs of `due` are due at each instant (to count a herd ahead of its instant).

@@ -5,7 +5,7 @@ use sundial_store::*;
 
 use crate::fixtures::*;
 
-for_each_database!(dead_nodes_hand_back_their_claims);
+for_each_database!(dead_nodes_hand_back_their_claims, a_dead_nodes_claimed_retry_goes_back_too);
 
 pub async fn dead_nodes_hand_back_their_claims(s: S) {
     let t = tenant(&s, "t").await;
@@ -42,4 +42,34 @@ pub async fn dead_nodes_hand_back_their_claims(s: S) {
     assert!(s.run_claim(&claim("node_b", NOW + 2)).await.unwrap().len() == 2, "claimable again");
     s.node_leave("node_b").await.unwrap();
     assert!(s.node_list().await.unwrap().iter().any(|n| n.id == "node_b" && n.state == "left"));
+}
+
+/// A retry a node claimed (owner and lease on a `retrying` run) loses its owner when the
+/// node is found dead, and another node claims it (the hand-back finds it through the
+/// `retry` entries of `ix_runs_wake`).
+pub async fn a_dead_nodes_claimed_retry_goes_back_too(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let j = job(&s, &a, "j").await;
+    s.run_insert(&run_of(&j, "s:1", NOW)).await.unwrap();
+    s.node_heartbeat(&beat("node_a", "http://a", 1, NOW)).await.unwrap();
+    let claimed = s.run_claim(&claim("node_a", NOW)).await.unwrap();
+    let d = s.run_dispatch_begin(&claimed[0].id, "node_a", NOW, 30_000).await.unwrap();
+    let run = dispatched(&d).clone();
+    let failed = s.run_finish_many(&[result(&run.id, run.attempt, false, serde_json::json!(null))]).await.unwrap();
+    assert!(matches!(failed[0], FinishOutcome::Applied { .. }), "{failed:?}");
+    let retry = s.run_claim(&claim("node_a", NOW + 5_000)).await.unwrap();
+    assert_eq!(retry.len(), 1, "the retry is due");
+    let held = s.run_get(&t.id, &run.id).await.unwrap().unwrap();
+    assert_eq!((held.state, held.owner_node.as_deref()), (RunState::Retrying, Some("node_a")));
+    let db_now = s.db_now_ms().await.unwrap();
+    assert!(s.node_reap_dead(db_now + 1, NOW + 5_001).await.unwrap().contains(&"node_a".to_string()));
+    let back = s.run_get(&t.id, &run.id).await.unwrap().unwrap();
+    assert_eq!((back.state, back.owner_node, back.lease_until_ms), (RunState::Retrying, None, None));
+    let taken = s.run_claim(&claim("node_b", NOW + 5_002)).await.unwrap();
+    assert_eq!(
+        taken.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        [run.id.as_str()],
+        "another node takes the retry"
+    );
 }
