@@ -17,7 +17,12 @@
 //!   `allow_private`, **off by default**: turn it on when executors live on your private
 //!   network.
 //!
-//! IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) are judged as the IPv4 address they carry.
+//! An IPv6 address that carries an IPv4 address is judged as that IPv4 address too, and
+//! refused if either is: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-translated
+//! (`::ffff:0:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), NAT64 (`64:ff9b::/96` and the
+//! local-use `64:ff9b:1::/48`), 6to4 (`2002:AABB:CCDD::/48`) and Teredo (`2001:0::/32`: its
+//! server and its obfuscated client address). A gateway on the path turns each of them into
+//! a call to the IPv4 address it carries (`[64:ff9b::a9fe:a9fe]` is `169.254.169.254`).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -71,14 +76,53 @@ fn describe(class: AddressClass) -> &'static str {
     }
 }
 
-/// The class of an IP address.
+/// The class of an IP address: for an IPv6 address carrying IPv4 addresses, the most
+/// restricted of its own class and theirs.
 pub fn classify(ip: IpAddr) -> AddressClass {
     match ip {
         IpAddr::V4(v4) => classify_v4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => classify_v4(v4),
-            None => classify_v6(v6),
-        },
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return classify_v4(v4);
+            }
+            embedded_v4(v6).into_iter().flatten().map(classify_v4).fold(classify_v6(v6), stricter)
+        }
+    }
+}
+
+/// How restricted a class is: a higher rank is allowed by fewer policies.
+fn rank(class: AddressClass) -> u8 {
+    match class {
+        AddressClass::Public => 0,
+        AddressClass::Private => 1,
+        AddressClass::Loopback => 2,
+        AddressClass::LinkLocalOrMetadata => 3,
+        AddressClass::NotUnicast => 4,
+    }
+}
+
+fn stricter(a: AddressClass, b: AddressClass) -> AddressClass {
+    if rank(b) > rank(a) { b } else { a }
+}
+
+/// The IPv4 addresses an IPv6 address carries, by the forms of RFC 4291 (compatible,
+/// mapped), RFC 2765 (translated), RFC 6052 / RFC 8215 (NAT64), RFC 3056 (6to4) and
+/// RFC 4380 (Teredo: server, and client with its bits inverted).
+pub fn embedded_v4(ip: Ipv6Addr) -> [Option<Ipv4Addr>; 2] {
+    let s = ip.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
+    let last = v4(s[6], s[7]);
+    match s {
+        // ::a.b.c.d (compatible; `::` and `::1` are IPv6's own) and ::ffff:0:a.b.c.d (translated).
+        [0, 0, 0, 0, 0, 0, hi, _] if hi != 0 => [Some(last), None],
+        [0, 0, 0, 0, 0, 0, 0, lo] if lo > 1 => [Some(last), None],
+        [0, 0, 0, 0, 0xffff, 0, _, _] | [0, 0, 0, 0, 0, 0xffff, _, _] => [Some(last), None],
+        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => [Some(last), None],
+        // 64:ff9b:1::/48 (local-use NAT64, itself a private range): the common /96 layout.
+        [0x64, 0xff9b, 1, _, _, _, _, _] => [Some(last), None],
+        [0x2002, a, b, _, _, _, _, _] => [Some(v4(a, b)), None],
+        [0x2001, 0, a, b, _, _, c, d] => [Some(v4(a, b)), Some(v4(!c, !d))],
+        _ => [None, None],
     }
 }
 
@@ -105,7 +149,7 @@ fn classify_v6(ip: Ipv6Addr) -> AddressClass {
         AddressClass::LinkLocalOrMetadata
     } else if ip.is_loopback() {
         AddressClass::Loopback
-    } else if (s[0] & 0xfe00) == 0xfc00 {
+    } else if (s[0] & 0xfe00) == 0xfc00 || s[..3] == [0x64, 0xff9b, 1] {
         AddressClass::Private
     } else {
         AddressClass::Public
@@ -190,6 +234,8 @@ mod tests {
             ("fd00:ec2::254", AddressClass::LinkLocalOrMetadata),
             ("::ffff:169.254.169.254", AddressClass::LinkLocalOrMetadata),
             ("::ffff:127.0.0.1", AddressClass::Loopback),
+            ("2002:5db8:d822::1", AddressClass::Public),
+            ("64:ff9b::5db8:d822", AddressClass::Public),
             ("0.0.0.0", AddressClass::NotUnicast),
             ("0.1.2.3", AddressClass::NotUnicast),
             ("::", AddressClass::NotUnicast),
@@ -198,6 +244,65 @@ mod tests {
             ("ff02::1", AddressClass::NotUnicast),
         ] {
             assert_eq!(classify(ip(a)), c, "{a}");
+        }
+    }
+
+    /// IPv6 forms that carry an IPv4 address, from the SSRF literature (PayloadsAllTheThings,
+    /// HackTricks, the NAT64/6to4/Teredo RFCs): each is judged as the address it carries.
+    #[test]
+    fn ipv6_forms_carrying_an_ipv4_address_are_judged_as_that_address() {
+        use AddressClass::*;
+        for (a, c) in [
+            // 169.254.169.254, the cloud metadata service, in every form.
+            ("::ffff:169.254.169.254", LinkLocalOrMetadata),
+            ("::ffff:a9fe:a9fe", LinkLocalOrMetadata),
+            ("0:0:0:0:0:ffff:a9fe:a9fe", LinkLocalOrMetadata),
+            ("::169.254.169.254", LinkLocalOrMetadata),
+            ("::a9fe:a9fe", LinkLocalOrMetadata),
+            ("::ffff:0:169.254.169.254", LinkLocalOrMetadata),
+            ("64:ff9b::a9fe:a9fe", LinkLocalOrMetadata),
+            ("64:ff9b::169.254.169.254", LinkLocalOrMetadata),
+            ("64:ff9b:1::a9fe:a9fe", LinkLocalOrMetadata),
+            ("2002:a9fe:a9fe::", LinkLocalOrMetadata),
+            ("2002:a9fe:a9fe:1234::1", LinkLocalOrMetadata),
+            ("2001:0:a9fe:a9fe::1", LinkLocalOrMetadata),
+            ("2001:0:4136:e378:8000:63bf:5601:5601", LinkLocalOrMetadata), // client ~a9fe:a9fe
+            // Alibaba's metadata address.
+            ("64:ff9b::6464:64c8", LinkLocalOrMetadata),
+            ("2002:6464:64c8::", LinkLocalOrMetadata),
+            // Loopback.
+            ("::127.0.0.1", Loopback),
+            ("::7f00:1", Loopback),
+            ("64:ff9b::7f00:1", Loopback),
+            ("2002:7f00:1::", Loopback),
+            ("::ffff:0:7f00:1", Loopback),
+            // Private networks.
+            ("::10.0.0.1", Private),
+            ("64:ff9b::a00:1", Private),
+            ("64:ff9b::192.168.1.1", Private),
+            ("2002:c0a8:101::1", Private),
+            ("2001:0:4136:e378:8000:63bf:f5ff:fefe", Private), // client 10.0.1.1
+            ("::ffff:100.64.0.1", Private),
+            ("64:ff9b:1::5db8:d822", Private), // local-use NAT64 is a private range itself
+            // Not unicast.
+            ("::0.0.0.0", NotUnicast),
+            ("64:ff9b::e000:1", NotUnicast),
+            ("2002:ffff:ffff::", NotUnicast),
+            // IPv6's own loopback and unspecified are not IPv4-compatible forms.
+            ("::1", Loopback),
+            ("::", NotUnicast),
+        ] {
+            assert_eq!(classify(ip(a)), c, "{a}");
+        }
+        let closed = OutboundPolicy { allow_loopback: false, allow_private: false };
+        for url in [
+            "http://[64:ff9b::a9fe:a9fe]/",
+            "http://[::169.254.169.254]/",
+            "http://[2002:a9fe:a9fe::]/",
+            "http://[::127.0.0.1]:9101/",
+            "http://[2001:0:4136:e378:8000:63bf:5601:5601]/",
+        ] {
+            assert!(closed.check_url(url).is_err(), "{url}");
         }
     }
 
