@@ -32,6 +32,9 @@ pub enum FailReason {
     AnswerTooLarge,
     /// The run's output was larger than `max_output_bytes` (it is passed to child runs).
     OutputTooLarge,
+    /// Not sent: the app's or tenant's share of the node's delivery slots stayed in use
+    /// (its executors are slow or not answering; `max_inflight_per_app`/`_per_tenant`).
+    Saturated,
 }
 
 impl FailReason {
@@ -44,6 +47,7 @@ impl FailReason {
         FailReason::AddressRefused,
         FailReason::AnswerTooLarge,
         FailReason::OutputTooLarge,
+        FailReason::Saturated,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -56,6 +60,7 @@ impl FailReason {
             FailReason::AddressRefused => "address_refused",
             FailReason::AnswerTooLarge => "answer_too_large",
             FailReason::OutputTooLarge => "output_too_large",
+            FailReason::Saturated => "saturated",
         }
     }
 }
@@ -263,7 +268,7 @@ mod tests {
         (Skipped,     [NO,           NO,          NO,                NO,                NO,            NO,              NO,             NO,           NO,              NO,            NO]),
     ];
 
-    const REASONS: [FailReason; 8] = [
+    const REASONS: [FailReason; 9] = [
         FailReason::Error,
         FailReason::Timeout,
         FailReason::Lost,
@@ -272,6 +277,7 @@ mod tests {
         FailReason::AddressRefused,
         FailReason::AnswerTooLarge,
         FailReason::OutputTooLarge,
+        FailReason::Saturated,
     ];
 
     /// Every concrete event for a column: one for most, every reason for the
@@ -403,7 +409,8 @@ mod tests {
                 "no_executor",
                 "address_refused",
                 "answer_too_large",
-                "output_too_large"
+                "output_too_large",
+                "saturated"
             ]
         );
         assert_eq!(FailReason::ALL, REASONS);

@@ -31,7 +31,7 @@ use sundial_core::schedule::Schedule;
 use sundial_core::types::{RunState, TriggerKind};
 use sundial_store::{GenerateJob, Job, Run};
 
-use crate::due_heap::DueHeap;
+use crate::due_heap::{DueHeap, FairRanks, tenant_key};
 use crate::generate::plan_runs;
 use crate::{Counters, Engine, Result};
 
@@ -77,6 +77,9 @@ struct Inner {
     /// Each held job's next fire: (instant, job id). Stale entries (the job's `next` moved
     /// or the job went) are skipped.
     heap: DueHeap,
+    /// Tenants take turns among the jobs due at one instant (when the timer has room for
+    /// only some of them, a tenant's herd does not take it all).
+    ranks: FairRanks,
     /// Jobs seen at this version that do not fire at dispatch (sparse schedules).
     sparse: HashMap<String, i64>,
     /// Fires in the timer that have no row yet, by run id.
@@ -119,6 +122,7 @@ impl AtDispatch {
         let mut g = self.inner.lock().expect("at-dispatch lock");
         g.jobs.clear();
         g.heap.clear();
+        g.ranks.clear();
         g.unwritten.drain().map(|(_, r)| r).collect()
     }
     /// For a job held here: its next fire not yet put into the timer (`fire_once` asks
@@ -137,7 +141,8 @@ impl Inner {
     fn hold(&mut self, job: &Job, schedule: Schedule, from: i64) {
         let next = schedule.next_after(from);
         if let Some(n) = next {
-            self.heap.push(n, job.id.clone());
+            let rank = self.ranks.next(n, tenant_key(&job.tenant_id));
+            self.heap.push_ranked(n, rank, job.id.clone());
         }
         self.jobs.insert(
             job.id.clone(),
@@ -358,7 +363,8 @@ impl Engine {
         let mut added = Vec::new();
         let mut fell_behind = false;
         {
-            let mut g = self.at_dispatch.inner.lock().expect("at-dispatch lock");
+            let mut guard = self.at_dispatch.inner.lock().expect("at-dispatch lock");
+            let g = &mut *guard;
             while let Some(at) = g.heap.next_at() {
                 if at > until || (stalled && at >= now - CATCH_UP_BEHIND_MS) || (!stalled && room == 0) {
                     break;
@@ -377,11 +383,15 @@ impl Engine {
                     Run::pending(&h.tenant_id, &job_id, h.version, format!("s:{at}"), TriggerKind::Schedule, at, now);
                 h.next = h.schedule.next_after(at);
                 if let Some(n) = h.next {
-                    g.heap.push(n, job_id);
+                    let rank = g.ranks.next(n, tenant_key(&h.tenant_id));
+                    g.heap.push_ranked(n, rank, job_id);
                 }
                 g.unwritten.insert(run.id.clone(), run.clone());
                 added.push(run);
                 room -= 1;
+            }
+            if let Some(at) = g.heap.next_at() {
+                g.ranks.forget_before(at);
             }
         }
         for run in &added {

@@ -10,9 +10,17 @@ use sundial_core::time::rfc3339_utc;
 use sundial_core::types::{ExecutorState, JobState, Route};
 use sundial_store::{AppRouting, AttemptTarget, DispatchDecision, FinishOutcome, Job, Run, ToDispatch};
 
+use crate::bulkhead::{Bulkheads, Saturated, Share};
 use crate::outcome::finish_params;
 use crate::transport::{Answer, ExecutorResult, candidates, delivery_body, is_registered, read_answer};
-use crate::{Engine, Result};
+use crate::{Counters, Engine, Result};
+
+/// What an HTTP exchange holds while it is open: one of the node's delivery slots and its
+/// app's and tenant's share of them (none for a sharded run: each shard takes its own).
+pub(crate) struct Slot {
+    _global: tokio::sync::OwnedSemaphorePermit,
+    _share: Option<Share>,
+}
 
 /// A dispatch transaction slower than this moves its runs' deadlines by its duration.
 const DISPATCH_SLOW_MS: i64 = 250;
@@ -90,22 +98,24 @@ impl Engine {
     /// deadline moved by the wait.
     pub(crate) async fn dispatch_batch(
         self: &Arc<Self>,
-        due: Vec<(String, i64)>,
+        due: Vec<(String, i64, u64)>,
         mut permits: tokio::sync::OwnedSemaphorePermit,
         wait: bool,
         popped_at_ms: i64,
+        turn: crate::instant_gate::Turn,
     ) -> Result<()> {
-        let unwritten = self.at_dispatch.take_each(due.iter().map(|(id, _)| id));
+        let unwritten = self.at_dispatch.take_each(due.iter().map(|(id, _, _)| id));
         let runs: Vec<ToDispatch> = due
             .iter()
             .zip(unwritten)
-            .map(|((id, _), u)| match u {
+            .map(|((id, _, _), u)| match u {
                 Some(run) => ToDispatch::unwritten(run),
                 None => ToDispatch::new(id.clone(), self.fire.timer.redelivers(id)),
             })
             .collect();
-        let latest_due = due.iter().map(|(_, d)| *d).max().unwrap_or(i64::MIN);
-        let instant: std::collections::HashMap<String, i64> = due.into_iter().collect();
+        let latest_due = due.iter().map(|(_, d, _)| *d).max().unwrap_or(i64::MIN);
+        let instant: std::collections::HashMap<String, (i64, u64)> =
+            due.into_iter().map(|(id, d, seq)| (id, (d, seq))).collect();
         let began = self.now_ms();
         let now = began.max(latest_due);
         let mut decisions = match crate::retry_deadlock(|| {
@@ -160,6 +170,8 @@ impl Engine {
         }
         let now = committed;
         let mut handles = Vec::new();
+        // The batches popped before this one hand their runs over first (instant_gate.rs).
+        turn.wait().await;
         for (run_id, decision) in decisions {
             let (run, job, webhook_id, covered, routing) = match decision {
                 DispatchDecision::Dispatch { run, job, webhook_id, covered, routing } => {
@@ -185,7 +197,7 @@ impl Engine {
             };
             let staged = permits.split(1);
             // Every decided run was in the batch: its instant is known.
-            let due_ms = instant.get(&run_id).copied().unwrap_or(now);
+            let (due_ms, seq) = instant.get(&run_id).copied().unwrap_or((now, 0));
             let e = self.clone();
             let h = self.fire.deliveries.spawn(async move {
                 let _staged = staged;
@@ -195,11 +207,35 @@ impl Engine {
                 // instant it was due in the timer (its fire time, or a retry's end of backoff), not before.
                 // Never before the run's own instant either (a run let go again after waiting
                 // behind its job's previous run may be popped before it).
+                // Waiting runs leave in the order they were popped (tenants take turns at an
+                // instant), not in the order the runtime wakes sleepers: instant_gate.rs.
                 let due_ms = due_ms.max(run.scheduled_at_ms);
                 let early = due_ms - e.now_ms();
                 if early > 0 {
+                    let gate = e.fire.gate.enter(due_ms, seq);
                     tokio::time::sleep(Duration::from_millis(early.min(e.cfg.max_dispatch_lead_ms.max(0)) as u64)).await;
+                    e.fire.gate.open_through(due_ms);
+                    let _ = gate.await;
                 }
+                // The app's and tenant's share of the slots first (a sharded run's shards each
+                // take theirs): a hung executor holds only its own app's share.
+                let share = if job.route == Route::Sharding || run.shard_total.is_some() {
+                    None
+                } else {
+                    let wait = Bulkheads::wait_for(job.timeout_ms);
+                    match e.fire.bulkheads.acquire(&job.tenant_id, &job.app_id, wait).await {
+                        Ok(share) => Some(share),
+                        Err(why) => {
+                            Counters::add(&e.counters.saturated, 1);
+                            if let Err(err) = e.fail_unsent(run, &job, why).await {
+                                tracing::warn!(run_id = %run_id, error = %err, "could not record an attempt not sent; its lease will bring it back");
+                            }
+                            let now = e.now_ms();
+                            e.fire.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
+                            return;
+                        }
+                    }
+                };
                 let slot = match e.delivery_slot(&mut run, due_ms, job.timeout_ms).await {
                     Ok(p) => p,
                     Err(err) => {
@@ -210,6 +246,7 @@ impl Engine {
                     }
                 };
                 e.load.note_sent(e.now_ms() - due_ms);
+                let slot = Slot { _global: slot, _share: share };
                 if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref(), slot).await {
                     tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
                 }
@@ -220,6 +257,7 @@ impl Engine {
                 handles.push(h);
             }
         }
+        turn.done();
         for h in handles {
             let _ = h.await;
         }
@@ -276,7 +314,7 @@ impl Engine {
         webhook_id: String,
         covered: Vec<Run>,
         routing: Option<&AppRouting>,
-        slot: tokio::sync::OwnedSemaphorePermit,
+        slot: Slot,
     ) -> Result<()> {
         let now = self.now_ms();
         // The runs this one covered were cancelled by its dispatch transaction: their
@@ -420,8 +458,21 @@ impl Engine {
         // An exchange that timed out may still be running at the executor: once the failure
         // is recorded (by this node: the write was won), it gets a cancel in the background.
         let timed_out = !result.succeeded && result.reason == FailReason::Timeout && chosen.is_some();
-        let mut params = finish_params(&job, &run.id, run.attempt, result, Some(target), self.now_ms());
-        let to_cancel = timed_out.then(|| run.clone());
+        self.record(run, &job, result, target, timed_out).await
+    }
+
+    /// Record an attempt's result through the group commit (the failure policy applied),
+    /// cancel a timed-out exchange once its failure is recorded, wake the timer for children.
+    async fn record(
+        &self,
+        run: Run,
+        job: &Job,
+        result: ExecutorResult,
+        target: AttemptTarget,
+        cancel_if_applied: bool,
+    ) -> Result<()> {
+        let mut params = finish_params(job, &run.id, run.attempt, result, Some(target), self.now_ms());
+        let to_cancel = cancel_if_applied.then(|| run.clone());
         params.dispatched = Some(run);
         let outcome = self.calls.results.finish(self.store.as_ref(), params).await?;
         if let Some(run) = to_cancel
@@ -433,5 +484,19 @@ impl Engine {
             self.wake.notify_one(); // child runs are due now
         }
         Ok(())
+    }
+
+    /// The attempt was never sent: its app's or tenant's share of the delivery slots stayed
+    /// in use (see [`crate::bulkhead`]). It fails `saturated` and the failure policy decides.
+    async fn fail_unsent(&self, run: Run, job: &Job, why: Saturated) -> Result<()> {
+        tracing::debug!(run_id = %run.id, job_id = %job.id, app_id = %job.app_id, %why, "attempt not sent");
+        let result = ExecutorResult {
+            succeeded: false,
+            reason: FailReason::Saturated,
+            output: None,
+            message: Some(why.to_string()),
+        };
+        let target = AttemptTarget { executor_id: None, address: None, trail: serde_json::json!([]) };
+        self.record(run, job, result, target, false).await
     }
 }

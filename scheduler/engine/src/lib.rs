@@ -15,10 +15,12 @@
 //! What is not here: SQL (the store), HTTP routing of the API (the api crate).
 
 mod at_dispatch;
+pub mod bulkhead;
 mod cluster;
 mod delivery;
 mod due_heap;
 mod generate;
+mod instant_gate;
 mod misfire;
 pub mod outcome;
 mod shard;
@@ -65,6 +67,11 @@ pub struct EngineConfig {
     pub tick_ms: u64,
     /// Deliveries in flight at once.
     pub max_inflight: usize,
+    /// Deliveries in flight at once for one app (its bulkhead, [`bulkhead`]); `None`: half
+    /// of `max_inflight`.
+    pub max_inflight_per_app: Option<usize>,
+    /// Deliveries in flight at once for one tenant; `None`: three quarters of `max_inflight`.
+    pub max_inflight_per_tenant: Option<usize>,
     /// A running run is failed `timeout` this long after its deadline.
     pub reaper_grace_ms: i64,
     /// An executor silent this long is offline (static endpoints never are).
@@ -115,6 +122,14 @@ pub struct BuiltinRunner {
 }
 
 impl EngineConfig {
+    /// The per-app and per-tenant shares of the delivery slots in force.
+    pub fn shares(&self) -> (usize, usize) {
+        let all = self.max_inflight.max(1);
+        let app = self.max_inflight_per_app.unwrap_or(all / 2).clamp(1, all);
+        let tenant = self.max_inflight_per_tenant.unwrap_or(all * 3 / 4).clamp(1, all);
+        (app, tenant)
+    }
+
     pub fn new(node_id: impl Into<String>) -> Self {
         Self {
             node_id: node_id.into(),
@@ -125,6 +140,8 @@ impl EngineConfig {
             lease_ms: 30_000,
             tick_ms: 200,
             max_inflight: 512,
+            max_inflight_per_app: None,
+            max_inflight_per_tenant: None,
             reaper_grace_ms: 5_000,
             executor_offline_ms: sundial_core::route::EXECUTOR_OFFLINE_MS,
             executor_lost_ms: 30_000,
@@ -198,6 +215,9 @@ pub struct EngineStats {
     /// Runs the generator wrote already claimed by this node, because they were due within
     /// the claim window (and a margin) when written: a new job's first fires, catch-up.
     pub claimed_at_insert: u64,
+    /// Attempts failed `saturated`: not sent, their app's or tenant's share of the delivery
+    /// slots stayed in use ([`bulkhead`]).
+    pub saturated: u64,
 }
 
 #[derive(Debug, Default)]
@@ -211,6 +231,8 @@ pub(crate) struct Counters {
     pub dispatched: std::sync::atomic::AtomicU64,
     pub peeked: std::sync::atomic::AtomicU64,
     pub claimed_at_insert: std::sync::atomic::AtomicU64,
+    /// Attempts not sent because their app's or tenant's share stayed in use.
+    pub saturated: std::sync::atomic::AtomicU64,
 }
 
 impl Counters {
@@ -299,6 +321,12 @@ pub(crate) struct FirePath {
     pub(crate) batch_slots: Arc<Semaphore>,
     /// Delivery slots: HTTP exchanges in flight at once (`max_inflight`).
     pub(crate) inflight: Arc<Semaphore>,
+    /// Each app's and tenant's share of the delivery slots, taken before a slot.
+    pub(crate) bulkheads: bulkhead::Bulkheads,
+    /// Deliveries committed ahead wait for their instant here, to leave in pop order.
+    pub(crate) gate: instant_gate::InstantGate,
+    /// Dispatch batches hand their runs to delivery in the order they were popped.
+    pub(crate) turns: Arc<instant_gate::Turns>,
     /// Runs taken from the timer and not yet delivered (committed ahead of their instant,
     /// or waiting for a delivery slot): at most the timer's capacity.
     pub(crate) staged: Arc<Semaphore>,
@@ -367,6 +395,12 @@ impl Engine {
                 routes: Mutex::new(RouteState::new()),
                 batch_slots: Arc::new(Semaphore::new(DISPATCH_SLOTS)),
                 inflight: Arc::new(Semaphore::new(cfg.max_inflight)),
+                gate: instant_gate::InstantGate::default(),
+                turns: Arc::default(),
+                bulkheads: {
+                    let (app, tenant) = cfg.shares();
+                    bulkhead::Bulkheads::new(app, tenant)
+                },
                 staged: Arc::new(Semaphore::new(cfg.capacity.max(cfg.max_inflight).max(1))),
                 deliveries: tokio_util::task::TaskTracker::new(),
                 last_commit_ms: std::sync::atomic::AtomicI64::new(i64::MIN / 2),
@@ -690,6 +724,7 @@ impl Engine {
             dispatched: get(&c.dispatched),
             peeked: get(&c.peeked),
             claimed_at_insert: get(&c.claimed_at_insert),
+            saturated: get(&c.saturated),
         }
     }
 

@@ -40,7 +40,8 @@ use sundial_core::protocol::ScriptRef;
 /// What [`Engine::shard_plan`] decides: the app, the eligible executors, the trail, and a
 /// script job's script version.
 type ShardPlan = (Option<App>, Vec<Candidate>, Vec<TrailEntry>, Option<ScriptRef>);
-use crate::{Engine, Result};
+use crate::bulkhead::Bulkheads;
+use crate::{Counters, Engine, Result};
 
 const NO_EXECUTOR: &str = "no online executor serves this handler";
 
@@ -227,6 +228,26 @@ impl Engine {
             ("sundial-scheduled-at", rfc3339_utc(run.scheduled_at_ms)),
             ("sundial-shard", format!("{}/{total}", shard.shard_index)),
         ];
+        // The app's and tenant's share of the delivery slots, as for any exchange (bulkhead.rs).
+        let share =
+            match self.fire.bulkheads.acquire(&job.tenant_id, &job.app_id, Bulkheads::wait_for(job.timeout_ms)).await {
+                Ok(share) => share,
+                Err(why) => {
+                    Counters::add(&self.counters.saturated, 1);
+                    let trail = serde_json::to_value(&trail).expect("JSON");
+                    self.store
+                        .shard_attempt_set_target(&run.id, shard.shard_index, shard.attempt, None, None, &trail)
+                        .await?;
+                    let result = ExecutorResult {
+                        succeeded: false,
+                        reason: FailReason::Saturated,
+                        output: None,
+                        message: Some(why.to_string()),
+                    };
+                    self.after_finish(job, run, shard.shard_index, shard.attempt, result).await?;
+                    return Ok(Sent { retired: false });
+                }
+            };
         let now = self.now_ms();
         let remaining = (shard.deadline_ms.unwrap_or(now + job.timeout_ms) - now).max(1);
         let resp = self
@@ -236,6 +257,7 @@ impl Engine {
             .await;
         self.fire.routes.lock().await.record_use(&job.id, exec_id, self.now_ms());
         let answer = read_answer(resp, self.cfg.max_answer_bytes, self.cfg.max_output_bytes).await;
+        drop(share);
         let failed =
             |reason, message: String| ExecutorResult { succeeded: false, reason, output: None, message: Some(message) };
         let (result, retired) = match answer {

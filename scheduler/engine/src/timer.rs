@@ -10,7 +10,7 @@ use sundial_core::schedule::Schedule;
 use sundial_core::types::{RunState, TriggerKind};
 use sundial_store::{ClaimParams, PeekParams, Run};
 
-use crate::due_heap::DueHeap;
+use crate::due_heap::{DueHeap, FairRanks, tenant_key};
 use crate::misfire::{LATE_POP_MS, LateFire};
 use crate::{Counters, Engine, Result};
 
@@ -64,6 +64,8 @@ pub(crate) struct Timer {
 #[derive(Debug, Clone)]
 struct Meta {
     job_id: String,
+    /// Its tenant ([`crate::due_heap::tenant_key`]): runs due at one instant take turns by tenant.
+    tenant: u64,
     scheduled_at_ms: i64,
     /// Claimed as `queued`: may wait behind a parked run of its job.
     holdable: bool,
@@ -84,6 +86,8 @@ struct Meta {
 pub(crate) struct Popped {
     pub id: String,
     pub due_ms: i64,
+    /// The order it was popped in (node-wide): deliveries waiting for one instant leave in it.
+    pub seq: u64,
     pub late: bool,
     pub job_id: Option<String>,
     pub scheduled_at_ms: i64,
@@ -94,6 +98,9 @@ struct Inner {
     /// Due runs, earliest first: (due time, run id). May hold stale entries (a run whose
     /// due time was moved): only the one matching `due` counts.
     heap: DueHeap,
+    /// Each tenant's rank at each instant held: a tenant's herd does not go before another
+    /// tenant's fire due at the same instant (issue 26).
+    ranks: FairRanks,
     /// Runs in the heap, with their current due time.
     due: HashMap<String, i64>,
     /// How many runs of `due` are due at each instant (to count a herd ahead of its instant).
@@ -112,6 +119,8 @@ struct Inner {
     woken: HashSet<String>,
     /// When `waiting` was last looked through for leases to renew ([`RENEW_SCAN_MS`]).
     renew_scanned_ms: Option<i64>,
+    /// Runs popped so far (each [`Popped::seq`]).
+    popped: u64,
 }
 
 /// The waiting runs are looked through for leases to renew at most this often: under load
@@ -138,7 +147,9 @@ impl Inner {
             count_sub(&mut self.due_counts, old);
         }
         count_add(&mut self.due_counts, due_ms);
-        self.heap.push(due_ms, run_id);
+        let tenant = self.meta.get(&run_id).map_or(0, |m| m.tenant);
+        let rank = self.ranks.next(due_ms, tenant);
+        self.heap.push_ranked(due_ms, rank, run_id);
     }
     /// Take a run out of the heap's bookkeeping (its heap entry goes stale).
     fn undue(&mut self, run_id: &str) -> Option<i64> {
@@ -208,6 +219,7 @@ impl Timer {
         }
         let meta = Meta {
             job_id: run.job_id.clone(),
+            tenant: tenant_key(&run.tenant_id),
             scheduled_at_ms: run.scheduled_at_ms,
             holdable: matches!(run.state, RunState::Pending | RunState::Queued),
             lease_until_ms: run.lease_until_ms.unwrap_or(i64::MAX),
@@ -316,8 +328,11 @@ impl Timer {
             match hold_behind {
                 Some(job) => g.wait(&job, id),
                 None => {
+                    g.popped += 1;
+                    let seq = g.popped;
                     let m = g.meta.get(&id);
                     out.push(Popped {
+                        seq,
                         // By its fire's instant: a fire put back after a failed try is
                         // due later than it was scheduled, and just as late.
                         late: m.is_some_and(|m| m.schedule && m.scheduled_at_ms.min(due_ms) < late_before_ms),
@@ -328,6 +343,12 @@ impl Timer {
                     })
                 }
             }
+        }
+        // Every instant before the earliest still held is over: its ranks can go.
+        g.skip_stale();
+        match g.heap.next_at() {
+            Some(at) => g.ranks.forget_before(at),
+            None => g.ranks.clear(),
         }
         out
     }
@@ -597,10 +618,11 @@ impl Engine {
             }
             n += due.len();
             Counters::add(&self.counters.dispatched, due.len() as u64);
+            let turn = self.fire.turns.take();
             let permits = self.staged_permits(due.len()).await;
             let e = self.clone();
             let h = self.fire.deliveries.spawn(async move {
-                e.dispatch_popped(due, permits, wait, popped_at).await;
+                e.dispatch_popped(due, permits, wait, popped_at, turn).await;
                 drop(slot);
             });
             if wait {
@@ -620,6 +642,7 @@ impl Engine {
         permits: tokio::sync::OwnedSemaphorePermit,
         wait: bool,
         popped_at: i64,
+        turn: crate::instant_gate::Turn,
     ) {
         let (late, mut go): (Vec<Popped>, Vec<Popped>) = due.into_iter().partition(|p| p.late && p.job_id.is_some());
         if !late.is_empty() {
@@ -660,8 +683,8 @@ impl Engine {
         let ids: Vec<String> = go.iter().map(|p| p.id.clone()).collect();
         let first = ids[0].clone();
         let count = ids.len();
-        let due: Vec<(String, i64)> = go.into_iter().map(|p| (p.id, p.due_ms)).collect();
-        if let Err(err) = self.dispatch_batch(due, permits, wait, popped_at).await {
+        let due: Vec<(String, i64, u64)> = go.into_iter().map(|p| (p.id, p.due_ms, p.seq)).collect();
+        if let Err(err) = self.dispatch_batch(due, permits, wait, popped_at, turn).await {
             tracing::warn!(run_id = %first, runs = count, error = %err, "dispatch failed; the runs' leases will bring them back");
             let now = self.now_ms();
             for id in &ids {
@@ -743,6 +766,27 @@ mod tests {
         assert_eq!(t.pop_due(30, 10_000), ["j@30"]);
         assert_eq!(t.len(), 0);
         assert_eq!(t.next_due(), None);
+    }
+
+    /// Issue 26: a tenant's herd of 1,000 fires and another tenant's one fire, due at the
+    /// same instant and pushed last, go out with the first batch, not after the herd.
+    #[test]
+    fn at_one_instant_a_small_tenants_fire_is_in_the_first_batch_not_behind_a_herd() {
+        let t = Timer::default();
+        for i in 0..1000 {
+            t.push_run(5_000, &run(&format!("big{i}"), 5_000));
+        }
+        let mut small = run("small", 5_000);
+        small.tenant_id = "ten_small".into();
+        t.push_run(5_000, &small);
+        let first = t.pop_due_max(5_000, 10_000, 256, i64::MIN);
+        let ids: Vec<&str> = first.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids[..3], ["big0@5000", "small@5000", "big1@5000"], "tenants take turns at an instant");
+        // The big tenant's own fires keep their order.
+        let rest = t.pop_due(5_000, 10_000);
+        assert_eq!(rest.len(), 1000 - 255);
+        assert_eq!(rest[0], "big255@5000");
+        assert_eq!(rest.last().map(String::as_str), Some("big999@5000"));
     }
 
     #[test]

@@ -61,6 +61,13 @@ pub struct Settings {
     /// Deliveries in flight at once.
     #[arg(long, env = "SUNDIAL_MAX_INFLIGHT")]
     pub max_inflight: Option<usize>,
+    /// Deliveries in flight at once for one app (default: half of `max_inflight`): a hung
+    /// executor holds at most this many of the node's delivery slots.
+    #[arg(long, env = "SUNDIAL_MAX_INFLIGHT_PER_APP")]
+    pub max_inflight_per_app: Option<usize>,
+    /// Deliveries in flight at once for one tenant (default: three quarters of `max_inflight`).
+    #[arg(long, env = "SUNDIAL_MAX_INFLIGHT_PER_TENANT")]
+    pub max_inflight_per_tenant: Option<usize>,
     /// Seconds in-flight deliveries may take to finish after SIGTERM.
     #[arg(long, env = "SUNDIAL_SHUTDOWN_GRACE_SECS")]
     pub shutdown_grace_secs: Option<u64>,
@@ -142,6 +149,8 @@ pub struct Resolved {
     pub claim_window_ms: i64,
     pub timer_capacity: usize,
     pub max_inflight: usize,
+    pub max_inflight_per_app: Option<usize>,
+    pub max_inflight_per_tenant: Option<usize>,
     pub shutdown_grace_secs: u64,
     pub retention_days: i64,
     pub affinity_grace_ms: i64,
@@ -209,6 +218,18 @@ impl Settings {
         );
         let max_inflight = self.max_inflight.or(file.max_inflight).unwrap_or(engine_defaults.max_inflight);
         anyhow::ensure!(max_inflight >= 1, "max_inflight: must be at least 1");
+        let max_inflight_per_app = self.max_inflight_per_app.or(file.max_inflight_per_app);
+        let max_inflight_per_tenant = self.max_inflight_per_tenant.or(file.max_inflight_per_tenant);
+        for (name, v) in
+            [("max_inflight_per_app", max_inflight_per_app), ("max_inflight_per_tenant", max_inflight_per_tenant)]
+        {
+            if let Some(v) = v {
+                anyhow::ensure!(
+                    (1..=max_inflight).contains(&v),
+                    "{name}: must be 1-{max_inflight} (at most max_inflight)"
+                );
+            }
+        }
         let max_answer_bytes =
             self.max_answer_bytes.or(file.max_answer_bytes).unwrap_or(engine_defaults.max_answer_bytes);
         anyhow::ensure!(
@@ -283,6 +304,8 @@ impl Settings {
             claim_window_ms,
             timer_capacity,
             max_inflight,
+            max_inflight_per_app,
+            max_inflight_per_tenant,
             shutdown_grace_secs: self.shutdown_grace_secs.or(file.shutdown_grace_secs).unwrap_or(30),
             retention_days,
             affinity_grace_ms,
@@ -334,6 +357,12 @@ mod tests {
         assert_eq!(r.max_dispatch_lead_ms, 0, "0 turns the lead off");
         assert_eq!(Settings::default().resolve().unwrap().max_dispatch_lead_ms, 2_000);
         assert_eq!(Settings::default().resolve().unwrap().timer_capacity, 50_000);
+        let err = Settings { max_inflight: Some(100), max_inflight_per_app: Some(101), ..Default::default() }
+            .resolve()
+            .unwrap_err();
+        assert!(err.to_string().contains("max_inflight_per_app"), "{err}");
+        let err = Settings { max_inflight_per_tenant: Some(0), ..Default::default() }.resolve().unwrap_err();
+        assert!(err.to_string().contains("max_inflight_per_tenant"), "{err}");
     }
 
     /// The engine's settings default to the engine's own defaults, from one place

@@ -208,6 +208,32 @@ impl Sink {
     /// Listen on 127.0.0.1:0; the secret is set once the app exists ([`Sink::set_secret`]).
     pub async fn start() -> Sink {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (sink, app) = Self::with_listener(&listener);
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        sink
+    }
+
+    /// A sink served by a runtime on a thread of its own: what it records as received is
+    /// not delayed behind another sink of the test flooded at the same time.
+    pub fn start_isolated() -> Sink {
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
+                let (sink, app) = Self::with_listener(&listener);
+                tx.send(sink).unwrap();
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        rx.recv().unwrap()
+    }
+
+    fn with_listener(listener: &tokio::net::TcpListener) -> (Sink, axum::Router) {
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
         let deliveries: Arc<Mutex<Vec<Delivery>>> = Arc::default();
         let secret: Arc<Mutex<Option<String>>> = Arc::default();
@@ -256,10 +282,7 @@ impl Sink {
                 axum::Json(json!({"status": "succeeded"})).into_response()
             }
         });
-        tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
-        Sink { url, deliveries, secret, delay_ms }
+        (Sink { url, deliveries, secret, delay_ms }, app)
     }
 
     /// Hold each delivery this long before answering (cancels are answered at once).
