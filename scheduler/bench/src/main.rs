@@ -37,6 +37,7 @@ mod scripts;
 mod server;
 mod sign;
 mod sink;
+mod small;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -112,6 +113,14 @@ struct Args {
     /// Keep Sundial's log even when the run passes.
     #[arg(long)]
     keep_logs: bool,
+    /// Also measure a second tenant with one job on the same second, on a sink of its own:
+    /// alone for `--small-idle-secs` before the herd's jobs are created, then in the herd's
+    /// window (issue 26: its p99 within max(1.5 × alone, alone + 50 ms)).
+    #[arg(long)]
+    small_tenant: bool,
+    /// Seconds the small tenant is measured alone.
+    #[arg(long, default_value_t = 20)]
+    small_idle_secs: u64,
     /// Extra environment for `sundial serve` (KEY=VALUE, repeatable): non-default settings,
     /// listed in the report.
     #[arg(long = "env", value_parser = parse_env)]
@@ -265,6 +274,24 @@ async fn measure(
     sink.take();
     sink.reset_counters();
 
+    // The small tenant, alone on the node first.
+    let small = match args.small_tenant {
+        true => {
+            let small = small::Small::start(&op).await?;
+            let from = (now_us() / 1000 + 3_000).div_euclid(PERIOD_MS) * PERIOD_MS;
+            let w = Window { start_ms: from, end_ms: from + args.small_idle_secs as i64 * 1000 };
+            say(format!("small tenant alone for {} s", args.small_idle_secs));
+            sleep_until_ms(w.end_ms + 2_000).await;
+            let idle = small.seen(w);
+            say(format!(
+                "small tenant alone: p99 {:.1} ms, {}/{} delivered",
+                idle.lateness_ms.p99, idle.delivered, idle.expected
+            ));
+            Some((small, idle))
+        }
+        false => None,
+    };
+
     let offsets: Vec<i64> = match args.phase {
         Phase::Aligned => vec![0; j],
         Phase::Spread => (0..j).map(|i| spread_offset_ms(i, j)).collect(),
@@ -332,6 +359,7 @@ async fn measure(
         r.job = names.get(r.job as usize).and_then(|n| index.get(n.as_str())).copied().unwrap_or(u32::MAX);
     }
     let outcome = analyse(&recs, &offsets, w, deadline_us);
+    let small_tenant = small.map(|(small, idle)| small::SmallReport::new(idle, small.seen(w)));
     drop(recs);
     say(format!("delivered {}/{}; reading the database's account of the window", outcome.delivered, outcome.expected));
     let missing: Vec<(String, i64)> = outcome.missing.iter().map(|(j, t)| (job_ids[*j].clone(), *t)).collect();
@@ -390,6 +418,7 @@ async fn measure(
         stall,
         ratios,
         verdict,
+        small_tenant,
         sundial_exit: String::new(),
         sundial_log: None,
     })

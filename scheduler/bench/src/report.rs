@@ -86,6 +86,8 @@ pub struct Report {
     pub stall: Option<Stall>,
     pub ratios: Ratios,
     pub verdict: Verdict,
+    /// `--small-tenant`: the second tenant's lateness alone and beside the herd.
+    pub small_tenant: Option<crate::small::SmallReport>,
     pub sundial_exit: String,
     pub sundial_log: Option<String>,
 }
@@ -259,6 +261,21 @@ impl Report {
             2.0 * f.lateness_ms.p99,
             if v.p99_within_2x_floor { "yes" } else { "no" }
         );
+        if let Some(t) = &self.small_tenant {
+            let (i, l) = (&t.idle.lateness_ms, &t.loaded.lateness_ms);
+            let _ = writeln!(
+                s,
+                "small tenant (1 job on the same second, own sink): alone p50/p99 {:.1}/{:.1} ms ({}/{}); beside the herd p50/p99 {:.1}/{:.1} ms ({}/{})",
+                i.p50, i.p99, t.idle.delivered, t.idle.expected, l.p50, l.p99, t.loaded.delivered, t.loaded.expected
+            );
+            let _ = writeln!(
+                s,
+                "small verdict: {} (p99 {:.1} ms ≤ max(1.5 × alone, alone + 50) = {:.1} ms, none missed)",
+                if t.pass { "PASS" } else { "FAIL" },
+                l.p99,
+                t.bound_ms
+            );
+        }
         let _ = writeln!(s, "sundial:   {}", self.sundial_exit);
         if let Some(log) = &self.sundial_log {
             let _ = writeln!(s, "log kept:  {log}");

@@ -1,0 +1,75 @@
+//! `--small-tenant` (issue 26): a second tenant with one job on the same second as the
+//! herd, delivered to a sink of its own. Its lateness is measured alone first (before the
+//! herd's jobs exist: the *idle* figure) and again in the herd's window; the target is the
+//! loaded p99 within `max(1.5 × idle p99, idle p99 + 50 ms)` and nothing missed.
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::measure::{Pct, Window, pct};
+use crate::server::Api;
+use crate::sign;
+use crate::sink::Sink;
+
+/// The small tenant's sink.
+pub struct Small {
+    sink: Sink,
+}
+
+/// The small tenant's figures in one window.
+#[derive(Debug, Serialize)]
+pub struct Seen {
+    pub expected: u64,
+    pub delivered: u64,
+    pub lateness_ms: Pct,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SmallReport {
+    /// Alone on the node, before the herd's jobs were created.
+    pub idle: Seen,
+    /// In the herd's window.
+    pub loaded: Seen,
+    /// `max(1.5 × idle p99, idle p99 + 50)`.
+    pub bound_ms: f64,
+    pub pass: bool,
+}
+
+impl Small {
+    /// A tenant `small`, its app on a sink of its own, and one job on every second.
+    pub async fn start(operator: &Api) -> anyhow::Result<Small> {
+        let sink = Sink::start().await?;
+        let tenant = operator.create("/api/v1/tenants", &json!({"name": "small"})).await?;
+        let api = operator.with_key(tenant["admin_key"].as_str().unwrap_or_default());
+        let app = api.create("/api/v1/apps", &json!({"name": "small", "endpoints": [sink.url()]})).await?;
+        sink.set_key(sign::Key::parse(app["secret"].as_str().unwrap_or_default())?);
+        api.create(
+            "/api/v1/jobs",
+            &json!({"name": "small-0", "app": "small", "handler": "small.tick",
+                    "schedule": {"kind": "cron", "expression": "* * * * * *"}}),
+        )
+        .await?;
+        Ok(Small { sink })
+    }
+
+    /// What the sink received for fires scheduled in `w` (and takes them out).
+    pub fn seen(&self, w: Window) -> Seen {
+        let recs: Vec<_> = self.sink.take().into_iter().filter(|r| w.contains(r.scheduled_ms)).collect();
+        let mut fires: Vec<i64> = recs.iter().map(|r| r.scheduled_ms).collect();
+        fires.sort_unstable();
+        fires.dedup();
+        Seen {
+            expected: w.fires(0).count() as u64,
+            delivered: fires.len() as u64,
+            lateness_ms: pct(recs.iter().map(|r| r.received_us as f64 / 1000.0 - r.scheduled_ms as f64).collect()),
+        }
+    }
+}
+
+impl SmallReport {
+    pub fn new(idle: Seen, loaded: Seen) -> SmallReport {
+        let bound_ms = (1.5 * idle.lateness_ms.p99).max(idle.lateness_ms.p99 + 50.0);
+        let pass = loaded.delivered == loaded.expected && loaded.lateness_ms.p99 <= bound_ms;
+        SmallReport { idle, loaded, bound_ms, pass }
+    }
+}
