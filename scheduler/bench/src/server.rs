@@ -21,6 +21,9 @@ pub struct Sundial {
     pub admin_key: String,
 }
 
+/// The key sealing app secrets on MySQL benchmarks (every node of a cluster shares it).
+const BENCH_SECRET_KEY: &str = "YmVuY2htYXJrIHNlY3JldCBrZXksIDMyIGJ5dGVzISE=";
+
 impl Sundial {
     pub async fn start(
         bin: &Path,
@@ -38,6 +41,10 @@ impl Sundial {
             if k.starts_with("SUNDIAL_") {
                 cmd.env_remove(k);
             }
+        }
+        if db_env.0 == "SUNDIAL_DATABASE_URL" {
+            // MySQL needs a secret key, the same on every node of a cluster.
+            cmd.env("SUNDIAL_SECRET_KEY", BENCH_SECRET_KEY);
         }
         cmd.env("SUNDIAL_LISTEN", format!("127.0.0.1:{port}"))
             .env(db_env.0, db_env.1)

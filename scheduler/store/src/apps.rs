@@ -11,6 +11,14 @@ pub struct AppRouting {
     pub executors: Vec<Executor>,
 }
 
+/// What sealing the app secrets again (`SqlStore::secrets_rekey`) did: values found in
+/// plain text and sealed, values under a previous key sealed under the current one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RekeyReport {
+    pub encrypted: u64,
+    pub rekeyed: u64,
+}
+
 /// Apps (tenant-scoped, plus `app_by_id` for signed executor calls) and the executors
 /// registered to them.
 #[async_trait]

@@ -33,6 +33,10 @@ pub enum StoreError {
     /// The migration lock could not be taken (another node kept it too long, or the server refused).
     #[error("cannot take the migration lock: {0}")]
     MigrationLock(String),
+    /// An app secret could not be sealed or opened with the configured keys, or a key is
+    /// malformed (the message names the app, column and key id, never the secret).
+    #[error("app secret: {0}")]
+    Secret(String),
     #[error("stored data is not what the schema promises: {0}")]
     Corrupt(String),
     #[error("database error: {0}")]

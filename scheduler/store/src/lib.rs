@@ -37,6 +37,7 @@ pub mod records;
 mod retention;
 mod runs;
 mod scripts;
+pub mod secrets;
 mod seen;
 mod shards;
 mod sql;
@@ -52,9 +53,10 @@ pub use records::*;
 pub use retention::*;
 pub use runs::*;
 pub use scripts::*;
+pub use secrets::{KeyRing, SecretKey};
 pub use seen::*;
 pub use shards::*;
-pub use sql::{ConnectOptions, SqlStore};
+pub use sql::{ConnectOptions, SqlStore, redact_url, sqlite_path};
 pub use tenants::*;
 
 /// Every store trait, for `use sundial_store::prelude::*`: the methods of [`Store`]

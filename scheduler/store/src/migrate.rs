@@ -156,6 +156,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0016_one_wake_index.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0016_one_wake_index.sql"),
     },
+    Migration {
+        version: 19,
+        name: "sealed_app_secrets",
+        mysql: include_str!("../../../migrations/mysql/0019_sealed_app_secrets.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0019_sealed_app_secrets.sql"),
+    },
 ];
 
 impl Migration {

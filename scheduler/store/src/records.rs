@@ -26,7 +26,8 @@ pub struct ApiKey {
     pub created_at_ms: i64,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// An app. Its secrets are plain here (the store seals them at rest); `Debug` hides them.
+#[derive(Clone, PartialEq)]
 pub struct App {
     pub id: String,
     pub tenant_id: String,
@@ -38,6 +39,23 @@ pub struct App {
     pub previous_expires_ms: Option<i64>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("id", &self.id)
+            .field("tenant_id", &self.tenant_id)
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("endpoints", &self.endpoints)
+            .field("secret", &"***")
+            .field("previous_secret", &self.previous_secret.as_ref().map(|_| "***"))
+            .field("previous_expires_ms", &self.previous_expires_ms)
+            .field("created_at_ms", &self.created_at_ms)
+            .field("updated_at_ms", &self.updated_at_ms)
+            .finish()
+    }
 }
 
 impl App {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use sqlx::Connection;
 
-use crate::{ConnectOptions, Dialect, SqlStore, Store};
+use crate::{ConnectOptions, Dialect, KeyRing, SecretKey, SqlStore, Store};
 
 pub fn mysql_server_url() -> String {
     std::env::var("SUNDIAL_TEST_MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306".into())
@@ -17,6 +17,8 @@ pub struct TestDb {
     pub store: Arc<SqlStore>,
     pub url: String,
     pub dialect: Dialect,
+    /// The keys the store seals app secrets with (fresh for every test database).
+    pub keys: KeyRing,
     mysql_db: Option<String>,
     _dir: Option<tempfile::TempDir>,
 }
@@ -32,8 +34,11 @@ impl TestDb {
     pub async fn sqlite() -> TestDb {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}", dir.path().join("sundial.db").display());
-        let store = SqlStore::open(&ConnectOptions::new(&url), 0).await.expect("open sqlite");
-        TestDb { store: Arc::new(store), url, dialect: Dialect::Sqlite, mysql_db: None, _dir: Some(dir) }
+        let keys = KeyRing::new(SecretKey::generate(), vec![]);
+        let mut opts = ConnectOptions::new(&url);
+        opts.secret_keys = Some(keys.clone());
+        let store = SqlStore::open(&opts, 0).await.expect("open sqlite");
+        TestDb { store: Arc::new(store), url, dialect: Dialect::Sqlite, keys, mysql_db: None, _dir: Some(dir) }
     }
 
     /// A URL for a new, empty, unmigrated MariaDB database.
@@ -54,10 +59,12 @@ impl TestDb {
 
     pub async fn mysql() -> TestDb {
         let (url, name) = Self::mysql_empty_url().await;
+        let keys = KeyRing::new(SecretKey::generate(), vec![]);
         let mut opts = ConnectOptions::new(&url);
         opts.max_connections = 5;
+        opts.secret_keys = Some(keys.clone());
         let store = SqlStore::open(&opts, 0).await.expect("open mysql");
-        TestDb { store: Arc::new(store), url, dialect: Dialect::MySql, mysql_db: Some(name), _dir: None }
+        TestDb { store: Arc::new(store), url, dialect: Dialect::MySql, keys, mysql_db: Some(name), _dir: None }
     }
 
     pub fn store(&self) -> Arc<dyn Store> {

@@ -7,6 +7,8 @@ use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
+use crate::secret_key::KeySource;
+
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7700";
 pub const DEFAULT_DATA_DIR: &str = "sundial-data";
 
@@ -31,6 +33,15 @@ pub struct Settings {
     /// Maximum database connections (MySQL; SQLite always uses one).
     #[arg(long, env = "SUNDIAL_DB_MAX_CONNECTIONS")]
     pub db_max_connections: Option<u32>,
+    /// Key that encrypts the app signing secrets at rest: base64 or hex of 32 random bytes.
+    /// Previous keys may follow, comma-separated: they only decrypt (key rotation). Default
+    /// on SQLite: `secret.key` beside the database, generated on first start; required on MySQL.
+    #[arg(long, env = "SUNDIAL_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+    /// File holding the secret key (first line) and any previous keys (one per line); must
+    /// be readable by its owner only. Instead of `secret_key`.
+    #[arg(long, env = "SUNDIAL_SECRET_KEY_FILE")]
+    pub secret_key_file: Option<PathBuf>,
     /// Operator API key to register instead of generating one on first start.
     #[arg(long, env = "SUNDIAL_ADMIN_KEY", hide_env_values = true)]
     pub admin_key: Option<String>,
@@ -140,6 +151,8 @@ pub struct Resolved {
     pub database_url: String,
     pub db_max_connections: u32,
     pub admin_key: Option<String>,
+    /// Where the keys sealing the app secrets come from.
+    pub secret_key: KeySource,
     pub log_json: bool,
     pub log: String,
     pub max_body_bytes: usize,
@@ -182,6 +195,22 @@ impl Settings {
             .database_url
             .or(file.database_url)
             .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("sundial.db").display()));
+        let mysql = database_url.starts_with("mysql://") || database_url.starts_with("mariadb://");
+        if !mysql && sundial_store::sqlite_path(&database_url).is_none() {
+            anyhow::bail!("{}", sundial_store::StoreError::BadUrl(sundial_store::redact_url(&database_url)));
+        }
+        let secret_key = match (self.secret_key.or(file.secret_key), self.secret_key_file.or(file.secret_key_file)) {
+            (Some(_), Some(_)) => anyhow::bail!("secret_key and secret_key_file: give one of them, not both"),
+            (Some(v), None) => KeySource::Value(v),
+            (None, Some(path)) => KeySource::File(path),
+            (None, None) => match sundial_store::sqlite_path(&database_url) {
+                Some(p) if p.is_empty() || p == ":memory:" => KeySource::Ephemeral,
+                Some(p) => KeySource::Beside(
+                    Path::new(p).parent().unwrap_or(Path::new("")).join(crate::secret_key::DEFAULT_FILE),
+                ),
+                None => KeySource::Missing,
+            },
+        };
         let log_format = self.log_format.or(file.log_format).unwrap_or_else(|| "text".into());
         let log_json = match log_format.as_str() {
             "text" => false,
@@ -292,6 +321,7 @@ impl Settings {
             database_url,
             db_max_connections: self.db_max_connections.or(file.db_max_connections).unwrap_or(10),
             admin_key: self.admin_key.or(file.admin_key),
+            secret_key,
             log_json,
             log: self.log.or(file.log).unwrap_or_else(|| "info".into()),
             max_body_bytes: self.max_body_bytes.or(file.max_body_bytes).unwrap_or(1024 * 1024),
@@ -340,6 +370,23 @@ mod tests {
         assert_eq!(r.database_url, "sqlite:///var/lib/sundial/sundial.db");
         assert!(r.log_json);
         assert_eq!(r.max_body_bytes, 1024 * 1024);
+        assert_eq!(r.secret_key, KeySource::Beside("/var/lib/sundial/secret.key".into()));
+    }
+
+    #[test]
+    fn the_secret_key_defaults_beside_a_sqlite_database_and_is_required_on_mysql() {
+        let sqlite = |url: &str| Settings { database_url: Some(url.into()), ..Default::default() }.resolve().unwrap();
+        assert_eq!(
+            Settings::default().resolve().unwrap().secret_key,
+            KeySource::Beside("sundial-data/secret.key".into())
+        );
+        assert_eq!(sqlite("sqlite:///srv/db/s.db?mode=rwc").secret_key, KeySource::Beside("/srv/db/secret.key".into()));
+        assert_eq!(sqlite("sqlite::memory:").secret_key, KeySource::Ephemeral);
+        assert_eq!(sqlite("mysql://u:p@h/db").secret_key, KeySource::Missing);
+        let given = Settings { secret_key: Some("k".into()), ..Default::default() }.resolve().unwrap();
+        assert_eq!(given.secret_key, KeySource::Value("k".into()));
+        let both = Settings { secret_key: Some("k".into()), secret_key_file: Some("f".into()), ..Default::default() };
+        assert!(both.resolve().unwrap_err().to_string().contains("secret_key and secret_key_file"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 mod config;
 mod runner;
+mod secret_key;
 
 use std::future::IntoFuture;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use clap::{Parser, Subcommand};
 use sundial_api::{ApiConfig, AppState};
 use sundial_core::clock::{Clock, SystemClock};
 use sundial_engine::{Engine, EngineConfig};
-use sundial_store::{ConnectOptions, SqlStore};
+use sundial_store::{ConnectOptions, KeyRing, SqlStore, redact_url as redact};
 use tokio::net::TcpListener;
 
 use crate::config::{Resolved, Settings};
@@ -44,6 +45,10 @@ enum Command {
     Runner(runner::RunnerArgs),
     /// Apply database migrations and exit.
     Migrate(Settings),
+    /// Encrypt every app signing secret under the current secret key (after a key rotation,
+    /// or after every node of a cluster runs with the new key) and exit. `serve` does the
+    /// same when it starts.
+    Rekey(Settings),
     /// Print the OpenAPI document.
     Openapi,
 }
@@ -59,16 +64,12 @@ fn init_tracing(cfg: &Resolved) {
     }
 }
 
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}://***@{}", &url[..s], &url[at + 1..]),
-        _ => url.to_string(),
-    }
-}
-
-async fn open_store(cfg: &Resolved, clock: &dyn Clock) -> anyhow::Result<SqlStore> {
+/// Open the database and migrate it; with `keys`, app secrets are sealed with them (and
+/// every secret not under the current key is sealed again now).
+async fn open_store(cfg: &Resolved, clock: &dyn Clock, keys: Option<KeyRing>) -> anyhow::Result<SqlStore> {
     let mut opts = ConnectOptions::new(&cfg.database_url);
     opts.max_connections = cfg.db_max_connections;
+    opts.secret_keys = keys;
     SqlStore::open(&opts, clock.now_ms())
         .await
         .with_context(|| format!("opening database {}", redact(&cfg.database_url)))
@@ -76,7 +77,8 @@ async fn open_store(cfg: &Resolved, clock: &dyn Clock) -> anyhow::Result<SqlStor
 
 async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let store = Arc::new(open_store(&cfg, clock.as_ref()).await?);
+    let keys = secret_key::load(&cfg.secret_key).context("loading the secret key")?;
+    let store = Arc::new(open_store(&cfg, clock.as_ref(), Some(keys.ring.clone())).await?);
     let new_key = sundial_api::bootstrap::ensure_operator_key(store.as_ref(), cfg.admin_key.as_deref(), clock.now_ms())
         .await
         .context("creating the operator key")?;
@@ -123,6 +125,12 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     )
     .with_cancels(engine.cancels().clone());
     println!("database: {}", redact(&cfg.database_url));
+    if let Some(path) = &keys.generated {
+        println!(
+            "secret key generated: {} (it encrypts the app secrets; back it up with the database)",
+            path.display()
+        );
+    }
     if let Some(key) = new_key {
         println!("operator API key (shown once, store it now): {key}");
         println!(
@@ -132,7 +140,13 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     // Last line of the start-up banner: scripts and tests wait for it.
     println!("Sundial listening on http://{addr}");
     engine.start().await;
-    tracing::info!(%addr, node_id = %cfg.node_id, database = %redact(&cfg.database_url), "node started");
+    tracing::info!(
+        %addr,
+        node_id = %cfg.node_id,
+        database = %redact(&cfg.database_url),
+        secret_key_id = keys.ring.current_id(),
+        "node started"
+    );
     // Shutdown, in order: on SIGTERM/SIGINT the engine stops claiming, the node marks itself
     // `left` and hands back its undispatched claims (`Engine::stop`), all while HTTP still
     // serves; then the server stops accepting and drains its open requests while the
@@ -183,6 +197,26 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `sundial rekey`: seal every app secret under the current key, and say what was done.
+async fn rekey(cfg: &Resolved) -> anyhow::Result<()> {
+    let keys = secret_key::load(&cfg.secret_key).context("loading the secret key")?;
+    let mut opts = ConnectOptions::new(&cfg.database_url);
+    opts.max_connections = cfg.db_max_connections;
+    opts.secret_keys = Some(keys.ring.clone());
+    let opening = || format!("opening database {}", redact(&cfg.database_url));
+    let store = SqlStore::connect(&opts).await.with_context(opening)?;
+    store.migrate(SystemClock.now_ms()).await.with_context(opening)?;
+    let report = store.secrets_rekey().await.context("sealing the app secrets")?;
+    println!(
+        "app secrets sealed under key id {}: {} were in plain text, {} under a previous key; all are now under the current key",
+        keys.ring.current_id(),
+        report.encrypted,
+        report.rekeyed
+    );
+    store.close().await;
+    Ok(())
+}
+
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -211,10 +245,15 @@ async fn main() -> anyhow::Result<()> {
         Command::Migrate(s) => {
             let cfg = s.resolve()?;
             init_tracing(&cfg);
-            let store = open_store(&cfg, &SystemClock).await?;
+            let store = open_store(&cfg, &SystemClock, None).await?;
             println!("migrations up to date on {}", redact(&cfg.database_url));
             store.close().await;
             Ok(())
+        }
+        Command::Rekey(s) => {
+            let cfg = s.resolve()?;
+            init_tracing(&cfg);
+            rekey(&cfg).await
         }
         Command::Openapi => {
             print!("{}", sundial_api::openapi::document());

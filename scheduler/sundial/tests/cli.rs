@@ -154,7 +154,18 @@ async fn migrate_and_serve_on_mariadb_with_a_given_operator_key() {
     // Applying again is a no-op.
     assert!(sundial().args(["migrate", "--database-url", &url]).status().unwrap().success());
     let key = "sk_test_operator_key_for_the_cli_test_0123456789";
-    let node = serve(&[], &[("SUNDIAL_DATABASE_URL", &url), ("SUNDIAL_ADMIN_KEY", key)]);
+    // No secret key: refused, naming the setting (every node of a cluster needs the same one).
+    let out = sundial()
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .envs([("SUNDIAL_DATABASE_URL", url.as_str()), ("SUNDIAL_ADMIN_KEY", key)])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("SUNDIAL_SECRET_KEY") && stderr.contains("secret_key_file"), "{stderr}");
+    let secret_key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    let node =
+        serve(&[], &[("SUNDIAL_DATABASE_URL", &url), ("SUNDIAL_ADMIN_KEY", key), ("SUNDIAL_SECRET_KEY", secret_key)]);
     assert!(node.operator_key.is_none(), "a given key is not printed");
     quickstart(&node.base, key).await;
     // The node heartbeats into the database from its start.

@@ -7,21 +7,107 @@ use sundial_core::types::ExecutorState;
 
 use super::{SqlStore, col, json_col, parse_col, to_json};
 use crate::error::conflict_on;
-use crate::{App, AppStore, Executor, Page, Result, StoreError};
+use crate::secrets::{SEALED_PREFIX, Sealed, SecretColumn};
+use crate::{App, AppStore, Dialect, Executor, Page, RekeyReport, Result, StoreError};
 
-pub(super) fn app_row(r: &AnyRow) -> Result<App> {
-    Ok(App {
-        id: col(r, "id")?,
-        tenant_id: col(r, "tenant_id")?,
-        name: col(r, "name")?,
-        description: col(r, "description")?,
-        endpoints: json_col(r, "endpoints")?,
-        secret: col(r, "secret")?,
-        previous_secret: col(r, "previous_secret")?,
-        previous_expires_ms: col(r, "previous_expires_ms")?,
-        created_at_ms: col(r, "created_at_ms")?,
-        updated_at_ms: col(r, "updated_at_ms")?,
-    })
+impl SqlStore {
+    /// An app from its row, its secrets opened with the store's keys.
+    pub(super) fn app_row(&self, r: &AnyRow) -> Result<App> {
+        let id: String = col(r, "id")?;
+        let secret: String = col(r, "secret")?;
+        let previous: Option<String> = col(r, "previous_secret")?;
+        Ok(App {
+            secret: self.open_secret(&id, SecretColumn::Secret, &secret)?,
+            previous_secret: previous.map(|p| self.open_secret(&id, SecretColumn::PreviousSecret, &p)).transpose()?,
+            tenant_id: col(r, "tenant_id")?,
+            name: col(r, "name")?,
+            description: col(r, "description")?,
+            endpoints: json_col(r, "endpoints")?,
+            previous_expires_ms: col(r, "previous_expires_ms")?,
+            created_at_ms: col(r, "created_at_ms")?,
+            updated_at_ms: col(r, "updated_at_ms")?,
+            id,
+        })
+    }
+
+    /// A secret as stored: sealed under the current key (as given when the store has no keys).
+    fn seal_secret(&self, app_id: &str, column: SecretColumn, plain: &str) -> String {
+        match &self.secrets {
+            Some(ring) => ring.seal(app_id, column, plain),
+            None => plain.to_string(),
+        }
+    }
+
+    fn open_secret(&self, app_id: &str, column: SecretColumn, stored: &str) -> Result<String> {
+        match &self.secrets {
+            Some(ring) => ring.open(app_id, column, stored),
+            None if stored.starts_with(SEALED_PREFIX) => Err(StoreError::Secret(format!(
+                "app {app_id}: {} is encrypted, and this store was opened without a secret key",
+                column.as_str()
+            ))),
+            None => Ok(stored.to_string()),
+        }
+    }
+
+    /// Seal every app secret not sealed under the current key: rows written before secrets
+    /// were encrypted, and rows under a previous key (key rotation). Each row is rewritten only
+    /// if it still holds what was read (another node may be doing the same). A value under a
+    /// key the ring does not have, or one that does not open, is an error naming the app: this
+    /// node could not serve that app. Does nothing on a store without keys.
+    ///
+    /// SQLite: the rewrite runs with `secure_delete` on and ends with a WAL checkpoint that
+    /// truncates the log, so no plain-text secret stays in the file's free space or the WAL.
+    pub async fn secrets_rekey(&self) -> Result<RekeyReport> {
+        let mut report = RekeyReport::default();
+        let Some(ring) = &self.secrets else { return Ok(report) };
+        let mut conn = self.pool.acquire().await?;
+        if self.dialect == Dialect::Sqlite {
+            sqlx::query("PRAGMA secure_delete = ON").execute(&mut *conn).await?;
+        }
+        let mut after = String::new();
+        loop {
+            let rows = sqlx::query("SELECT id, secret, previous_secret FROM apps WHERE id > ? ORDER BY id LIMIT 500")
+                .bind(&after)
+                .fetch_all(&mut *conn)
+                .await?;
+            let Some(last) = rows.last() else { break };
+            after = col(last, "id")?;
+            for r in &rows {
+                let id: String = col(r, "id")?;
+                let secret: String = col(r, "secret")?;
+                let previous: Option<String> = col(r, "previous_secret")?;
+                let columns = [(SecretColumn::Secret, Some(secret)), (SecretColumn::PreviousSecret, previous)];
+                for (column, stored) in columns {
+                    let Some(stored) = stored else { continue };
+                    let (plain, count) = match ring.sealed_by(&stored) {
+                        Sealed::Current => continue,
+                        Sealed::Plain => (stored.clone(), &mut report.encrypted),
+                        Sealed::OtherKey(_) => (ring.open(&id, column, &stored)?, &mut report.rekeyed),
+                    };
+                    let sql = match column {
+                        SecretColumn::Secret => "UPDATE apps SET secret = ? WHERE id = ? AND secret = ?",
+                        SecretColumn::PreviousSecret => {
+                            "UPDATE apps SET previous_secret = ? WHERE id = ? AND previous_secret = ?"
+                        }
+                    };
+                    let r = sqlx::query(sql)
+                        .bind(ring.seal(&id, column, &plain))
+                        .bind(&id)
+                        .bind(&stored)
+                        .execute(&mut *conn)
+                        .await?;
+                    *count += r.rows_affected();
+                }
+            }
+        }
+        if self.dialect == Dialect::Sqlite {
+            sqlx::query("PRAGMA secure_delete = OFF").execute(&mut *conn).await?;
+            if report.encrypted > 0 {
+                sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&mut *conn).await?;
+            }
+        }
+        Ok(report)
+    }
 }
 
 pub(super) fn executor_row(r: &AnyRow) -> Result<Executor> {
@@ -61,8 +147,8 @@ impl AppStore for SqlStore {
         .bind(&a.name)
         .bind(&a.description)
         .bind(to_json(&a.endpoints))
-        .bind(&a.secret)
-        .bind(&a.previous_secret)
+        .bind(self.seal_secret(&a.id, SecretColumn::Secret, &a.secret))
+        .bind(a.previous_secret.as_deref().map(|p| self.seal_secret(&a.id, SecretColumn::PreviousSecret, p)))
         .bind(a.previous_expires_ms)
         .bind(a.created_at_ms)
         .bind(a.updated_at_ms)
@@ -83,7 +169,7 @@ impl AppStore for SqlStore {
         .fetch_optional(&self.pool)
         .await?
         .as_ref()
-        .map(app_row)
+        .map(|r| self.app_row(r))
         .transpose()
     }
 
@@ -99,7 +185,7 @@ impl AppStore for SqlStore {
         .fetch_all(&self.pool)
         .await?
         .iter()
-        .map(app_row)
+        .map(|r| self.app_row(r))
         .collect()
     }
 
@@ -110,8 +196,8 @@ impl AppStore for SqlStore {
         )
         .bind(&a.description)
         .bind(to_json(&a.endpoints))
-        .bind(&a.secret)
-        .bind(&a.previous_secret)
+        .bind(self.seal_secret(&a.id, SecretColumn::Secret, &a.secret))
+        .bind(a.previous_secret.as_deref().map(|p| self.seal_secret(&a.id, SecretColumn::PreviousSecret, p)))
         .bind(a.previous_expires_ms)
         .bind(a.updated_at_ms)
         .bind(&a.id)
@@ -160,7 +246,7 @@ impl AppStore for SqlStore {
         .fetch_optional(&self.pool)
         .await?
         .as_ref()
-        .map(app_row)
+        .map(|r| self.app_row(r))
         .transpose()
     }
 

@@ -26,7 +26,7 @@ use serde_json::Value;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{Any, AnyPool, Executor as _, Row, Transaction};
 
-use crate::{DbStore, Dialect, Result, StoreError, migrate};
+use crate::{DbStore, Dialect, KeyRing, RekeyReport, Result, StoreError, migrate};
 
 mod apps;
 mod chains;
@@ -49,6 +49,10 @@ pub struct ConnectOptions {
     /// How long `open`/`migrate` waits for another node's (or process's) migration
     /// before failing with [`StoreError::MigrationLock`].
     pub migrate_lock_wait: Duration,
+    /// The keys app secrets are sealed with at rest (see `secrets.rs`). `None` stores them
+    /// as given and refuses sealed ones: for tools that never read apps (`sundial migrate`);
+    /// `sundial serve` always gives keys.
+    pub secret_keys: Option<KeyRing>,
 }
 
 impl ConnectOptions {
@@ -58,6 +62,7 @@ impl ConnectOptions {
             max_connections: 10,
             lock_sqlite_file: true,
             migrate_lock_wait: migrate::DEFAULT_LOCK_WAIT,
+            secret_keys: None,
         }
     }
 }
@@ -69,12 +74,24 @@ pub struct SqlStore {
     /// Jobs as the dispatch transactions last read them (see `runs/batch.rs`, `lock_jobs`).
     jobs_seen: jobs::JobsSeen,
     migrate_lock_wait: Duration,
+    /// Seals and opens app secrets (`sql/apps.rs`).
+    secrets: Option<KeyRing>,
     _lock: Option<File>,
 }
 
-fn sqlite_path(url: &str) -> Option<&str> {
+/// The file of a `sqlite://PATH` (or `sqlite:PATH`) URL, without its query; `None` for
+/// another scheme.
+pub fn sqlite_path(url: &str) -> Option<&str> {
     let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
     Some(rest.split('?').next().unwrap_or(rest))
+}
+
+/// A database URL fit to show: its user and password replaced by `***`.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://***@{}", &url[..s], &url[at + 1..]),
+        _ => url.to_string(),
+    }
 }
 
 impl SqlStore {
@@ -122,22 +139,26 @@ impl SqlStore {
                 dialect: Dialect::MySql,
                 jobs_seen: Default::default(),
                 migrate_lock_wait: opts.migrate_lock_wait,
+                secrets: opts.secret_keys.clone(),
                 _lock: None,
             });
         }
         let Some(path) = sqlite_path(&opts.url) else {
-            return Err(StoreError::BadUrl(opts.url.clone()));
+            return Err(StoreError::BadUrl(redact_url(&opts.url)));
         };
         let memory = path == ":memory:" || path.is_empty();
-        let lock = if opts.lock_sqlite_file && !memory {
+        if !memory {
             if let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| StoreError::Locked {
+                create_private_dir(dir).map_err(|e| StoreError::Locked {
                     path: dir.display().to_string(),
                     hint: format!("cannot create the data directory: {e}"),
                 })?;
             }
+            private_sqlite_files(path)?;
+        }
+        let lock = if opts.lock_sqlite_file && !memory {
             let lock_path = format!("{path}.lock");
-            let f = File::options().create(true).truncate(false).write(true).open(&lock_path).map_err(|e| {
+            let f = private_file_options().create(true).truncate(false).write(true).open(&lock_path).map_err(|e| {
                 StoreError::Locked { path: lock_path.clone(), hint: format!("cannot open the lock file: {e}") }
             })?;
             if f.try_lock().is_err() {
@@ -175,14 +196,28 @@ impl SqlStore {
             dialect: Dialect::Sqlite,
             jobs_seen: Default::default(),
             migrate_lock_wait: opts.migrate_lock_wait,
+            secrets: opts.secret_keys.clone(),
             _lock: lock,
         })
     }
 
     /// Connect and apply pending migrations.
+    /// With secret keys, every app secret not yet sealed under the current key is sealed
+    /// now ([`SqlStore::secrets_rekey`]); a secret under a key not given refuses the open.
     pub async fn open(opts: &ConnectOptions, now_ms: i64) -> Result<SqlStore> {
         let store = Self::connect(opts).await?;
         store.migrate(now_ms).await?;
+        if let Some(ring) = &store.secrets {
+            let report = store.secrets_rekey().await?;
+            if report != RekeyReport::default() {
+                tracing::info!(
+                    encrypted = report.encrypted,
+                    rekeyed = report.rekeyed,
+                    key_id = ring.current_id(),
+                    "app secrets sealed under the current secret key"
+                );
+            }
+        }
         Ok(store)
     }
 
@@ -205,6 +240,71 @@ impl SqlStore {
             Dialect::MySql => self.pool.begin().await?,
         })
     }
+}
+
+// ---- file modes (SQLite) -------------------------------------------------------
+
+/// Group and other permission bits.
+#[cfg(unix)]
+const NOT_OWNER: u32 = 0o077;
+
+/// Create `dir` (and missing parents) readable by its owner only. An existing directory is
+/// left as it is, with a warning if other users can enter it.
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        if let Ok(meta) = std::fs::metadata(dir) {
+            let mode = meta.permissions().mode() & 0o777;
+            if meta.is_dir() && mode & NOT_OWNER != 0 {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    mode = format!("{mode:04o}"),
+                    "the data directory is open to other users; its database and key files are 0600, \
+                     but consider `chmod 700` on it"
+                );
+            }
+            return Ok(());
+        }
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir)
+}
+
+/// Options creating a file readable and writable by its owner only.
+fn private_file_options() -> std::fs::OpenOptions {
+    let mut o = File::options();
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    o
+}
+
+/// The SQLite database file created `0600` before SQLite opens it (its `-wal` and `-shm`
+/// files take the database file's mode), and an existing database file, WAL or shared-memory
+/// file open to other users set to `0600`, with a warning.
+fn private_sqlite_files(path: &str) -> Result<()> {
+    let io = |e: std::io::Error| StoreError::Locked {
+        path: path.to_string(),
+        hint: format!("cannot create or check the database file: {e}"),
+    };
+    private_file_options().create(true).truncate(false).write(true).open(path).map_err(io)?;
+    #[cfg(unix)]
+    for file in [path.to_string(), format!("{path}-wal"), format!("{path}-shm"), format!("{path}.lock")] {
+        use std::os::unix::fs::PermissionsExt;
+        let Ok(meta) = std::fs::metadata(&file) else { continue };
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & NOT_OWNER != 0 {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode & 0o700)).map_err(io)?;
+            tracing::warn!(
+                file = %file,
+                was = format!("{mode:04o}"),
+                now = format!("{:04o}", mode & 0o700),
+                "database file was open to other users; set to owner-only"
+            );
+        }
+    }
+    Ok(())
 }
 
 // ---- row decoding -------------------------------------------------------------

@@ -37,6 +37,7 @@ mod nodes;
 mod retention;
 mod runs;
 mod scripts;
+mod secrets;
 mod seen;
 mod shards;
 mod tenants;
@@ -70,5 +71,34 @@ mod migrations {
         a_held_migration_lock_is_waited_for_and_bounded,
         a_file_is_applied_whole_with_semicolons_in_strings_and_comments,
         duplicate_job_names_are_renamed_by_the_unique_names_migration,
+    );
+}
+
+/// App secrets at rest (`secrets.rs`): `secrets_at_rest::sqlite::NAME` and
+/// `secrets_at_rest::mysql::NAME`, each from `secrets::NAME(dialect)` on a fresh database
+/// whose stores the test opens with the keys it chooses.
+mod secrets_at_rest {
+    macro_rules! on_both {
+        ($($name:ident),+ $(,)?) => {
+            mod sqlite {
+                $(#[tokio::test]
+                async fn $name() {
+                    crate::secrets::$name(sundial_store::Dialect::Sqlite).await;
+                })+
+            }
+            mod mysql {
+                $(#[tokio::test]
+                async fn $name() {
+                    crate::secrets::$name(sundial_store::Dialect::MySql).await;
+                })+
+            }
+        };
+    }
+
+    on_both!(
+        secrets_are_sealed_in_their_columns_and_read_back_in_plain,
+        a_value_moved_to_another_row_or_altered_does_not_open,
+        plain_rows_are_sealed_when_a_store_with_keys_opens,
+        a_new_key_reseals_every_row_and_an_unknown_key_is_a_clear_error,
     );
 }

@@ -27,6 +27,9 @@ pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }
 
+/// The secret key of the test nodes on MySQL (base64 of 32 bytes).
+pub const TEST_SECRET_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
 /// The binary with no inherited `SUNDIAL_*` settings.
 pub fn sundial() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_sundial"));
@@ -53,9 +56,12 @@ pub struct Node {
 pub fn serve(database_url: &str, node_id: &str, envs: &[(&str, &str)], log: &Path) -> Node {
     let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log).expect("node log file");
     let mut cmd = sundial();
-    cmd.arg("serve")
-        .args(["--database-url", database_url, "--node-id", node_id, "--listen", "127.0.0.1:0"])
-        .envs(envs.iter().copied());
+    cmd.arg("serve").args(["--database-url", database_url, "--node-id", node_id, "--listen", "127.0.0.1:0"]);
+    if database_url.starts_with("mysql") {
+        // MySQL needs a secret key, the same on every node (a test's envs may give another).
+        cmd.env("SUNDIAL_SECRET_KEY", TEST_SECRET_KEY);
+    }
+    cmd.envs(envs.iter().copied());
     let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::from(log_file)).spawn().expect("spawn sundial");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     // Generous: a node compiles the Python interpreter before it listens when its runner's

@@ -11,7 +11,7 @@ use sundial_core::run_state::{RunEvent, transition};
 use sundial_core::types::{BlockStrategy, JobState, Route, RunState};
 
 use super::{run_row, set_terminal};
-use crate::sql::apps::{app_row, executor_row};
+use crate::sql::apps::executor_row;
 use crate::sql::chains;
 use crate::sql::jobs::{JOB_COLS, job_row};
 use crate::sql::{
@@ -544,8 +544,15 @@ impl SqlStore {
         );
         let mut out: HashMap<String, AppRouting> = HashMap::new();
         for row in fetch_in(tx, &apps_sql, app_ids).await? {
-            let app = app_row(&row)?;
-            out.insert(app.id.clone(), AppRouting { app, executors: Vec::new() });
+            match self.app_row(&row) {
+                Ok(app) => {
+                    out.insert(app.id.clone(), AppRouting { app, executors: Vec::new() });
+                }
+                // An app whose secret this node cannot open (a key missing from its ring) fails
+                // its own deliveries (no app: no executor), not the batch's other apps'.
+                Err(e @ StoreError::Secret(_)) => tracing::error!(error = %e, "cannot sign deliveries for this app"),
+                Err(e) => return Err(e),
+            }
         }
         let exec_sql = format!("SELECT * FROM executors WHERE app_id IN ({}) ORDER BY registered_at_ms, id", IDS);
         for row in fetch_in(tx, &exec_sql, app_ids).await? {
