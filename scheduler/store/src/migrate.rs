@@ -156,6 +156,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0016_one_wake_index.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0016_one_wake_index.sql"),
     },
+    Migration {
+        version: 17,
+        name: "tenant_quotas",
+        mysql: include_str!("../../../migrations/mysql/0017_tenant_quotas.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0017_tenant_quotas.sql"),
+    },
 ];
 
 impl Migration {

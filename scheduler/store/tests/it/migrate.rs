@@ -82,41 +82,30 @@ fn all_recorded(dialect: Dialect) -> Vec<(i64, String, Option<String>)> {
     files(dialect).into_iter().map(|(v, n, c)| (v, n, Some(c))).collect()
 }
 
-/// Undo migration 0016 (its columns and indexes back to 0015's), as if the database predated it.
+/// Undo migration 0017 (its tables, column and index), as if the database predated it.
 async fn undo_latest(conn: &mut AnyConnection, dialect: Dialect) {
-    assert_eq!(*versions(dialect).last().unwrap(), 16, "undo the latest migration here");
+    assert_eq!(*versions(dialect).last().unwrap(), 17, "undo the latest migration here");
     let stmts: &[&str] = match dialect {
-        Dialect::MySql => {
-            &["ALTER TABLE runs DROP INDEX ix_runs_wake, DROP INDEX ix_runs_open, DROP COLUMN wake_kind, \
-             DROP COLUMN wake_at_ms, DROP COLUMN open_job_id, \
-             ADD COLUMN pending_at_ms BIGINT AS (CASE WHEN state = 'pending' THEN scheduled_at_ms END) STORED, \
-             ADD COLUMN running_deadline_ms BIGINT AS (CASE WHEN state = 'running' THEN COALESCE(deadline_ms, 0) END) STORED, \
-             ADD INDEX ix_runs_pending_kind (trigger_kind, pending_at_ms), ADD INDEX ix_runs_lease (lease_until_ms), \
-             ADD INDEX ix_runs_retry (next_attempt_at_ms), ADD INDEX ix_runs_running (running_deadline_ms), \
-             ADD INDEX ix_runs_sched (scheduled_at_ms), ADD INDEX ix_runs_job (job_id, state)"]
-        }
+        Dialect::MySql => &[
+            "ALTER TABLE jobs DROP INDEX ix_jobs_quota, DROP COLUMN fire_rate",
+            "ALTER TABLE chain_joins DROP INDEX ix_chain_joins_open",
+            "DROP TABLE tenant_quotas",
+            "DROP TABLE tenant_daily_usage",
+            "DROP TABLE run_log_usage",
+        ],
         Dialect::Sqlite => &[
-            "DROP INDEX ix_runs_wake",
-            "DROP INDEX ix_runs_open",
-            "ALTER TABLE runs DROP COLUMN wake_kind",
-            "ALTER TABLE runs DROP COLUMN wake_at_ms",
-            "ALTER TABLE runs DROP COLUMN open_job_id",
-            "ALTER TABLE runs ADD COLUMN pending_at_ms INTEGER GENERATED ALWAYS AS \
-             (CASE WHEN state = 'pending' THEN scheduled_at_ms END) VIRTUAL",
-            "ALTER TABLE runs ADD COLUMN running_deadline_ms INTEGER GENERATED ALWAYS AS \
-             (CASE WHEN state = 'running' THEN COALESCE(deadline_ms, 0) END) VIRTUAL",
-            "CREATE INDEX ix_runs_pending_kind ON runs (trigger_kind, pending_at_ms)",
-            "CREATE INDEX ix_runs_lease ON runs (lease_until_ms)",
-            "CREATE INDEX ix_runs_retry ON runs (next_attempt_at_ms)",
-            "CREATE INDEX ix_runs_running ON runs (running_deadline_ms)",
-            "CREATE INDEX ix_runs_sched ON runs (scheduled_at_ms)",
-            "CREATE INDEX ix_runs_job ON runs (job_id, state)",
+            "DROP INDEX ix_jobs_quota",
+            "DROP INDEX ix_chain_joins_open",
+            "ALTER TABLE jobs DROP COLUMN fire_rate",
+            "DROP TABLE tenant_quotas",
+            "DROP TABLE tenant_daily_usage",
+            "DROP TABLE run_log_usage",
         ],
     };
     for sql in stmts {
         exec(conn, sql).await;
     }
-    exec(conn, "DELETE FROM sundial_migrations WHERE version = 16").await;
+    exec(conn, "DELETE FROM sundial_migrations WHERE version = 17").await;
 }
 
 /// Connect two stores, then migrate both at once (connecting takes longer than migrating,
