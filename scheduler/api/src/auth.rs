@@ -70,6 +70,13 @@ impl FromRequestParts<AppState> for Caller {
         if let Some(t) = &key.tenant_id {
             span.record("tenant_id", t.as_str());
         }
+        // Every request with a key counts against the key's rate (health endpoints and
+        // signed executor calls carry no key and are not counted).
+        let rate = match &key.tenant_id {
+            Some(t) => state.quotas_of(t).await?.max_api_requests_per_second,
+            None => state.limits.defaults().max_api_requests_per_second,
+        };
+        state.limits.take(&key.id, rate, state.now_ms())?;
         Ok(Caller { key })
     }
 }

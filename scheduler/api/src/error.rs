@@ -27,13 +27,15 @@ pub struct ApiError {
     pub code: &'static str,
     pub message: String,
     pub details: Value,
+    /// Seconds for a `Retry-After` header (429).
+    pub retry_after_s: Option<u64>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into(), details: json!({}) }
+        Self { status, code, message: message.into(), details: json!({}), retry_after_s: None }
     }
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = details;
@@ -47,7 +49,15 @@ impl ApiError {
             code,
             message: format!("{field}: {problem}"),
             details: json!({"field": field, "problem": problem}),
+            retry_after_s: None,
         }
+    }
+    /// Add `details.field` (which part of the request a refusal is about).
+    pub fn with_field(mut self, field: &str) -> Self {
+        if let Value::Object(m) = &mut self.details {
+            m.insert("field".into(), Value::from(field));
+        }
+        self
     }
     pub fn not_found(what: &str) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
@@ -60,6 +70,31 @@ impl ApiError {
     }
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, code, message)
+    }
+    /// A quota refused the request: `quota_exceeded` naming the quota, its limit and the
+    /// usage. Rates (API requests per second) are 429; caps (jobs, fires per second, scripts,
+    /// bytes, handlers) are 409: the request is well-formed and may succeed later, once the
+    /// tenant frees room or the operator raises the limit, but repeating it as is will not.
+    pub fn quota(e: &sundial_core::quota::Exceeded) -> Self {
+        let status = match e.quota {
+            sundial_core::quota::Quota::MaxApiRequestsPerSecond => StatusCode::TOO_MANY_REQUESTS,
+            _ => StatusCode::CONFLICT,
+        };
+        Self::new(status, "quota_exceeded", e.to_string()).with_details(json!({
+            "quota": e.quota,
+            "limit": e.limit,
+            "usage": amount(e.usage),
+            "requested": amount(e.requested),
+        }))
+    }
+    /// A node limit on one request (not a tenant's quota) refused it: `quota_exceeded` with
+    /// the limit's name, the limit and what the request carried.
+    pub fn limit(status: StatusCode, quota: &str, limit: i64, usage: i64, message: impl Into<String>) -> Self {
+        Self::new(status, "quota_exceeded", message).with_details(json!({
+            "quota": quota,
+            "limit": limit,
+            "usage": usage,
+        }))
     }
     pub fn internal(cause: &dyn std::error::Error) -> Self {
         let mut chain = cause.to_string();
@@ -77,7 +112,11 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody { code: self.code.to_string(), message: self.message, details: self.details };
-        (self.status, Json(body)).into_response()
+        let mut resp = (self.status, Json(body)).into_response();
+        if let Some(s) = self.retry_after_s {
+            resp.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(s));
+        }
+        resp
     }
 }
 
@@ -109,6 +148,7 @@ impl From<StoreError> for ApiError {
                 format!("the {what} was changed by another request meanwhile; reload it and try again"),
             ),
             StoreError::Refused { field, message } => ApiError::field(&field, "invalid_field", message),
+            StoreError::QuotaExceeded(e) => ApiError::quota(&e),
             StoreError::Database(ref d) if is_unavailable(d) => {
                 tracing::warn!(error = %e, "database unavailable");
                 ApiError::new(
@@ -120,6 +160,11 @@ impl From<StoreError> for ApiError {
             other => ApiError::internal(&other),
         }
     }
+}
+
+/// A whole number as an integer, a fraction as a float (fires per second).
+fn amount(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9e15 { json!(v as i64) } else { json!((v * 1000.0).round() / 1000.0) }
 }
 
 fn is_unavailable(e: &sqlx::Error) -> bool {

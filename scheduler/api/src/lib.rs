@@ -11,6 +11,7 @@ pub mod auth;
 pub mod bootstrap;
 pub mod error;
 pub mod extract;
+pub mod limits;
 pub mod openapi;
 pub mod routes;
 pub mod signed;
@@ -36,6 +37,9 @@ pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .route("/tenants", post(tenants::create).get(tenants::list))
         .route("/tenants/{id}", get(tenants::get))
+        .route("/tenants/{id}/quotas", get(quotas::get).put(quotas::put))
+        .route("/tenants/{id}/usage", get(quotas::tenant_usage))
+        .route("/usage", get(quotas::usage))
         .route("/keys", post(keys::create).get(keys::list))
         .route("/keys/{id}", axum::routing::delete(keys::delete))
         .route("/apps", post(apps::create).get(apps::list))

@@ -92,7 +92,7 @@ pub const JSON_OBJECT: &[(&str, &str)] = &[
     ),
     servers((url = "http://127.0.0.1:7700", description = "A local `sundial serve` (its default listen address)")),
     paths(
-        tenants::create, tenants::list, tenants::get,
+        tenants::create, tenants::list, tenants::get, quotas::get, quotas::put, quotas::tenant_usage, quotas::usage,
         keys::create, keys::list, keys::delete,
         apps::create, apps::list, apps::get, apps::update, apps::rotate_secret, apps::delete,
         scripts::runtimes, scripts::create, scripts::list, scripts::get, scripts::delete, scripts::create_version, scripts::list_versions,
@@ -252,6 +252,11 @@ fn document_extractor_errors(op: &mut utoipa::openapi::path::Operation) {
     if op.parameters.iter().flatten().any(|p| p.parameter_in == ParameterIn::Query) {
         codes.push("422");
     }
+    // Every call with an API key counts against the key's request rate.
+    let with_key = op.security.is_none() && op.responses.responses.contains_key("401");
+    if with_key {
+        codes.push("429");
+    }
     for code in codes {
         op.responses.responses.entry(code.to_string()).or_insert_with(|| {
             RefOr::T(
@@ -271,7 +276,12 @@ fn document_extractor_errors(op: &mut utoipa::openapi::path::Operation) {
             "403" => "The key's role may not do this",
             "404" => "No such object in this tenant",
             "409" => {
-                "The object's state or version does not allow it, or its name is taken (`details.field` is `name`)"
+                "The object's state or version does not allow it, or its name is taken (`details.field` is `name`), \
+                 or a quota of the tenant would be passed (`quota_exceeded`: `details.quota`, `details.limit`, `details.usage`)"
+            }
+            "429" => {
+                "`quota_exceeded`: this API key's requests per second (`max_api_requests_per_second`) are used up; \
+                 retry after `Retry-After` seconds"
             }
             "413" => "The body is over the size limit (`payload_too_large`)",
             "422" => "A field is invalid: `details.field` names it and `details.problem` says why",
@@ -282,6 +292,12 @@ fn document_extractor_errors(op: &mut utoipa::openapi::path::Operation) {
             && r.description.is_empty()
         {
             r.description = meaning.to_string();
+            if code == "429" {
+                let seconds = utoipa::openapi::ObjectBuilder::new().schema_type(Type::Integer).build();
+                let mut header = utoipa::openapi::header::Header::new(seconds);
+                header.description = Some("Seconds to wait before the key's next request is accepted".into());
+                r.headers.insert("Retry-After".into(), header);
+            }
         }
     }
 }

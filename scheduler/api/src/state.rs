@@ -21,6 +21,14 @@ pub struct ApiConfig {
     /// runtime that is not available is refused at upload. The binary fills this from
     /// what its runner detected at start-up; the default offers every runtime.
     pub runtimes: Vec<RuntimeOffer>,
+    /// Every tenant's quotas unless the operator set others for it (`PUT /tenants/{id}/quotas`).
+    pub quotas: sundial_core::quota::Quotas,
+    /// New handlers (each a new job) one registration call may add. Default 100.
+    pub max_new_handlers_per_registration: usize,
+    /// Log bytes (the messages) one `POST /runs/{id}/logs` call may carry. Default 256 KiB.
+    pub max_log_bytes_per_call: usize,
+    /// How long after a run ended its executor may still send log lines, ms. Default 60 s.
+    pub log_grace_ms: i64,
 }
 
 /// A script runtime as this install offers it.
@@ -85,6 +93,10 @@ impl Default for ApiConfig {
             scripts: ScriptLimits::default(),
             max_output_bytes: sundial_core::protocol::DEFAULT_MAX_OUTPUT_BYTES,
             runtimes: RuntimeOffer::all_available(),
+            quotas: sundial_core::quota::Quotas::default(),
+            max_new_handlers_per_registration: 100,
+            max_log_bytes_per_call: 256 * 1024,
+            log_grace_ms: 60_000,
         }
     }
 }
@@ -99,6 +111,8 @@ pub struct AppState {
     pub wake: Arc<tokio::sync::Notify>,
     /// Best-effort cancels to executors, sent in the background (never awaited by a request).
     pub cancels: sundial_engine::Canceller,
+    /// Tenants' quotas (cached) and the per-key request rate.
+    pub limits: Arc<crate::limits::Limiter>,
 }
 
 impl AppState {
@@ -107,7 +121,8 @@ impl AppState {
     pub fn new(store: Arc<dyn Store>, clock: SharedClock, config: ApiConfig, wake: Arc<tokio::sync::Notify>) -> Self {
         let cancels =
             sundial_engine::Canceller::start(store.clone(), sundial_engine::DeliveryClient::new(clock.clone()));
-        Self { store, clock, config: Arc::new(config), wake, cancels }
+        let limits = Arc::new(crate::limits::Limiter::new(config.quotas));
+        Self { store, clock, config: Arc::new(config), wake, cancels, limits }
     }
 
     /// Send cancels through this sender (the node's engine's, which names the node in
@@ -121,5 +136,10 @@ impl AppState {
 impl AppState {
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()
+    }
+
+    /// A tenant's quotas (the node's defaults with the operator's settings; cached).
+    pub async fn quotas_of(&self, tenant_id: &str) -> crate::error::ApiResult<sundial_core::quota::Quotas> {
+        self.limits.quotas_of(self.store.as_ref(), tenant_id, self.now_ms()).await
     }
 }

@@ -268,6 +268,7 @@ async fn measure(
     let j = args.jobs;
     let op = Api::new(&sundial.base, &sundial.admin_key);
     let tenant = op.create("/api/v1/tenants", &serde_json::json!({"name": "bench"})).await?;
+    server::raise_quotas(&op, tenant["id"].as_str().context("tenant without id")?, j).await?;
     let api = op.with_key(tenant["admin_key"].as_str().context("tenant without admin_key")?);
     let app = api.create("/api/v1/apps", &serde_json::json!({"name": "bench", "endpoints": [sink.url()]})).await?;
     sink.set_key(sign::Key::parse(app["secret"].as_str().context("app without secret")?)?);

@@ -211,6 +211,12 @@ struct Measured {
 async fn measure(args: &ScriptsArgs, sink: &Sink, sundial: &Sundial, target: &Target) -> anyhow::Result<Measured> {
     let op = Api::new(&sundial.base, &sundial.admin_key);
     let tenant = op.create("/api/v1/tenants", &json!({"name": "bench"})).await?;
+    crate::server::raise_quotas(
+        &op,
+        tenant["id"].as_str().context("tenant without id")?,
+        args.jobs.unwrap_or(args.runs).max(args.runs) * 2,
+    )
+    .await?;
     let api = op.with_key(tenant["admin_key"].as_str().context("tenant without admin_key")?);
     let app = api.create("/api/v1/apps", &json!({"name": "bench", "endpoints": [sink.url()]})).await?;
     sink.set_key(crate::sign::Key::parse(app["secret"].as_str().context("app without secret")?)?);

@@ -155,6 +155,15 @@ impl Api {
         Ok(v)
     }
 
+    /// PUT a JSON body; the answer must be 200.
+    pub async fn put(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        let r = self.http.put(format!("{}{path}", self.base)).bearer_auth(&self.key).json(body).send().await?;
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        anyhow::ensure!(status == 200, "PUT {path} answered {status}: {v}");
+        Ok(v)
+    }
+
     /// GET; the answer must be 200.
     pub async fn get(&self, path: &str) -> anyhow::Result<Value> {
         let r = self.http.get(format!("{}{path}", self.base)).bearer_auth(&self.key).send().await?;
@@ -179,6 +188,25 @@ pub fn schedule(phase_offset_ms: Option<i64>, anchor_second_ms: i64) -> Value {
 
 /// Create one job per schedule over `connections` keep-alive connections; returns the job ids
 /// in order.
+/// Raise the bench tenant's quotas (operator key) to what `jobs` jobs firing every second,
+/// created as fast as the node takes them, need: the defaults protect a shared install
+/// (10,000 jobs, 1,000 fires per second, 1,000 requests per second per key), and the
+/// bench is one tenant measuring the node.
+pub async fn raise_quotas(op: &Api, tenant_id: &str, jobs: usize) -> anyhow::Result<()> {
+    let jobs = jobs as i64 + 1_000;
+    op.put(
+        &format!("/api/v1/tenants/{tenant_id}/quotas"),
+        &serde_json::json!({
+            "max_jobs": jobs,
+            "max_fires_per_second": jobs,
+            "max_inflight": jobs,
+            "max_api_requests_per_second": 1_000_000,
+        }),
+    )
+    .await?;
+    Ok(())
+}
+
 pub async fn create_jobs(api: &Api, schedules: Vec<Value>, connections: usize) -> anyhow::Result<Vec<String>> {
     let schedules = Arc::new(schedules);
     let next = Arc::new(AtomicUsize::new(0));

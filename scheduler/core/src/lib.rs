@@ -17,6 +17,7 @@ pub mod job;
 pub mod keys;
 pub mod outbound;
 pub mod protocol;
+pub mod quota;
 pub mod route;
 pub mod run_state;
 pub mod schedule;

@@ -12,6 +12,9 @@ pub enum StoreError {
     /// A request the store refuses for a reason of the data (e.g. a cycle of child jobs).
     #[error("{field}: {message}")]
     Refused { field: String, message: String },
+    /// A write that would take a tenant over a quota; nothing was written.
+    #[error("{0}")]
+    QuotaExceeded(sundial_core::quota::Exceeded),
     #[error("another process holds the database lock {path}: {hint}")]
     Locked { path: String, hint: String },
     #[error("unsupported database URL `{0}`: use sqlite://PATH or mysql://USER@HOST/DB")]

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use sundial_core::job::ChildEdge;
+use sundial_core::quota::Quotas;
 use sundial_core::types::JobState;
 
 use crate::{Job, JobMisfire, Page, Result};
@@ -20,6 +21,10 @@ pub trait JobStore: Send + Sync {
     /// Insert a job and its child edges. Children must be jobs of the same tenant and
     /// must not make a cycle; both are checked inside the transaction.
     async fn job_insert(&self, job: &Job, children: &[ChildEdge]) -> Result<()>;
+    /// [`job_insert`](JobStore::job_insert) within the tenant's quotas: one more job, and
+    /// (if active) its peak fire rate; over either, [`StoreError::QuotaExceeded`](crate::StoreError::QuotaExceeded)
+    /// and nothing is written. A tenant's quota checks are serialised (its row is locked).
+    async fn job_insert_within(&self, job: &Job, children: &[ChildEdge], quotas: &Quotas) -> Result<()>;
     async fn job_get(&self, tenant_id: &str, id: &str) -> Result<Option<Job>>;
     /// Jobs by id, whatever their tenant (the engine's misfire decisions for a batch of
     /// late fires; never reachable from a caller's request). Missing ids are left out.
@@ -33,8 +38,27 @@ pub trait JobStore: Send + Sync {
     /// (`job.version` is the new one). `children: Some` replaces the edges.
     /// `Ok(false)` if the job does not exist; [`StoreError::Stale`](crate::StoreError::Stale) if it changed meanwhile.
     async fn job_update(&self, job: &Job, children: Option<&[ChildEdge]>, expected_version: i64) -> Result<bool>;
+    /// [`job_update`](JobStore::job_update) within the tenant's fires-per-second quota: the
+    /// new definition's rate (if active) less the old one's (if it was) is what it adds.
+    async fn job_update_within(
+        &self,
+        job: &Job,
+        children: Option<&[ChildEdge]>,
+        expected_version: i64,
+        quotas: &Quotas,
+    ) -> Result<bool>;
     /// Set `active`/`stopped`, bumping the version. `None` if the job does not exist.
     async fn job_set_state(&self, tenant_id: &str, id: &str, state: JobState, now_ms: i64) -> Result<Option<Job>>;
+    /// [`job_set_state`](JobStore::job_set_state) within the fires-per-second quota: starting
+    /// a stopped job adds its rate.
+    async fn job_set_state_within(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        state: JobState,
+        now_ms: i64,
+        quotas: &Quotas,
+    ) -> Result<Option<Job>>;
     /// Delete a job, its edges (both directions) and its runs that have not started. A
     /// fan-in waiting for it in a chain where it has not ended is released first (`all`:
     /// recorded `skipped`, the job was deleted).

@@ -33,6 +33,7 @@ mod error;
 mod jobs;
 mod migrate;
 mod nodes;
+mod quotas;
 pub mod records;
 mod retention;
 mod runs;
@@ -49,6 +50,7 @@ pub use apps::*;
 pub use error::{Result, StoreError};
 pub use jobs::*;
 pub use nodes::*;
+pub use quotas::*;
 pub use records::*;
 pub use retention::*;
 pub use runs::*;
@@ -64,8 +66,8 @@ pub use tenants::*;
 /// generic) needs them in scope.
 pub mod prelude {
     pub use crate::{
-        AppStore, DbStore, JobStore, NodeStore, RetentionStore, RunStore, ScriptStore, SeenStore, ShardStore, Store,
-        TenantStore,
+        AppStore, DbStore, JobStore, NodeStore, QuotaStore, RetentionStore, RunStore, ScriptStore, SeenStore,
+        ShardStore, Store, TenantStore,
     };
 }
 
@@ -105,6 +107,7 @@ pub trait Store:
     + NodeStore
     + SeenStore
     + RetentionStore
+    + QuotaStore
     + Send
     + Sync
     + std::fmt::Debug
@@ -123,6 +126,7 @@ impl<T> Store for T where
         + NodeStore
         + SeenStore
         + RetentionStore
+        + QuotaStore
         + Send
         + Sync
         + std::fmt::Debug

@@ -157,6 +157,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../../migrations/sqlite/0016_one_wake_index.sql"),
     },
     Migration {
+        version: 17,
+        name: "tenant_quotas",
+        mysql: include_str!("../../../migrations/mysql/0017_tenant_quotas.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0017_tenant_quotas.sql"),
+    },
+    Migration {
         version: 19,
         name: "sealed_app_secrets",
         mysql: include_str!("../../../migrations/mysql/0019_sealed_app_secrets.sql"),

@@ -142,6 +142,42 @@ pub struct Settings {
     /// The runner's caches: compiled modules and per-run directories (default: `<data_dir>/runner`).
     #[arg(long, env = "SUNDIAL_RUNNER_DIR")]
     pub runner_dir: Option<PathBuf>,
+    /// Default quota: jobs per tenant (the operator sets others per tenant: `PUT /api/v1/tenants/{id}/quotas`). Default 10000.
+    #[arg(long, env = "SUNDIAL_QUOTA_MAX_JOBS")]
+    pub quota_max_jobs: Option<i64>,
+    /// Default quota: the peak fires per second of a tenant's active jobs together. Default 1000.
+    #[arg(long, env = "SUNDIAL_QUOTA_MAX_FIRES_PER_SECOND")]
+    pub quota_max_fires_per_second: Option<i64>,
+    /// Default quota: runs of one tenant in flight at once. Default 1000.
+    #[arg(long, env = "SUNDIAL_QUOTA_MAX_INFLIGHT")]
+    pub quota_max_inflight: Option<i64>,
+    /// Default quota: scripts per tenant. Default 1000.
+    #[arg(long, env = "SUNDIAL_QUOTA_MAX_SCRIPTS")]
+    pub quota_max_scripts: Option<i64>,
+    /// Default quota: bytes of script source per tenant, every version counted. Default 268435456 (256 MiB).
+    #[arg(long, env = "SUNDIAL_QUOTA_MAX_SCRIPT_BYTES")]
+    pub quota_max_script_bytes: Option<i64>,
+    /// Default quota: log bytes executors may send for one run. Default 10485760 (10 MiB).
+    #[arg(long, env = "SUNDIAL_QUOTA_MAX_LOG_BYTES_PER_RUN")]
+    pub quota_max_log_bytes_per_run: Option<i64>,
+    /// Default quota: log bytes a tenant's runs may receive in a UTC day. Default 1073741824 (1 GiB).
+    #[arg(long, env = "SUNDIAL_QUOTA_MAX_LOG_BYTES_PER_DAY")]
+    pub quota_max_log_bytes_per_day: Option<i64>,
+    /// Default quota: jobs handler registrations may create for one app. Default 1000.
+    #[arg(long, env = "SUNDIAL_QUOTA_MAX_HANDLERS_PER_APP")]
+    pub quota_max_handlers_per_app: Option<i64>,
+    /// Default quota: API requests per second of one API key, on each node (429 with `Retry-After` beyond). Default 1000.
+    #[arg(long, env = "SUNDIAL_QUOTA_MAX_API_REQUESTS_PER_SECOND")]
+    pub quota_max_api_requests_per_second: Option<i64>,
+    /// New handlers (each a new job) one executor registration may add. Default 100.
+    #[arg(long, env = "SUNDIAL_MAX_NEW_HANDLERS_PER_REGISTRATION")]
+    pub max_new_handlers_per_registration: Option<usize>,
+    /// Log bytes one `POST /runs/{id}/logs` call may carry. Default 262144.
+    #[arg(long, env = "SUNDIAL_MAX_LOG_BYTES_PER_CALL")]
+    pub max_log_bytes_per_call: Option<usize>,
+    /// Seconds after a run ended its executor may still send log lines. Default 60.
+    #[arg(long, env = "SUNDIAL_LOG_GRACE_SECS")]
+    pub log_grace_secs: Option<i64>,
 }
 
 /// Settings with every default applied.
@@ -182,6 +218,11 @@ pub struct Resolved {
     pub interpreters_dir: PathBuf,
     /// The runner's caches (compiled modules, per-run directories): `<data_dir>/runner`.
     pub runner_dir: PathBuf,
+    /// Every tenant's quotas unless the operator set others for it.
+    pub quotas: sundial_core::quota::Quotas,
+    pub max_new_handlers_per_registration: usize,
+    pub max_log_bytes_per_call: usize,
+    pub log_grace_secs: i64,
 }
 
 impl Settings {
@@ -305,6 +346,44 @@ impl Settings {
             !host_interpreters || allow_shell,
             "host_interpreters: the host's interpreters run in the shell sandbox; turn on allow_shell too"
         );
+        let d = sundial_core::quota::Quotas::default();
+        let quotas = sundial_core::quota::Quotas {
+            max_jobs: self.quota_max_jobs.or(file.quota_max_jobs).unwrap_or(d.max_jobs),
+            max_fires_per_second: self
+                .quota_max_fires_per_second
+                .or(file.quota_max_fires_per_second)
+                .unwrap_or(d.max_fires_per_second),
+            max_inflight: self.quota_max_inflight.or(file.quota_max_inflight).unwrap_or(d.max_inflight),
+            max_scripts: self.quota_max_scripts.or(file.quota_max_scripts).unwrap_or(d.max_scripts),
+            max_script_bytes: self.quota_max_script_bytes.or(file.quota_max_script_bytes).unwrap_or(d.max_script_bytes),
+            max_log_bytes_per_run: self
+                .quota_max_log_bytes_per_run
+                .or(file.quota_max_log_bytes_per_run)
+                .unwrap_or(d.max_log_bytes_per_run),
+            max_log_bytes_per_day: self
+                .quota_max_log_bytes_per_day
+                .or(file.quota_max_log_bytes_per_day)
+                .unwrap_or(d.max_log_bytes_per_day),
+            max_handlers_per_app: self
+                .quota_max_handlers_per_app
+                .or(file.quota_max_handlers_per_app)
+                .unwrap_or(d.max_handlers_per_app),
+            max_api_requests_per_second: self
+                .quota_max_api_requests_per_second
+                .or(file.quota_max_api_requests_per_second)
+                .unwrap_or(d.max_api_requests_per_second),
+        };
+        quotas.check().map_err(|e| anyhow::anyhow!("quota_{e}"))?;
+        let max_new_handlers_per_registration =
+            self.max_new_handlers_per_registration.or(file.max_new_handlers_per_registration).unwrap_or(100);
+        anyhow::ensure!(
+            (1..=1000).contains(&max_new_handlers_per_registration),
+            "max_new_handlers_per_registration: must be 1-1000"
+        );
+        let max_log_bytes_per_call = self.max_log_bytes_per_call.or(file.max_log_bytes_per_call).unwrap_or(256 * 1024);
+        anyhow::ensure!(max_log_bytes_per_call >= 1024, "max_log_bytes_per_call: must be at least 1024");
+        let log_grace_secs = self.log_grace_secs.or(file.log_grace_secs).unwrap_or(60);
+        anyhow::ensure!((0..=86_400).contains(&log_grace_secs), "log_grace_secs: must be 0-86400");
         Ok(Resolved {
             host_interpreters,
             runner: self.runner.or(file.runner).unwrap_or(true),
@@ -345,6 +424,10 @@ impl Settings {
             max_script_wasm_bytes,
             max_script_text_bytes,
             outbound,
+            quotas,
+            max_new_handlers_per_registration,
+            max_log_bytes_per_call,
+            log_grace_secs,
         })
     }
 }
@@ -410,6 +493,11 @@ mod tests {
         assert!(err.to_string().contains("max_inflight_per_app"), "{err}");
         let err = Settings { max_inflight_per_tenant: Some(0), ..Default::default() }.resolve().unwrap_err();
         assert!(err.to_string().contains("max_inflight_per_tenant"), "{err}");
+        let err = Settings { quota_max_jobs: Some(-1), ..Default::default() }.resolve().unwrap_err();
+        assert!(err.to_string().contains("quota_max_jobs"), "{err}");
+        let r = Settings { quota_max_fires_per_second: Some(5), ..Default::default() }.resolve().unwrap();
+        assert_eq!(r.quotas.max_fires_per_second, 5);
+        assert_eq!(r.quotas.max_jobs, sundial_core::quota::Quotas::default().max_jobs);
     }
 
     /// The engine's settings default to the engine's own defaults, from one place

@@ -120,6 +120,10 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
                 max_text_bytes: cfg.max_script_text_bytes,
             },
             runtimes,
+            quotas: cfg.quotas,
+            max_new_handlers_per_registration: cfg.max_new_handlers_per_registration,
+            max_log_bytes_per_call: cfg.max_log_bytes_per_call,
+            log_grace_ms: cfg.log_grace_secs * 1000,
         },
         wake,
     )

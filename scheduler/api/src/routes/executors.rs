@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use sundial_core::error::FieldError;
 use sundial_core::ids::{self, new_id};
 use sundial_core::job::{DEFAULT_TIMEOUT_MS, FailureSpec, MisfireSpec, parse_handler};
+use sundial_core::quota::{self, Quota, Quotas};
 use sundial_core::run_state::FailReason;
 use sundial_core::schedule::ScheduleSpec;
 use sundial_core::types::*;
@@ -186,9 +187,55 @@ fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> J
     }
 }
 
-/// Register (or re-register) an executor of an app. Signed with the app secret.
+/// A registration-created job, unless the app has one for the handler; within the tenant's quotas.
+async fn insert_if_absent(st: &AppState, job: &Job, quotas: &Quotas) -> Result<bool, StoreError> {
+    match st.store.job_insert_within(job, &[], quotas).await {
+        Ok(()) => Ok(true),
+        Err(StoreError::Conflict { what: "job_registration", .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Refuse (before anything is written) a registration whose new handlers, each a new job,
+/// are more than one call may add (`max_new_handlers_per_registration`, a node setting), would
+/// take the app past `max_handlers_per_app`, or the tenant past `max_jobs`.
+async fn check_new_handlers(
+    st: &AppState,
+    app: &sundial_store::App,
+    handlers: &[String],
+    quotas: &Quotas,
+) -> ApiResult<()> {
+    if handlers.is_empty() {
+        return Ok(());
+    }
+    let r = st.store.app_registered_handlers(&app.tenant_id, &app.id, handlers).await?;
+    let new = handlers.len() as i64 - r.present;
+    let per_call = st.config.max_new_handlers_per_registration as i64;
+    if new > per_call {
+        return Err(ApiError::limit(
+            StatusCode::CONFLICT,
+            "max_new_handlers_per_registration",
+            per_call,
+            new,
+            format!(
+                "quota max_new_handlers_per_registration exceeded: this registration lists {new} handlers the app \
+                 has no job for; one registration may add at most {per_call} (register the rest in later calls)"
+            ),
+        )
+        .with_field("handlers"));
+    }
+    quota::check(quotas, Quota::MaxHandlersPerApp, r.app_total, new).map_err(|e| ApiError::quota(&e))?;
+    quota::check(quotas, Quota::MaxJobs, r.tenant_jobs, new).map_err(|e| ApiError::quota(&e))?;
+    Ok(())
+}
+
+/// Register (or re-register) an executor of an app. Signed with the app secret. Each
+/// handler the app has no job for yet creates one (stopped); a registration adding more
+/// than `max_new_handlers_per_registration` of them, or taking the app past
+/// `max_handlers_per_app` or the tenant past `max_jobs`, is refused with 409
+/// `quota_exceeded` and registers nothing.
 #[utoipa::path(post, path = "/api/v1/executors/register", operation_id = "register_executor", tag = "executors", request_body = RegisterRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
-    responses((status = 200, body = Registered), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = Registered), (status = 401, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn register(
     State(st): State<AppState>,
     headers: HeaderMap,
@@ -208,12 +255,14 @@ pub async fn register(
     if let Some(m) = &req.metadata {
         check_metadata(m)?;
     }
-    let handlers = req
+    let mut handlers = req
         .handlers
         .iter()
         .enumerate()
         .map(|(i, h)| parse_handler(&format!("handlers[{i}]"), h))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut seen = std::collections::HashSet::new();
+    handlers.retain(|h| seen.insert(h.clone()));
     let mut runtimes = Vec::new();
     for (i, r) in req.runtimes.iter().enumerate() {
         let r: sundial_core::types::ScriptRuntime = sundial_core::types::parse_enum(&format!("runtimes[{i}]"), r)?;
@@ -221,6 +270,8 @@ pub async fn register(
             runtimes.push(r.as_str().to_string());
         }
     }
+    let quotas = st.quotas_of(&app.tenant_id).await?;
+    check_new_handlers(&st, &app, &handlers, &quotas).await?;
     let now = st.now_ms();
     let exec = st
         .store
@@ -244,12 +295,12 @@ pub async fn register(
     let mut jobs_created = Vec::new();
     for h in &handlers {
         let mut job = registration_job(&app.id, &app.tenant_id, h, now);
-        let created = match st.store.job_insert_if_absent(&job).await {
+        let created = match insert_if_absent(&st, &job, &quotas).await {
             // The handler's name is taken by another job of the tenant (a person's, or another
             // app's handler of the same name): the new job is `<name>-<job id>`, unique since ids are.
             Err(StoreError::Conflict { what: "job_name", .. }) => {
                 job.name = format!("{}-{}", &job.name[..job.name.len().min(99 - job.id.len())], job.id);
-                st.store.job_insert_if_absent(&job).await?
+                insert_if_absent(&st, &job, &quotas).await?
             }
             other => other?,
         };
@@ -544,10 +595,15 @@ pub struct LogsRequest {
 }
 
 /// Log lines (and a liveness signal) from the executor working on a run. Signed.
-/// Liveness does not extend the job's timeout.
+/// Liveness does not extend the job's timeout. Accepted while the run is in progress and
+/// for a short grace after it ended (`log_grace_ms`, default 60 s), else 409
+/// `run_not_in_progress`. A call's messages may carry at most `max_log_bytes_per_call`
+/// bytes (413); a run at most the tenant's `max_log_bytes_per_run`, the tenant's runs at
+/// most `max_log_bytes_per_day` in a UTC day (409 `quota_exceeded`).
 #[utoipa::path(post, path = "/api/v1/runs/{id}/logs", operation_id = "append_run_logs", tag = "executors", request_body = LogsRequest, security(("webhook_signature" = [], "webhook_id" = [], "webhook_timestamp" = [], "sundial_app_id" = [])),
     params(("id" = String, Path)),
-    responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = Ack), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn logs(
     State(st): State<AppState>,
     Path(id): Path<String>,
@@ -575,7 +631,23 @@ pub async fn logs(
         };
         lines.push((at, level, bounded_text(&format!("lines[{i}].message"), &l.message, 10_000)?));
     }
+    let bytes: usize = lines.iter().map(|(_, _, m)| m.len()).sum();
+    let per_call = st.config.max_log_bytes_per_call;
+    if bytes > per_call {
+        return Err(ApiError::limit(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "max_log_bytes_per_call",
+            per_call as i64,
+            bytes as i64,
+            format!(
+                "quota max_log_bytes_per_call exceeded: these lines carry {bytes} bytes of messages; \
+                 one call may carry at most {per_call} (send them in several calls)"
+            ),
+        )
+        .with_field("lines"));
+    }
     let (run, _) = run_of_app(&st, &app, &id).await?;
+    refuse_if_not_in_progress(&run, now, st.config.log_grace_ms)?;
     let shard = shard_of(&run, req.shard)?;
     let last_attempt = match run.shard_total {
         Some(_) => st.store.shard_list(&id).await?.iter().find(|s| s.shard_index == shard).map_or(0, |s| s.attempt),
@@ -584,8 +656,41 @@ pub async fn logs(
     if req.attempt < 1 || req.attempt > last_attempt {
         return Err(ApiError::field("attempt", "invalid_field", format!("the run has no attempt {}", req.attempt)));
     }
-    st.store.shard_log_append(&id, shard, req.attempt, &lines).await?;
+    let quotas = st.quotas_of(&app.tenant_id).await?;
+    let append = sundial_store::LogAppend {
+        tenant_id: &app.tenant_id,
+        run_id: &id,
+        shard_index: shard,
+        attempt: req.attempt,
+        lines: &lines,
+        now_ms: now,
+    };
+    st.store.log_append_within(&append, &quotas).await?;
     Ok(axum::Json(Ack { ok: true }))
+}
+
+/// Logs are for a run in progress: one that has ended takes trailing lines for `grace_ms`
+/// after its end, then nothing (a finished run's log does not grow for ever).
+fn refuse_if_not_in_progress(run: &Run, now: i64, grace_ms: i64) -> ApiResult<()> {
+    if !run.state.is_terminal() {
+        return Ok(());
+    }
+    let ended = run.finished_at_ms.unwrap_or(run.updated_at_ms);
+    if now <= ended.saturating_add(grace_ms) {
+        return Ok(());
+    }
+    Err(ApiError::conflict(
+        "run_not_in_progress",
+        format!(
+            "the run is `{}` since {}; log lines are accepted until {} ms after a run ends",
+            run.state,
+            sundial_core::time::rfc3339_utc(ended),
+            grace_ms
+        ),
+    )
+    .with_details(
+        json!({"state": run.state, "finished_at": sundial_core::time::rfc3339_utc(ended), "grace_ms": grace_ms}),
+    ))
 }
 
 /// An executor of an app and its state.

@@ -72,7 +72,10 @@ async fn to_row(st: &AppState, caller: &TenantCaller, def: JobDef, id: String, n
     Ok(Job::from_def(def, id, &caller.tenant_id, app.id, handler, script_id, now))
 }
 
-/// Create a job (editor).
+/// Create a job (editor). Refused with 409 `quota_exceeded` beyond the tenant's `max_jobs`,
+/// or when its schedule's peak fires per second would take the tenant's active jobs past
+/// `max_fires_per_second` (a fixed rate counts `1000 / every_ms`, a cron the seconds of a
+/// minute it may fire over 60, one-shot and manual jobs nothing).
 #[utoipa::path(post, path = "/api/v1/jobs", operation_id = "create_job", tag = "jobs", request_body = JobInput,
     responses((status = 201, body = JobOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
@@ -87,7 +90,8 @@ pub async fn create(
     refuse_if_it_never_fires(&def.schedule, now)?;
     let children = def.children.clone();
     let job = to_row(&st, &caller, def, new_id(ids::JOB), now).await?;
-    st.store.job_insert(&job, &children).await?;
+    let quotas = st.quotas_of(&caller.tenant_id).await?;
+    st.store.job_insert_within(&job, &children, &quotas).await?;
     tracing::info!(job_id = %job.id, name = %job.name, "job created");
     Ok((StatusCode::CREATED, axum::Json(JobOut::new(job, children))))
 }
@@ -184,7 +188,8 @@ pub async fn replace(
     job.generated_until_ms = Some(now);
     let expected = if_match.unwrap_or(current.version);
     job.version = expected + 1;
-    if !st.store.job_update(&job, Some(&children), expected).await? {
+    let quotas = st.quotas_of(&caller.tenant_id).await?;
+    if !st.store.job_update_within(&job, Some(&children), expected, &quotas).await? {
         return Err(ApiError::not_found("job"));
     }
     Ok(axum::Json(JobOut::new(job, children)))
@@ -203,9 +208,10 @@ pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): 
 
 async fn set_state(st: AppState, caller: TenantCaller, id: String, state: JobState) -> ApiResult<axum::Json<JobOut>> {
     caller.require_editor()?;
+    let quotas = st.quotas_of(&caller.tenant_id).await?;
     let job = st
         .store
-        .job_set_state(&caller.tenant_id, &id, state, st.now_ms())
+        .job_set_state_within(&caller.tenant_id, &id, state, st.now_ms(), &quotas)
         .await?
         .ok_or_else(|| ApiError::not_found("job"))?;
     tracing::info!(job_id = %job.id, state = %state, "job state set");
@@ -214,7 +220,8 @@ async fn set_state(st: AppState, caller: TenantCaller, id: String, state: JobSta
 
 /// Start firing on schedule from now on (no catch-up of the stopped period).
 #[utoipa::path(post, path = "/api/v1/jobs/{id}/start", operation_id = "start_job", tag = "jobs", params(("id" = String, Path)),
-    responses((status = 200, body = JobOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = JobOut), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "`quota_exceeded`: starting it would pass the tenant's `max_fires_per_second`")))]
 pub async fn start(
     State(st): State<AppState>,
     caller: TenantCaller,

@@ -4,6 +4,7 @@ pub mod executors;
 pub mod health;
 pub mod jobs;
 pub mod keys;
+pub mod quotas;
 pub mod runs;
 pub mod scripts;
 pub mod settings;

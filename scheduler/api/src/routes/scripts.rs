@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use sundial_core::ids::{self, new_id};
+use sundial_core::quota::{self, Quota};
 use sundial_core::types::{Name, ScriptRuntime, bounded_text, parse_enum};
 use sundial_store::{Script, ScriptVersion, StoreError};
 
@@ -212,7 +213,18 @@ fn version_row(script_id: &str, source: Source, caller: &TenantCaller, note: Str
     }
 }
 
-/// Upload a new script: its first version, current at once (editor).
+/// Refuse an upload taking the tenant past `max_scripts` or `max_script_bytes` (every
+/// version of every script counts: versions are kept).
+async fn check_quota(st: &AppState, tenant_id: &str, scripts: i64, bytes: i64) -> ApiResult<()> {
+    let quotas = st.quotas_of(tenant_id).await?;
+    let usage = st.store.usage_get(tenant_id, st.now_ms()).await?;
+    quota::check(&quotas, Quota::MaxScripts, usage.scripts, scripts).map_err(|e| ApiError::quota(&e))?;
+    quota::check(&quotas, Quota::MaxScriptBytes, usage.script_bytes, bytes).map_err(|e| ApiError::quota(&e))?;
+    Ok(())
+}
+
+/// Upload a new script: its first version, current at once (editor). Refused with 409
+/// `quota_exceeded` past the tenant's `max_scripts` or `max_script_bytes`.
 #[utoipa::path(post, path = "/api/v1/scripts", operation_id = "create_script", tag = "scripts", request_body = ScriptCreate,
     responses((status = 201, body = ScriptOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
@@ -237,6 +249,7 @@ pub async fn create(
         updated_at_ms: now,
     };
     let first = version_row(&script.id, source, &caller, note, now);
+    check_quota(&st, &caller.tenant_id, 1, first.size_bytes).await?;
     st.store.script_create(&script, &first).await?;
     tracing::info!(script_id = %script.id, name = %script.name, runtime = %runtime, size = first.size_bytes, "script created");
     Ok((StatusCode::CREATED, axum::Json(ScriptOut::new(script, first))))
@@ -288,7 +301,7 @@ pub async fn delete(State(st): State<AppState>, caller: TenantCaller, Path(id): 
 #[utoipa::path(post, path = "/api/v1/scripts/{id}/versions", operation_id = "create_script_version", tag = "scripts",
     params(("id" = String, Path, description = "Script id or name")), request_body = ScriptVersionCreate,
     responses((status = 201, body = ScriptVersionOut), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create_version(
     State(st): State<AppState>,
     caller: TenantCaller,
@@ -300,6 +313,7 @@ pub async fn create_version(
     let note = bounded_text("note", body.note.as_deref().unwrap_or(""), 2000)?;
     let source = check_source(&st, script.runtime, body.source.as_deref(), body.source_base64.as_deref())?;
     let row = version_row(&script.id, source, &caller, note, st.now_ms());
+    check_quota(&st, &caller.tenant_id, 0, row.size_bytes).await?;
     let (_, version) = st
         .store
         .script_add_version(&caller.tenant_id, &script.id, &row)

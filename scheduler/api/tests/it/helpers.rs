@@ -16,6 +16,8 @@ pub const MAX_BODY: usize = 64 * 1024;
 /// The largest run output (`max_output_bytes`), below the body limit so a test can exceed it.
 pub const MAX_OUTPUT: usize = 16 * 1024;
 pub const GRACE_MS: i64 = 3_600_000;
+/// Log bytes one logs call may carry (`max_log_bytes_per_call`), below the body limit so a test can exceed it.
+pub const MAX_LOG_CALL: usize = 16 * 1024;
 
 pub struct TestApp {
     pub base: String,
@@ -42,6 +44,7 @@ pub async fn spawn_app(dialect: Dialect) -> TestApp {
             max_body_bytes: MAX_BODY,
             secret_grace_ms: GRACE_MS,
             max_output_bytes: MAX_OUTPUT,
+            max_log_bytes_per_call: MAX_LOG_CALL,
             ..Default::default()
         },
         wake.clone(),

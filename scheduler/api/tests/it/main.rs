@@ -9,6 +9,7 @@ mod bad_input;
 mod engine;
 mod objects;
 mod openapi;
+mod quotas;
 mod scripts;
 mod shard;
 

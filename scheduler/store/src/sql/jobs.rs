@@ -7,8 +7,10 @@ use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 use sundial_core::job::ChildEdge;
+use sundial_core::quota::Quotas;
 use sundial_core::types::JobState;
 
+use super::quotas::{check_jobs, fire_rate_of};
 use super::{IDS, SqlStore, col, fetch_in_with, json_col, parse_col, to_json};
 use crate::error::job_conflict;
 use crate::{Job, JobFilter, JobMisfire, JobStore, Page, Result, StoreError};
@@ -188,17 +190,44 @@ async fn write_children(
     Ok(())
 }
 
-#[async_trait]
-impl JobStore for SqlStore {
-    // ---- jobs ----
+impl SqlStore {
+    /// A job's peak fire rate as stored (`fire_rate`, or computed for a row from before 0017)
+    /// and whether it is active; `None` if the job does not exist.
+    async fn job_rate_now(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        tenant_id: &str,
+        id: &str,
+    ) -> Result<Option<(i64, bool)>> {
+        let Some(r) =
+            sqlx::query("SELECT state, fire_rate, schedule, created_at_ms FROM jobs WHERE id = ? AND tenant_id = ?")
+                .bind(id)
+                .bind(tenant_id)
+                .fetch_optional(&mut **tx)
+                .await?
+        else {
+            return Ok(None);
+        };
+        let rate = match col::<Option<i64>>(&r, "fire_rate")? {
+            Some(rate) => rate,
+            None => fire_rate_of(&json_col(&r, "schedule")?, col(&r, "created_at_ms")?),
+        };
+        Ok(Some((rate, parse_col::<JobState>(&r, "state")? == JobState::Active)))
+    }
 
-    async fn job_insert(&self, j: &Job, children: &[ChildEdge]) -> Result<()> {
+    async fn insert_job(&self, j: &Job, children: &[ChildEdge], quotas: Option<&Quotas>) -> Result<()> {
+        let rate = fire_rate_of(&j.schedule, j.created_at_ms);
         let mut tx = self.begin().await?;
+        if let Some(q) = quotas {
+            self.lock_tenant(&mut tx, &j.tenant_id).await?;
+            let adding = if j.state == JobState::Active { rate } else { 0 };
+            check_jobs(&mut tx, self.dialect, &j.tenant_id, q, 1, adding).await?;
+        }
         check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
         sqlx::query(
             "INSERT INTO jobs (id, tenant_id, app_id, name, description, handler, script_id, script_version, schedule_kind, schedule, \
              params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, wait_for, state, source, registration_key, version, \
-             generated_until_ms, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             generated_until_ms, created_at_ms, updated_at_ms, fire_rate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&j.id)
         .bind(&j.tenant_id)
@@ -225,12 +254,156 @@ impl JobStore for SqlStore {
         .bind(j.generated_until_ms)
         .bind(j.created_at_ms)
         .bind(j.updated_at_ms)
+        .bind(rate)
         .execute(&mut *tx)
         .await
         .map_err(job_conflict(&j.name))?;
         write_children(&mut tx, &j.tenant_id, &j.id, children, j.created_at_ms).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    async fn update_job(
+        &self,
+        j: &Job,
+        children: Option<&[ChildEdge]>,
+        expected_version: i64,
+        quotas: Option<&Quotas>,
+    ) -> Result<bool> {
+        let rate = fire_rate_of(&j.schedule, j.created_at_ms);
+        let mut tx = self.begin().await?;
+        if let Some(q) = quotas {
+            self.lock_tenant(&mut tx, &j.tenant_id).await?;
+            // What the change adds: the new definition's rate if active, less the old one's.
+            if let Some((old, was_active)) = self.job_rate_now(&mut tx, &j.tenant_id, &j.id).await? {
+                let adding = if j.state == JobState::Active { rate } else { 0 } - if was_active { old } else { 0 };
+                check_jobs(&mut tx, self.dialect, &j.tenant_id, q, 0, adding).await?;
+            }
+        }
+        if let Some(children) = children {
+            check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
+        }
+        let r = sqlx::query(
+            "UPDATE jobs SET app_id = ?, name = ?, description = ?, handler = ?, script_id = ?, script_version = ?, schedule_kind = ?, schedule = ?, \
+             params = ?, route = ?, block_strategy = ?, misfire = ?, failure = ?, timeout_ms = ?, max_concurrency = ?, wait_for = ?, state = ?, \
+             version = ?, generated_until_ms = ?, updated_at_ms = ?, fire_rate = ? WHERE id = ? AND tenant_id = ? AND version = ?",
+        )
+        .bind(&j.app_id)
+        .bind(&j.name)
+        .bind(&j.description)
+        .bind(&j.handler)
+        .bind(&j.script_id)
+        .bind(j.script_version)
+        .bind(j.schedule_kind.as_str())
+        .bind(to_json(&j.schedule))
+        .bind(to_json(&j.params))
+        .bind(j.route.as_str())
+        .bind(j.block.as_str())
+        .bind(to_json(&j.misfire))
+        .bind(to_json(&j.failure))
+        .bind(j.timeout_ms)
+        .bind(j.max_concurrency)
+        .bind(j.wait.as_str())
+        .bind(j.state.as_str())
+        .bind(j.version)
+        .bind(j.generated_until_ms)
+        .bind(j.updated_at_ms)
+        .bind(rate)
+        .bind(&j.id)
+        .bind(&j.tenant_id)
+        .bind(expected_version)
+        .execute(&mut *tx)
+        .await
+        .map_err(job_conflict(&j.name))?;
+        if r.rows_affected() == 0 {
+            let exists = sqlx::query("SELECT 1 FROM jobs WHERE id = ? AND tenant_id = ?")
+                .bind(&j.id)
+                .bind(&j.tenant_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .is_some();
+            return if exists { Err(StoreError::Stale("job")) } else { Ok(false) };
+        }
+        if let Some(children) = children {
+            write_children(&mut tx, &j.tenant_id, &j.id, children, j.updated_at_ms).await?;
+        }
+        // Re-derive the not-yet-dispatched future: generated fires of the old definition
+        // go, and the generator regenerates from the new one (no duplicates: the rows are gone).
+        sqlx::query(
+            "DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule' \
+             AND scheduled_at_ms > ?",
+        )
+        .bind(&j.id)
+        .bind(j.updated_at_ms)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn set_job_state(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        state: JobState,
+        now_ms: i64,
+        quotas: Option<&Quotas>,
+    ) -> Result<Option<Job>> {
+        let mut tx = self.begin().await?;
+        if let Some(q) = quotas
+            && state == JobState::Active
+        {
+            self.lock_tenant(&mut tx, tenant_id).await?;
+            if let Some((rate, false)) = self.job_rate_now(&mut tx, tenant_id, id).await? {
+                check_jobs(&mut tx, self.dialect, tenant_id, q, 0, rate).await?;
+            }
+        }
+        // Start fires from now on (no catch-up of the stopped period); stop drops the
+        // generated fires not yet dispatched. Triggered runs are kept either way.
+        let changed = sqlx::query(
+            "UPDATE jobs SET state = ?, version = version + 1, updated_at_ms = ?, generated_until_ms = ? \
+             WHERE id = ? AND tenant_id = ? AND state <> ?",
+        )
+        .bind(state.as_str())
+        .bind(now_ms)
+        .bind(now_ms)
+        .bind(id)
+        .bind(tenant_id)
+        .bind(state.as_str())
+        .execute(&mut *tx)
+        .await?;
+        if changed.rows_affected() > 0 && state == JobState::Stopped {
+            sqlx::query(
+                "DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule'",
+            )
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let job =
+            sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ? AND tenant_id = ?")))
+                .bind(id)
+                .bind(tenant_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .as_ref()
+                .map(job_row)
+                .transpose()?;
+        tx.commit().await?;
+        Ok(job)
+    }
+}
+
+#[async_trait]
+impl JobStore for SqlStore {
+    // ---- jobs ----
+
+    async fn job_insert(&self, j: &Job, children: &[ChildEdge]) -> Result<()> {
+        self.insert_job(j, children, None).await
+    }
+
+    async fn job_insert_within(&self, j: &Job, children: &[ChildEdge], quotas: &Quotas) -> Result<()> {
+        self.insert_job(j, children, Some(quotas)).await
     }
 
     async fn job_get(&self, tenant_id: &str, id: &str) -> Result<Option<Job>> {
@@ -288,102 +461,32 @@ impl JobStore for SqlStore {
     }
 
     async fn job_update(&self, j: &Job, children: Option<&[ChildEdge]>, expected_version: i64) -> Result<bool> {
-        let mut tx = self.begin().await?;
-        if let Some(children) = children {
-            check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
-        }
-        let r = sqlx::query(
-            "UPDATE jobs SET app_id = ?, name = ?, description = ?, handler = ?, script_id = ?, script_version = ?, schedule_kind = ?, schedule = ?, \
-             params = ?, route = ?, block_strategy = ?, misfire = ?, failure = ?, timeout_ms = ?, max_concurrency = ?, wait_for = ?, state = ?, \
-             version = ?, generated_until_ms = ?, updated_at_ms = ? WHERE id = ? AND tenant_id = ? AND version = ?",
-        )
-        .bind(&j.app_id)
-        .bind(&j.name)
-        .bind(&j.description)
-        .bind(&j.handler)
-        .bind(&j.script_id)
-        .bind(j.script_version)
-        .bind(j.schedule_kind.as_str())
-        .bind(to_json(&j.schedule))
-        .bind(to_json(&j.params))
-        .bind(j.route.as_str())
-        .bind(j.block.as_str())
-        .bind(to_json(&j.misfire))
-        .bind(to_json(&j.failure))
-        .bind(j.timeout_ms)
-        .bind(j.max_concurrency)
-        .bind(j.wait.as_str())
-        .bind(j.state.as_str())
-        .bind(j.version)
-        .bind(j.generated_until_ms)
-        .bind(j.updated_at_ms)
-        .bind(&j.id)
-        .bind(&j.tenant_id)
-        .bind(expected_version)
-        .execute(&mut *tx)
-        .await
-        .map_err(job_conflict(&j.name))?;
-        if r.rows_affected() == 0 {
-            let exists = sqlx::query("SELECT 1 FROM jobs WHERE id = ? AND tenant_id = ?")
-                .bind(&j.id)
-                .bind(&j.tenant_id)
-                .fetch_optional(&mut *tx)
-                .await?
-                .is_some();
-            return if exists { Err(StoreError::Stale("job")) } else { Ok(false) };
-        }
-        if let Some(children) = children {
-            write_children(&mut tx, &j.tenant_id, &j.id, children, j.updated_at_ms).await?;
-        }
-        // Re-derive the not-yet-dispatched future: generated fires of the old definition
-        // go, and the generator regenerates from the new one (no duplicates: the rows are gone).
-        sqlx::query(
-            "DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule' \
-             AND scheduled_at_ms > ?",
-        )
-        .bind(&j.id)
-        .bind(j.updated_at_ms)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(true)
+        self.update_job(j, children, expected_version, None).await
+    }
+
+    async fn job_update_within(
+        &self,
+        j: &Job,
+        children: Option<&[ChildEdge]>,
+        expected_version: i64,
+        quotas: &Quotas,
+    ) -> Result<bool> {
+        self.update_job(j, children, expected_version, Some(quotas)).await
     }
 
     async fn job_set_state(&self, tenant_id: &str, id: &str, state: JobState, now_ms: i64) -> Result<Option<Job>> {
-        let mut tx = self.begin().await?;
-        // Start fires from now on (no catch-up of the stopped period); stop drops the
-        // generated fires not yet dispatched. Triggered runs are kept either way.
-        let changed = sqlx::query(
-            "UPDATE jobs SET state = ?, version = version + 1, updated_at_ms = ?, generated_until_ms = ? \
-             WHERE id = ? AND tenant_id = ? AND state <> ?",
-        )
-        .bind(state.as_str())
-        .bind(now_ms)
-        .bind(now_ms)
-        .bind(id)
-        .bind(tenant_id)
-        .bind(state.as_str())
-        .execute(&mut *tx)
-        .await?;
-        if changed.rows_affected() > 0 && state == JobState::Stopped {
-            sqlx::query(
-                "DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule'",
-            )
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        }
-        let job =
-            sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ? AND tenant_id = ?")))
-                .bind(id)
-                .bind(tenant_id)
-                .fetch_optional(&mut *tx)
-                .await?
-                .as_ref()
-                .map(job_row)
-                .transpose()?;
-        tx.commit().await?;
-        Ok(job)
+        self.set_job_state(tenant_id, id, state, now_ms, None).await
+    }
+
+    async fn job_set_state_within(
+        &self,
+        tenant_id: &str,
+        id: &str,
+        state: JobState,
+        now_ms: i64,
+        quotas: &Quotas,
+    ) -> Result<Option<Job>> {
+        self.set_job_state(tenant_id, id, state, now_ms, Some(quotas)).await
     }
 
     async fn job_delete(&self, tenant_id: &str, id: &str, now_ms: i64) -> Result<bool> {

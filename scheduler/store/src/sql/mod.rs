@@ -32,6 +32,7 @@ mod apps;
 mod chains;
 mod jobs;
 mod nodes;
+mod quotas;
 mod retention;
 mod runs;
 mod scripts;

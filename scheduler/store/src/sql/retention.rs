@@ -44,6 +44,7 @@ impl RetentionStore for SqlStore {
         for chunk in ids.chunks(IN_CHUNK) {
             for table in [
                 "DELETE FROM run_logs WHERE run_id IN (:ids)",
+                "DELETE FROM run_log_usage WHERE run_id IN (:ids)",
                 "DELETE FROM attempts WHERE run_id IN (:ids)",
                 "DELETE FROM run_shards WHERE run_id IN (:ids)",
                 "DELETE FROM chain_runs WHERE run_id IN (:ids)",
@@ -57,6 +58,11 @@ impl RetentionStore for SqlStore {
                 q.execute(&mut *tx).await?;
             }
         }
+        // Days of log bytes long past (today's counts the daily quota).
+        sqlx::query("DELETE FROM tenant_daily_usage WHERE day_ms < ?")
+            .bind(sundial_core::quota::day_of(before_ms))
+            .execute(&mut *tx)
+            .await?;
         sqlx::query("DELETE FROM executors WHERE last_heartbeat_ms < ?").bind(before_ms).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM nodes WHERE state <> 'alive' AND heartbeat_at_ms < ?")
             .bind(before_ms)

@@ -655,6 +655,19 @@ pub(super) async fn log_append(
     lines: &[(i64, String, String)],
 ) -> Result<()> {
     let mut tx = s.begin().await?;
+    log_insert(&mut tx, run_id, shard_index, attempt, lines).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Insert log lines of one shard attempt (`log_append`, and `log_append_within` after its quota check).
+pub(super) async fn log_insert(
+    tx: &mut Transaction<'static, Any>,
+    run_id: &str,
+    shard_index: i64,
+    attempt: i64,
+    lines: &[(i64, String, String)],
+) -> Result<()> {
     for (at, level, message) in lines {
         sqlx::query(
             "INSERT INTO run_logs (run_id, shard_index, attempt, at_ms, level, message) VALUES (?, ?, ?, ?, ?, ?)",
@@ -665,10 +678,9 @@ pub(super) async fn log_append(
         .bind(*at)
         .bind(level)
         .bind(message)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     }
-    tx.commit().await?;
     Ok(())
 }
 

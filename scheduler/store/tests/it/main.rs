@@ -34,6 +34,7 @@ mod database;
 mod jobs;
 mod migrate;
 mod nodes;
+mod quotas;
 mod retention;
 mod runs;
 mod scripts;

@@ -1,0 +1,252 @@
+//! [`QuotaStore`] for [`SqlStore`]: the operator's per-tenant quota settings, usage counts,
+//! and the checks the job writes (`sql/jobs.rs`) and log appends make inside their
+//! transaction.
+
+use async_trait::async_trait;
+use sqlx::{Any, Transaction};
+use sundial_core::quota::{self, MICROS_PER_FIRE, Quota, QuotaOverrides, Quotas};
+use sundial_core::schedule::{Schedule, ScheduleSpec};
+
+use super::{SqlStore, col, json_col, to_json};
+use crate::{Dialect, LogAppend, QuotaStore, RegisteredHandlers, Result, StoreError, TenantUsage};
+
+/// `SUM(expr)` as an integer, 0 over no rows (MySQL sums to DECIMAL, which the driver does not read as i64).
+fn sum_int(dialect: Dialect, expr: &str) -> String {
+    let ty = match dialect {
+        Dialect::MySql => "SIGNED",
+        Dialect::Sqlite => "INTEGER",
+    };
+    format!("CAST(COALESCE(SUM({expr}), 0) AS {ty})")
+}
+
+/// A job's peak fires per second, millionths (stored in `jobs.fire_rate`). A schedule that
+/// does not parse counts as the most any schedule can fire (once a second).
+pub(super) fn fire_rate_of(spec: &ScheduleSpec, created_at_ms: i64) -> i64 {
+    Schedule::parse(spec, created_at_ms).map_or(MICROS_PER_FIRE, |s| quota::peak_fire_rate_micros(&s))
+}
+
+impl SqlStore {
+    /// Serialise the quota checks of one tenant: MySQL locks the tenant's row until the
+    /// transaction ends (SQLite's `BEGIN IMMEDIATE` already holds the only write lock), so two
+    /// creates cannot both pass a check that only one of them fits.
+    pub(super) async fn lock_tenant(&self, tx: &mut Transaction<'static, Any>, tenant_id: &str) -> Result<()> {
+        let sql = format!("SELECT id FROM tenants WHERE id = ?{}", self.lock_clause());
+        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(tenant_id).fetch_optional(&mut **tx).await?;
+        Ok(())
+    }
+}
+
+/// Fill the fire rate of the tenant's jobs written before migration 0017 left it NULL
+/// (cron expressions are parsed here, in Rust), then count its jobs and its active jobs'
+/// fire rate. Both through `ix_jobs_quota (tenant_id, fire_rate, state)`.
+pub(super) async fn job_usage(
+    tx: &mut Transaction<'static, Any>,
+    dialect: Dialect,
+    tenant_id: &str,
+) -> Result<(i64, i64)> {
+    let unset = sqlx::query("SELECT id, schedule, created_at_ms FROM jobs WHERE tenant_id = ? AND fire_rate IS NULL")
+        .bind(tenant_id)
+        .fetch_all(&mut **tx)
+        .await?;
+    for r in &unset {
+        let id: String = col(r, "id")?;
+        let spec: ScheduleSpec = json_col(r, "schedule")?;
+        let rate = fire_rate_of(&spec, col(r, "created_at_ms")?);
+        sqlx::query("UPDATE jobs SET fire_rate = ? WHERE id = ?").bind(rate).bind(&id).execute(&mut **tx).await?;
+    }
+    let sum = sum_int(dialect, "CASE WHEN state = 'active' THEN fire_rate ELSE 0 END");
+    let r =
+        sqlx::query(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) AS n, {sum} AS rate FROM jobs WHERE tenant_id = ?")))
+            .bind(tenant_id)
+            .fetch_one(&mut **tx)
+            .await?;
+    Ok((col(&r, "n")?, col(&r, "rate")?))
+}
+
+/// Refuse (nothing written: the caller's transaction is dropped) a job write adding
+/// `jobs` jobs and `rate` millionths of fires per second beyond the tenant's quotas.
+pub(super) async fn check_jobs(
+    tx: &mut Transaction<'static, Any>,
+    dialect: Dialect,
+    tenant_id: &str,
+    quotas: &Quotas,
+    jobs: i64,
+    rate: i64,
+) -> Result<()> {
+    let (n, used_rate) = job_usage(tx, dialect, tenant_id).await?;
+    quota::check(quotas, Quota::MaxJobs, n, jobs).map_err(StoreError::QuotaExceeded)?;
+    quota::check(quotas, Quota::MaxFiresPerSecond, used_rate, rate).map_err(StoreError::QuotaExceeded)?;
+    Ok(())
+}
+
+#[async_trait]
+impl QuotaStore for SqlStore {
+    async fn quota_get(&self, tenant_id: &str) -> Result<QuotaOverrides> {
+        match sqlx::query("SELECT quotas FROM tenant_quotas WHERE tenant_id = ?")
+            .bind(tenant_id)
+            .fetch_optional(&self.pool)
+            .await?
+        {
+            Some(r) => json_col(&r, "quotas"),
+            None => Ok(QuotaOverrides::default()),
+        }
+    }
+
+    async fn quota_set(&self, tenant_id: &str, o: &QuotaOverrides, now_ms: i64) -> Result<()> {
+        let mut tx = self.begin().await?;
+        sqlx::query("DELETE FROM tenant_quotas WHERE tenant_id = ?").bind(tenant_id).execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO tenant_quotas (tenant_id, quotas, updated_at_ms) VALUES (?, ?, ?)")
+            .bind(tenant_id)
+            .bind(to_json(o))
+            .bind(now_ms)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn quota_all(&self) -> Result<Vec<(String, QuotaOverrides)>> {
+        sqlx::query("SELECT tenant_id, quotas FROM tenant_quotas ORDER BY tenant_id")
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|r| Ok((col(r, "tenant_id")?, json_col(r, "quotas")?)))
+            .collect()
+    }
+
+    async fn usage_get(&self, tenant_id: &str, now_ms: i64) -> Result<TenantUsage> {
+        let mut tx = self.begin().await?;
+        let (jobs, fire_rate_micros) = job_usage(&mut tx, self.dialect, tenant_id).await?;
+        tx.commit().await?;
+        let bytes = sum_int(self.dialect, "v.size_bytes");
+        let scripts = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT COUNT(*) AS n, (SELECT {bytes} FROM script_versions v \
+             JOIN scripts s2 ON s2.id = v.script_id WHERE s2.tenant_id = ?) AS bytes FROM scripts WHERE tenant_id = ?"
+        )))
+        .bind(tenant_id)
+        .bind(tenant_id)
+        .fetch_one(&self.pool)
+        .await?;
+        let log_bytes_today =
+            sqlx::query("SELECT log_bytes FROM tenant_daily_usage WHERE tenant_id = ? AND day_ms = ?")
+                .bind(tenant_id)
+                .bind(quota::day_of(now_ms))
+                .fetch_optional(&self.pool)
+                .await?
+                .map(|r| col(&r, "log_bytes"))
+                .transpose()?
+                .unwrap_or(0);
+        let handlers = sqlx::query(
+            "SELECT COALESCE(MAX(n), 0) AS n FROM (SELECT COUNT(*) AS n FROM jobs WHERE tenant_id = ? \
+             AND source = 'registration' GROUP BY app_id) per_app",
+        )
+        .bind(tenant_id)
+        .fetch_one(&self.pool)
+        .await?;
+        // Through each job's open runs (`ix_runs_open`), not every run of the tenant.
+        let inflight = sqlx::query(
+            "SELECT COUNT(*) AS n FROM jobs j JOIN runs r ON r.open_job_id = j.id \
+             WHERE j.tenant_id = ? AND r.state IN ('dispatching', 'running')",
+        )
+        .bind(tenant_id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(TenantUsage {
+            jobs,
+            fire_rate_micros,
+            scripts: col(&scripts, "n")?,
+            script_bytes: col(&scripts, "bytes")?,
+            log_bytes_today,
+            handlers_most_in_one_app: col(&handlers, "n")?,
+            inflight: col(&inflight, "n")?,
+        })
+    }
+
+    async fn app_registered_handlers(
+        &self,
+        tenant_id: &str,
+        app_id: &str,
+        handlers: &[String],
+    ) -> Result<RegisteredHandlers> {
+        let total: i64 = col(
+            &sqlx::query("SELECT COUNT(*) AS n FROM jobs WHERE app_id = ? AND source = 'registration'")
+                .bind(app_id)
+                .fetch_one(&self.pool)
+                .await?,
+            "n",
+        )?;
+        let mut present = 0;
+        // One lookup each through `uq_jobs_registration` (at most the per-call limit of handlers).
+        for h in handlers {
+            let found = sqlx::query("SELECT 1 FROM jobs WHERE registration_key = ?")
+                .bind(format!("{app_id}:{h}"))
+                .fetch_optional(&self.pool)
+                .await?
+                .is_some();
+            present += i64::from(found);
+        }
+        let tenant_jobs = col(
+            &sqlx::query("SELECT COUNT(*) AS n FROM jobs WHERE tenant_id = ?")
+                .bind(tenant_id)
+                .fetch_one(&self.pool)
+                .await?,
+            "n",
+        )?;
+        Ok(RegisteredHandlers { app_total: total, present, tenant_jobs })
+    }
+
+    async fn log_append_within(&self, a: &LogAppend<'_>, quotas: &Quotas) -> Result<()> {
+        let bytes: i64 = a.lines.iter().map(|(_, _, m)| m.len() as i64).sum();
+        let day = quota::day_of(a.now_ms);
+        let mut tx = self.begin().await?;
+        self.lock_tenant(&mut tx, a.tenant_id).await?;
+        let run_bytes: i64 = sqlx::query("SELECT log_bytes FROM run_log_usage WHERE run_id = ?")
+            .bind(a.run_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .map(|r| col(&r, "log_bytes"))
+            .transpose()?
+            .unwrap_or(-1);
+        let day_bytes: i64 = sqlx::query("SELECT log_bytes FROM tenant_daily_usage WHERE tenant_id = ? AND day_ms = ?")
+            .bind(a.tenant_id)
+            .bind(day)
+            .fetch_optional(&mut *tx)
+            .await?
+            .map(|r| col(&r, "log_bytes"))
+            .transpose()?
+            .unwrap_or(-1);
+        quota::check(quotas, Quota::MaxLogBytesPerRun, run_bytes.max(0), bytes).map_err(StoreError::QuotaExceeded)?;
+        quota::check(quotas, Quota::MaxLogBytesPerDay, day_bytes.max(0), bytes).map_err(StoreError::QuotaExceeded)?;
+        super::shards::log_insert(&mut tx, a.run_id, a.shard_index, a.attempt, a.lines).await?;
+        if run_bytes < 0 {
+            sqlx::query("INSERT INTO run_log_usage (run_id, log_bytes) VALUES (?, ?)")
+                .bind(a.run_id)
+                .bind(bytes)
+                .execute(&mut *tx)
+                .await?;
+        } else {
+            sqlx::query("UPDATE run_log_usage SET log_bytes = log_bytes + ? WHERE run_id = ?")
+                .bind(bytes)
+                .bind(a.run_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        if day_bytes < 0 {
+            sqlx::query("INSERT INTO tenant_daily_usage (tenant_id, day_ms, log_bytes) VALUES (?, ?, ?)")
+                .bind(a.tenant_id)
+                .bind(day)
+                .bind(bytes)
+                .execute(&mut *tx)
+                .await?;
+        } else {
+            sqlx::query("UPDATE tenant_daily_usage SET log_bytes = log_bytes + ? WHERE tenant_id = ? AND day_ms = ?")
+                .bind(bytes)
+                .bind(a.tenant_id)
+                .bind(day)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
