@@ -43,7 +43,9 @@ pub enum Quota {
     MaxJobs,
     /// The sum of the active jobs' peak fires per second ([`peak_fire_rate_micros`]).
     MaxFiresPerSecond,
-    /// Runs of the tenant in flight at once (the engine enforces it).
+    /// Deliveries of the tenant in flight at once on each node: the engine sizes the tenant's
+    /// share of the delivery slots to it (`sundial_engine::bulkhead`). Usage shows the
+    /// tenant's runs `dispatching` or `running` across the cluster.
     MaxInflight,
     /// Scripts of the tenant.
     MaxScripts,

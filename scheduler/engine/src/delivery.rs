@@ -223,7 +223,8 @@ impl Engine {
                     None
                 } else {
                     let wait = Bulkheads::wait_for(job.timeout_ms);
-                    match e.fire.bulkheads.acquire(&job.tenant_id, &job.app_id, wait).await {
+                    let quota = e.fire.tenant_quotas.max_inflight(e.store.as_ref(), &job.tenant_id, e.now_ms()).await;
+                    match e.fire.bulkheads.acquire(&job.tenant_id, &job.app_id, quota, wait).await {
                         Ok(share) => Some(share),
                         Err(why) => {
                             Counters::add(&e.counters.saturated, 1);

@@ -72,6 +72,9 @@ pub struct EngineConfig {
     pub max_inflight_per_app: Option<usize>,
     /// Deliveries in flight at once for one tenant; `None`: three quarters of `max_inflight`.
     pub max_inflight_per_tenant: Option<usize>,
+    /// The node's default tenant quotas (operators override them per tenant): the engine
+    /// enforces `max_inflight`, per node, as a tenant's share of the delivery slots.
+    pub quotas: sundial_core::quota::Quotas,
     /// A running run is failed `timeout` this long after its deadline.
     pub reaper_grace_ms: i64,
     /// An executor silent this long is offline (static endpoints never are).
@@ -142,6 +145,7 @@ impl EngineConfig {
             max_inflight: 512,
             max_inflight_per_app: None,
             max_inflight_per_tenant: None,
+            quotas: sundial_core::quota::Quotas::default(),
             reaper_grace_ms: 5_000,
             executor_offline_ms: sundial_core::route::EXECUTOR_OFFLINE_MS,
             executor_lost_ms: 30_000,
@@ -323,6 +327,8 @@ pub(crate) struct FirePath {
     pub(crate) inflight: Arc<Semaphore>,
     /// Each app's and tenant's share of the delivery slots, taken before a slot.
     pub(crate) bulkheads: bulkhead::Bulkheads,
+    /// Tenants' `max_inflight` quotas, re-read every few seconds.
+    pub(crate) tenant_quotas: bulkhead::TenantQuotas,
     /// Deliveries committed ahead wait for their instant here, to leave in pop order.
     pub(crate) gate: instant_gate::InstantGate,
     /// Dispatch batches hand their runs to delivery in the order they were popped.
@@ -396,6 +402,7 @@ impl Engine {
                 batch_slots: Arc::new(Semaphore::new(DISPATCH_SLOTS)),
                 inflight: Arc::new(Semaphore::new(cfg.max_inflight)),
                 gate: instant_gate::InstantGate::default(),
+                tenant_quotas: bulkhead::TenantQuotas::new(cfg.quotas),
                 turns: Arc::default(),
                 bulkheads: {
                     let (app, tenant) = cfg.shares();

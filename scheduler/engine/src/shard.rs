@@ -229,8 +229,9 @@ impl Engine {
             ("sundial-shard", format!("{}/{total}", shard.shard_index)),
         ];
         // The app's and tenant's share of the delivery slots, as for any exchange (bulkhead.rs).
+        let quota = self.fire.tenant_quotas.max_inflight(self.store.as_ref(), &job.tenant_id, self.now_ms()).await;
         let share =
-            match self.fire.bulkheads.acquire(&job.tenant_id, &job.app_id, Bulkheads::wait_for(job.timeout_ms)).await {
+            match self.fire.bulkheads.acquire(&job.tenant_id, &job.app_id, quota, Bulkheads::wait_for(job.timeout_ms)).await {
                 Ok(share) => share,
                 Err(why) => {
                     Counters::add(&self.counters.saturated, 1);

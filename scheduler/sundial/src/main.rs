@@ -90,6 +90,7 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     engine_cfg.max_inflight = cfg.max_inflight;
     engine_cfg.max_inflight_per_app = cfg.max_inflight_per_app;
     engine_cfg.max_inflight_per_tenant = cfg.max_inflight_per_tenant;
+    engine_cfg.quotas = cfg.quotas;
     engine_cfg.retention_ms = cfg.retention_days * 86_400_000;
     engine_cfg.affinity_grace_ms = cfg.affinity_grace_ms;
     engine_cfg.max_dispatch_lead_ms = cfg.max_dispatch_lead_ms;
