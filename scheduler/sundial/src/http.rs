@@ -549,10 +549,10 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
         let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
         // SAFETY: setrlimit reads the struct we own.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            return Ok(raised.rlim_cur as u64);
+            return Ok(raised.rlim_cur);
         }
     }
-    Ok(lim.rlim_cur as u64)
+    Ok(lim.rlim_cur)
 }
 
 /// Descriptors the node needs besides the API's connections: the database pool, one per

@@ -27,7 +27,7 @@ fn start(envs: &[(&str, &str)], nofile: Option<u64>) -> (Node, tempfile::TempDir
         // SAFETY: setrlimit only, between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                let lim = libc::rlimit { rlim_cur: n as libc::rlim_t, rlim_max: n as libc::rlim_t };
+                let lim = libc::rlimit { rlim_cur: n, rlim_max: n };
                 if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
