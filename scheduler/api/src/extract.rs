@@ -71,8 +71,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         Some(_) => {}
     }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
-    let result: Result<T, _> = serde_path_to_error::deserialize(de);
-    result.map_err(|e| {
+    let result: Result<T, _> = serde_path_to_error::deserialize(&mut *de);
+    let value = result.map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         match inner.classify() {
@@ -92,13 +92,54 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                 json!({"field": "body", "problem": inner.to_string(), "line": inner.line(), "column": inner.column()}),
             ),
         }
-    })
+    })?;
+    // One JSON value, then only whitespace: `{"a":1} x` or `{}{}` is not a JSON body.
+    de.end().map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            format!("the request body has bytes after its JSON value: {e}"),
+        )
+        .with_details(
+            json!({"field": "body", "problem": "trailing characters", "line": e.line(), "column": e.column()}),
+        )
+    })?;
+    Ok(value)
+}
+
+/// A request body must be JSON: a `Content-Type` of `application/json` or any `…+json` type
+/// (parameters such as `charset` allowed), or none at all (taken as JSON; RFC 9110 lets the
+/// recipient decide). Anything else, `application/x-www-form-urlencoded` (what `curl -d`
+/// sends unless told otherwise) included, is refused with 415. Pure.
+pub fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    let Some(value) = headers.get(axum::http::header::CONTENT_TYPE) else { return Ok(()) };
+    let essence = value.to_str().ok().map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+    let ok = essence.as_deref().is_some_and(|m| {
+        m == "application/json" || (m.starts_with("application/") && m.ends_with("+json") && !m.contains(' '))
+    });
+    if ok {
+        return Ok(());
+    }
+    let sent = essence.unwrap_or_else(|| "(not text)".into());
+    Err(ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        format!("the request body must be JSON (`Content-Type: application/json`), not `{sent}`"),
+    )
+    .with_details(json!({"field": "content-type", "problem": format!("`{sent}` is not application/json")})))
+}
+
+/// A non-empty body must be declared JSON ([`require_json`]); an empty one may come with any
+/// type (or none): endpoints whose body is optional take it as absent.
+pub fn require_json_body(headers: &axum::http::HeaderMap, body: &[u8]) -> Result<(), ApiError> {
+    if body.iter().all(|b| b.is_ascii_whitespace()) { Ok(()) } else { require_json(headers) }
 }
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let headers = req.headers().clone();
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::new(
@@ -111,6 +152,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
                 ApiError::new(rejection.status(), "bad_request", rejection.body_text())
             }
         })?;
+        require_json_body(&headers, &bytes)?;
         parse_json(&bytes).map(Json)
     }
 }

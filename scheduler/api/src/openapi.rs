@@ -243,15 +243,13 @@ fn add_webhooks(doc: &mut serde_json::Value) {
 /// limit): documented on each operation that reads a body or a query string, so no
 /// handler's annotation can forget one, and every error response says what it means.
 fn document_extractor_errors(op: &mut utoipa::openapi::path::Operation) {
-    use utoipa::openapi::path::ParameterIn;
     use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
     let mut codes: Vec<&str> = Vec::new();
     if op.request_body.is_some() {
-        codes.extend(["400", "413", "422"]);
+        codes.extend(["400", "413", "415", "422"]);
     }
-    if op.parameters.iter().flatten().any(|p| p.parameter_in == ParameterIn::Query) {
-        codes.push("422");
-    }
+    // Any endpoint refuses a query parameter it does not list (`unknown_field`).
+    codes.push("422");
     // Every call with an API key counts against the key's request rate.
     let with_key = op.security.is_none() && op.responses.responses.contains_key("401");
     if with_key {
@@ -271,7 +269,7 @@ fn document_extractor_errors(op: &mut utoipa::openapi::path::Operation) {
     }
     for (code, response) in op.responses.responses.iter_mut() {
         let meaning = match code.as_str() {
-            "400" => "The body is not JSON, or is empty (`invalid_json`)",
+            "400" => "The body is not JSON, is empty, or has bytes after its JSON value (`invalid_json`)",
             "401" => "No valid API key, or for executor calls no valid signature (`bad_signature`, `replayed`)",
             "403" => "The key's role may not do this",
             "404" => "No such object in this tenant",
@@ -284,7 +282,10 @@ fn document_extractor_errors(op: &mut utoipa::openapi::path::Operation) {
                  retry after `Retry-After` seconds"
             }
             "413" => "The body is over the size limit (`payload_too_large`)",
-            "422" => "A field is invalid: `details.field` names it and `details.problem` says why",
+            "415" => "The body is not declared JSON: send `Content-Type: application/json` (`unsupported_media_type`)",
+            "422" => {
+                "A field or query parameter is invalid or unknown: `details.field` names it and `details.problem` says why"
+            }
             "503" => "Not ready",
             _ => continue,
         };

@@ -44,6 +44,7 @@ pub async fn verify<T: DeserializeOwned>(
         now.div_euclid(1000),
     )
     .map_err(|e| bad_signature(e.to_string()))?;
+    crate::extract::require_json_body(headers, body)?;
     let parsed: T = parse_json(body)?;
     let msg_id = header(headers, signing::HEADER_ID).unwrap_or_default();
     if !st.store.webhook_seen(&app.id, msg_id, now).await? {

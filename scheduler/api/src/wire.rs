@@ -33,6 +33,17 @@ impl PageQuery {
         // Fetch one more than asked to know whether a next page exists.
         Ok(sundial_store::Page { limit: limit + 1, after: self.cursor.clone() })
     }
+
+    /// [`Self::page`] of a list ordered by id: the cursor must be an id of that kind
+    /// (`prefix`), as the list's `next_cursor` is; anything else is refused naming `cursor`.
+    pub fn page_of_ids(&self, prefix: &str) -> Result<sundial_store::Page, ApiError> {
+        if let Some(c) = &self.cursor
+            && !sundial_core::ids::looks_like(prefix, c)
+        {
+            return Err(ApiError::field("cursor", "invalid_field", "is not a cursor this endpoint returned"));
+        }
+        self.page()
+    }
 }
 
 /// Cut the extra row and compute `next_cursor`.

@@ -212,6 +212,14 @@ impl WebhookUrl {
         if u.host_str().is_none_or(|h| h.is_empty()) {
             return Err(FieldError::invalid(field, format!("`{s}` has no host")));
         }
+        // A password here would be stored, shown to every viewer and logged: refuse user info
+        // outright, without echoing the URL.
+        if !u.username().is_empty() || u.password().is_some() {
+            return Err(FieldError::invalid(
+                field,
+                "must not contain user info (`user:password@`); executors authenticate calls by their signature",
+            ));
+        }
         if s.len() > 2000 {
             return Err(FieldError::invalid(field, "is longer than 2000 characters"));
         }
@@ -254,5 +262,10 @@ mod tests {
         let e = WebhookUrl::parse("endpoints[0]", "ftp://x").unwrap_err();
         assert!(e.message.contains("http"), "{}", e.message);
         assert!(WebhookUrl::parse("endpoints[0]", "not a url").is_err());
+        for with_user in ["http://u:p@example.com/", "http://u@example.com/", "https://:secret@example.com/"] {
+            let e = WebhookUrl::parse("endpoints[0]", with_user).unwrap_err();
+            assert_eq!(e.field, "endpoints[0]");
+            assert!(!e.message.contains("secret") && !e.message.contains("u:p"), "{}", e.message);
+        }
     }
 }

@@ -54,6 +54,24 @@ pub struct Settings {
     /// Largest accepted request body in bytes.
     #[arg(long, env = "SUNDIAL_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
+    /// Milliseconds a client has to send a request's headers (from its first byte; from the
+    /// connection's start for a fresh connection) before the connection is closed.
+    #[arg(long, env = "SUNDIAL_HTTP_HEADER_TIMEOUT_MS")]
+    pub http_header_timeout_ms: Option<u64>,
+    /// Milliseconds a request's whole body has to arrive (from its headers); a body still
+    /// arriving then is answered `408` and the connection closed.
+    #[arg(long, env = "SUNDIAL_HTTP_BODY_TIMEOUT_MS")]
+    pub http_body_timeout_ms: Option<u64>,
+    /// Milliseconds a keep-alive connection may wait for its next request.
+    #[arg(long, env = "SUNDIAL_HTTP_IDLE_TIMEOUT_MS")]
+    pub http_idle_timeout_ms: Option<u64>,
+    /// Open API connections at most; at the cap a new connection displaces the longest-idle
+    /// one (lowered at start to fit the open-file limit).
+    #[arg(long, env = "SUNDIAL_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Open API connections from one IP address at most; more are closed at once.
+    #[arg(long, env = "SUNDIAL_MAX_CONNECTIONS_PER_PEER")]
+    pub max_connections_per_peer: Option<usize>,
     /// Seconds a rotated-out app secret keeps verifying signatures.
     #[arg(long, env = "SUNDIAL_SECRET_GRACE_SECS")]
     pub secret_grace_secs: Option<i64>,
@@ -192,6 +210,7 @@ pub struct Resolved {
     pub log_json: bool,
     pub log: String,
     pub max_body_bytes: usize,
+    pub http: crate::http::HttpLimits,
     pub secret_grace_secs: i64,
     pub node_id: String,
     pub horizon_ms: i64,
@@ -325,6 +344,28 @@ impl Settings {
             (1024..=64 * 1024 * 1024).contains(&max_script_text_bytes),
             "max_script_text_bytes: must be 1024-67108864"
         );
+        let ms = |v: Option<u64>, f: Option<u64>, default: u64, key: &str| -> anyhow::Result<std::time::Duration> {
+            let v = v.or(f).unwrap_or(default);
+            anyhow::ensure!((100..=3_600_000).contains(&v), "{key}: must be 100-3600000");
+            Ok(std::time::Duration::from_millis(v))
+        };
+        let http = crate::http::HttpLimits {
+            header_timeout: ms(
+                self.http_header_timeout_ms,
+                file.http_header_timeout_ms,
+                10_000,
+                "http_header_timeout_ms",
+            )?,
+            body_timeout: ms(self.http_body_timeout_ms, file.http_body_timeout_ms, 30_000, "http_body_timeout_ms")?,
+            idle_timeout: ms(self.http_idle_timeout_ms, file.http_idle_timeout_ms, 60_000, "http_idle_timeout_ms")?,
+            max_connections: self.max_connections.or(file.max_connections).unwrap_or(10_000),
+            max_connections_per_peer: self.max_connections_per_peer.or(file.max_connections_per_peer).unwrap_or(256),
+        };
+        anyhow::ensure!((16..=1_000_000).contains(&http.max_connections), "max_connections: must be 16-1000000");
+        anyhow::ensure!(
+            (1..=1_000_000).contains(&http.max_connections_per_peer),
+            "max_connections_per_peer: must be 1-1000000"
+        );
         let outbound = sundial_core::outbound::OutboundPolicy {
             allow_loopback: self
                 .outbound_allow_loopback
@@ -404,6 +445,7 @@ impl Settings {
             log_json,
             log: self.log.or(file.log).unwrap_or_else(|| "info".into()),
             max_body_bytes: self.max_body_bytes.or(file.max_body_bytes).unwrap_or(1024 * 1024),
+            http,
             secret_grace_secs,
             node_id: self
                 .node_id
@@ -498,6 +540,16 @@ mod tests {
         let r = Settings { quota_max_fires_per_second: Some(5), ..Default::default() }.resolve().unwrap();
         assert_eq!(r.quotas.max_fires_per_second, 5);
         assert_eq!(r.quotas.max_jobs, sundial_core::quota::Quotas::default().max_jobs);
+        let err = Settings { http_header_timeout_ms: Some(0), ..Default::default() }.resolve().unwrap_err();
+        assert!(err.to_string().contains("http_header_timeout_ms"), "{err}");
+        let err = Settings { max_connections_per_peer: Some(0), ..Default::default() }.resolve().unwrap_err();
+        assert!(err.to_string().contains("max_connections_per_peer"), "{err}");
+        let http = Settings::default().resolve().unwrap().http;
+        assert_eq!(
+            (http.header_timeout.as_millis(), http.body_timeout.as_millis(), http.idle_timeout.as_millis()),
+            (10_000, 30_000, 60_000)
+        );
+        assert_eq!((http.max_connections, http.max_connections_per_peer), (10_000, 256));
     }
 
     /// The engine's settings default to the engine's own defaults, from one place

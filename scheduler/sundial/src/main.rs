@@ -4,10 +4,10 @@
 //! (Benchmarks drive this binary from outside: the `sundial-bench` crate.)
 
 mod config;
+mod http;
 mod runner;
 mod secret_key;
 
-use std::future::IntoFuture;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -75,7 +75,33 @@ async fn open_store(cfg: &Resolved, clock: &dyn Clock, keys: Option<KeyRing>) ->
         .with_context(|| format!("opening database {}", redact(&cfg.database_url)))
 }
 
+/// Raise the open-file limit and fit the connection cap into it (warning when it must shrink).
+fn fd_budget(cfg: &Resolved) -> http::HttpLimits {
+    let mut limits = cfg.http;
+    let reserved = http::fd_reserved(cfg.db_max_connections, cfg.max_inflight);
+    match http::raise_nofile_limit() {
+        Ok(limit) => {
+            let fitted = http::fit_connection_cap(limits.max_connections, limit, reserved);
+            if fitted < limits.max_connections {
+                tracing::warn!(
+                    open_file_limit = limit,
+                    reserved,
+                    max_connections = limits.max_connections,
+                    lowered_to = fitted,
+                    "the open-file limit cannot hold max_connections plus the database pool, the deliveries in flight \
+                     (max_inflight) and a margin; max_connections is lowered to fit (raise `ulimit -n` to keep it)"
+                );
+                limits.max_connections = fitted;
+            }
+            limits.max_connections_per_peer = limits.max_connections_per_peer.min(limits.max_connections);
+        }
+        Err(e) => tracing::warn!(error = %e, "could not read the open-file limit; max_connections is not checked"),
+    }
+    limits
+}
+
 async fn serve(cfg: Resolved) -> anyhow::Result<()> {
+    let http_limits = fd_budget(&cfg);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let keys = secret_key::load(&cfg.secret_key).context("loading the secret key")?;
     let store = Arc::new(open_store(&cfg, clock.as_ref(), Some(keys.ring.clone())).await?);
@@ -139,7 +165,7 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     if let Some(key) = new_key {
         println!("operator API key (shown once, store it now): {key}");
         println!(
-            "  create a tenant: curl -s -X POST http://{addr}/api/v1/tenants -H 'Authorization: Bearer {key}' -d '{{\"name\": \"acme\"}}'"
+            "  create a tenant: curl -s -X POST http://{addr}/api/v1/tenants -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' -d '{{\"name\": \"acme\"}}'"
         );
     }
     // Last line of the start-up banner: scripts and tests wait for it.
@@ -177,7 +203,7 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
         *at.lock().expect("not poisoned") = Some(std::time::Instant::now());
         let _ = stopped_tx.send(());
     };
-    let server = axum::serve(listener, sundial_api::router(state)).with_graceful_shutdown(signal).into_future();
+    let server = http::serve(listener, sundial_api::router(state), http_limits, signal);
     let drain_limit = async {
         match stopped_rx.await {
             Ok(()) => tokio::time::sleep(grace).await,
@@ -185,7 +211,7 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
         }
     };
     tokio::select! {
-        r = server => r?,
+        () = server => {}
         () = drain_limit => tracing::warn!("HTTP requests still open after the grace period; closing them"),
     }
     let stopped = *stopped_at.lock().expect("not poisoned");

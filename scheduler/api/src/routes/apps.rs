@@ -76,7 +76,7 @@ pub async fn list(
     caller: TenantCaller,
     Query(q): Query<PageQuery>,
 ) -> ApiResult<axum::Json<AppList>> {
-    let page = q.page()?;
+    let page = q.page_of_ids(sundial_core::ids::APP)?;
     let rows = st.store.app_list(&caller.tenant_id, &page).await?;
     let (items, next_cursor) = paginate(rows, &page, |a| a.id.clone(), AppOut::from);
     Ok(axum::Json(AppList { items, next_cursor }))

@@ -104,7 +104,7 @@ pub async fn list(
     caller: TenantCaller,
     Query(q): Query<JobListQuery>,
 ) -> ApiResult<axum::Json<JobList>> {
-    let page = PageQuery { limit: q.limit, cursor: q.cursor.clone() }.page()?;
+    let page = PageQuery { limit: q.limit, cursor: q.cursor.clone() }.page_of_ids(sundial_core::ids::JOB)?;
     let app_id = match &q.app {
         Some(a) => match st.store.app_get(&caller.tenant_id, a).await? {
             Some(app) => Some(app.id),
@@ -299,6 +299,7 @@ pub async fn trigger(
     body: axum::body::Bytes,
 ) -> ApiResult<(StatusCode, axum::Json<RunOut>)> {
     caller.require_editor()?;
+    crate::extract::require_json_body(&headers, &body)?;
     let req: TriggerRequest = if body.iter().all(|b| b.is_ascii_whitespace()) {
         TriggerRequest { params: None, at: None }
     } else {

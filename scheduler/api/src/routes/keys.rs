@@ -47,7 +47,7 @@ pub async fn list(
     Query(q): Query<PageQuery>,
 ) -> ApiResult<axum::Json<KeyList>> {
     caller.require_admin()?;
-    let page = q.page()?;
+    let page = q.page_of_ids(sundial_core::ids::API_KEY)?;
     let rows = st.store.api_key_list(Some(&caller.tenant_id), &page).await?;
     let (items, next_cursor) = paginate(rows, &page, |k| k.id.clone(), KeyOut::from);
     Ok(axum::Json(KeyList { items, next_cursor }))

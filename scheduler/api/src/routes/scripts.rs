@@ -263,7 +263,7 @@ pub async fn list(
     caller: TenantCaller,
     Query(q): Query<PageQuery>,
 ) -> ApiResult<axum::Json<ScriptList>> {
-    let page = q.page()?;
+    let page = q.page_of_ids(sundial_core::ids::SCRIPT)?;
     let rows = st.store.script_list(&caller.tenant_id, &page).await?;
     let (items, next_cursor) = paginate(rows, &page, |s| s.id.clone(), ScriptOut::summary);
     Ok(axum::Json(ScriptList { items, next_cursor }))

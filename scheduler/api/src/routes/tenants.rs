@@ -52,7 +52,7 @@ pub async fn list(
     _op: OperatorCaller,
     Query(q): Query<PageQuery>,
 ) -> ApiResult<axum::Json<TenantList>> {
-    let page = q.page()?;
+    let page = q.page_of_ids(sundial_core::ids::TENANT)?;
     let rows = st.store.tenant_list(&page).await?;
     let (items, next_cursor) = paginate(rows, &page, |t| t.id.clone(), TenantOut::from);
     Ok(axum::Json(TenantList { items, next_cursor }))

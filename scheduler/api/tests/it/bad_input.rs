@@ -4,6 +4,9 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use sundial_core::clock::Clock;
+
+use crate::executor::signed_headers;
 use crate::helpers::*;
 
 crate::on_both_databases!(
@@ -17,6 +20,12 @@ crate::on_both_databases!(
     schedules_that_would_never_fire_are_refused,
     job_names_are_unique_within_a_tenant,
     params_must_be_a_json_object,
+    bytes_after_the_json_body_are_refused,
+    bodies_must_be_declared_json,
+    executor_calls_answer_413_in_json,
+    every_list_refuses_a_cursor_it_did_not_make,
+    unknown_query_parameters_are_refused_everywhere,
+    urls_with_user_info_are_refused,
 );
 
 fn with(mut base: Value, path: &[&str], value: Value) -> Value {
@@ -429,4 +438,226 @@ async fn params_must_be_a_json_object(app: &TestApp) {
     assert_eq!(app.get("/api/v1/runs?limit=200", &t.admin).await.1, runs_before, "no refused trigger made a run");
     let (s, run) = app.post(&format!("{path}/trigger"), &t.admin, json!({"params": {"a": [1, 2]}})).await;
     assert_eq!((s, run["params"].clone()), (StatusCode::CREATED, json!({"a": [1, 2]})), "{run}");
+}
+
+/// A raw request with the given `Content-Type` (or none) and body.
+async fn raw(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    content_type: Option<&str>,
+    body: Vec<u8>,
+    extra: &[(String, String)],
+) -> (StatusCode, Value) {
+    let mut req = app.http.request(method.parse().unwrap(), format!("{}{}", app.base, path)).body(body);
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    for (k, v) in extra {
+        if k != "content-type" {
+            req = req.header(k, v);
+        }
+    }
+    if let Some(ct) = content_type {
+        req = req.header("content-type", ct);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status();
+    let text = resp.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// One JSON value per body: bytes after it (other than whitespace) are refused, 400 naming
+/// the body, and nothing is written. (They were accepted and ignored.)
+async fn bytes_after_the_json_body_are_refused(app: &TestApp) {
+    let t = app.tenant("acme").await;
+    app.app(&t.admin, "billing").await;
+    let job = serde_json::to_string(&cron_job("nightly", "billing")).unwrap();
+    for tail in [" x", "}", "{}", " {\"name\": \"other\"}", "\u{0}"] {
+        let body = format!("{job}{tail}").into_bytes();
+        let got = app.call("POST", "/api/v1/jobs", Some(&t.admin), Some(body)).await;
+        assert_error(&got, StatusCode::BAD_REQUEST, "invalid_json", Some("body"));
+    }
+    assert_eq!(app.job_count(&t.admin).await, 0, "no refused body was written");
+    let spaced = format!("{job} \n\t ").into_bytes();
+    let (s, v) = app.call("POST", "/api/v1/jobs", Some(&t.admin), Some(spaced)).await;
+    assert_eq!(s, StatusCode::CREATED, "trailing whitespace is fine: {v}");
+}
+
+/// A body must be declared JSON (`application/json`, parameters and `+json` types allowed;
+/// no Content-Type is taken as JSON): anything else is 415 in the JSON error format, on
+/// key-authenticated and signed endpoints alike. An empty body (a trigger's optional one)
+/// may come with any type.
+async fn bodies_must_be_declared_json(app: &TestApp) {
+    let t = app.tenant("acme").await;
+    let a = app.app(&t.admin, "billing").await;
+    let body = serde_json::to_vec(&json!({"name": "other", "endpoints": ["http://127.0.0.1:9/hook"]})).unwrap();
+    for ct in
+        ["application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x", "application/jsonx"]
+    {
+        let got = raw(app, "POST", "/api/v1/apps", Some(&t.admin), Some(ct), body.clone(), &[]).await;
+        assert_error(&got, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", Some("content-type"));
+    }
+    let (_, list) = app.get("/api/v1/apps", &t.admin).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 1, "no refused app was written: {list}");
+    for (i, ct) in
+        [Some("application/json; charset=utf-8"), Some("Application/JSON"), Some("application/merge-patch+json"), None]
+            .into_iter()
+            .enumerate()
+    {
+        let body =
+            serde_json::to_vec(&json!({"name": format!("ok{i}"), "endpoints": ["http://127.0.0.1:9/hook"]})).unwrap();
+        let (s, v) = raw(app, "POST", "/api/v1/apps", Some(&t.admin), ct, body, &[]).await;
+        assert_eq!(s, StatusCode::CREATED, "{ct:?}: {v}");
+    }
+    // A trigger without a body, whatever its type.
+    let job = app.job(&t.admin, cron_job("nightly", "billing")).await;
+    let trigger = format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap());
+    let (s, v) =
+        raw(app, "POST", &trigger, Some(&t.admin), Some("application/x-www-form-urlencoded"), vec![], &[]).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let got = raw(app, "POST", &trigger, Some(&t.admin), Some("text/plain"), b"{}".to_vec(), &[]).await;
+    assert_error(&got, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", Some("content-type"));
+    // A signed executor call.
+    let (app_id, secret) = (a["id"].as_str().unwrap(), a["secret"].as_str().unwrap());
+    let body = serde_json::to_vec(&json!({"address": "http://127.0.0.1:9/hook", "handlers": ["h"]})).unwrap();
+    let signed = signed_headers(secret, app_id, "ct-1", &body, app.clock.now_ms() / 1000);
+    let got = raw(app, "POST", "/api/v1/executors/register", None, Some("text/plain"), body, &signed).await;
+    assert_error(&got, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", Some("content-type"));
+}
+
+/// The signed executor endpoints read their body before anything else: an oversized one was
+/// answered 413 in plain text by the body limit. Every error is JSON.
+async fn executor_calls_answer_413_in_json(app: &TestApp) {
+    let t = app.tenant("acme").await;
+    let a = app.app(&t.admin, "billing").await;
+    let huge = serde_json::to_vec(&json!({"address": "x".repeat(MAX_BODY + 1)})).unwrap();
+    let signed = signed_headers(
+        a["secret"].as_str().unwrap(),
+        a["id"].as_str().unwrap(),
+        "big-1",
+        &huge,
+        app.clock.now_ms() / 1000,
+    );
+    for path in [
+        "/api/v1/executors/register",
+        "/api/v1/executors/heartbeat",
+        "/api/v1/executors/deregister",
+        "/api/v1/runs/run_x/result",
+        "/api/v1/runs/run_x/logs",
+        "/api/v1/runs/run_x/script",
+    ] {
+        let got = raw(app, "POST", path, None, Some("application/json"), huge.clone(), &signed).await;
+        assert_error(&got, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", Some("body"));
+    }
+    // axum's own rejections too: a path parameter that is not one (here a method with no route).
+    let got = raw(app, "PUT", "/api/v1/executors/register", None, None, vec![], &[]).await;
+    assert_eq!(got.0, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(got.1["code"].is_string(), "JSON error: {}", got.1);
+}
+
+/// Every list refuses a cursor it did not hand out (422 naming `cursor`), and still follows
+/// its own.
+async fn every_list_refuses_a_cursor_it_did_not_make(app: &TestApp) {
+    let t = app.tenant("acme").await;
+    app.app(&t.admin, "billing").await;
+    app.app(&t.admin, "shipping").await;
+    let (s, v) =
+        app.post("/api/v1/scripts", &t.admin, json!({"name": "s", "runtime": "python", "source": "print(1)\n"})).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    let lists = [
+        ("/api/v1/tenants", app.operator_key.as_str()),
+        ("/api/v1/keys", t.admin.as_str()),
+        ("/api/v1/apps", t.admin.as_str()),
+        ("/api/v1/scripts", t.admin.as_str()),
+        ("/api/v1/scripts/s/versions", t.admin.as_str()),
+        ("/api/v1/jobs", t.admin.as_str()),
+        ("/api/v1/runs", t.admin.as_str()),
+    ];
+    for (list, key) in lists {
+        for bad in ["zzz", "app_zz", "%27%20OR%201%3D1", "job_0000000000000000000000000000000g"] {
+            let got = app.get(&format!("{list}?cursor={bad}"), key).await;
+            assert_error(&got, unprocessable, "invalid_field", Some("cursor"));
+        }
+    }
+    // An id of another kind is not a cursor of this list either.
+    let got = app.get("/api/v1/apps?cursor=job_0123456789abcdef0123456789abcdef", &t.admin).await;
+    assert_error(&got, unprocessable, "invalid_field", Some("cursor"));
+    let (_, first) = app.get("/api/v1/apps?limit=1", &t.admin).await;
+    let next = first["next_cursor"].as_str().expect("a next page");
+    let (s, rest) = app.get(&format!("/api/v1/apps?limit=1&cursor={next}"), &t.admin).await;
+    assert_eq!((s, rest["items"][0]["name"].as_str()), (StatusCode::OK, Some("shipping")), "{rest}");
+}
+
+/// Every endpoint refuses a query parameter it does not take, 422 naming it; endpoints
+/// without one ignored it (`POST /schedules/preview?count=1000000000`).
+async fn unknown_query_parameters_are_refused_everywhere(app: &TestApp) {
+    let t = app.tenant("acme").await;
+    let a = app.app(&t.admin, "billing").await;
+    let job = app.job(&t.admin, cron_job("nightly", "billing")).await;
+    let (app_id, job_id) = (a["id"].as_str().unwrap(), job["id"].as_str().unwrap());
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    let preview = json!({"schedule": {"kind": "cron", "expression": "0 0 * * * *"}});
+    let got = app.post("/api/v1/schedules/preview?count=1000000000", &t.admin, preview.clone()).await;
+    assert_error(&got, unprocessable, "unknown_field", Some("count"));
+    let (s, v) = app.post("/api/v1/schedules/preview", &t.admin, preview).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let cases = [
+        ("GET", format!("/api/v1/apps/{app_id}?verbose=1"), "verbose"),
+        ("GET", format!("/api/v1/jobs/{job_id}?fields=all"), "fields"),
+        ("POST", format!("/api/v1/jobs/{job_id}/stop?force=true"), "force"),
+        ("DELETE", format!("/api/v1/jobs/{job_id}?cascade=1"), "cascade"),
+        ("GET", "/api/v1/settings/scheduling?x=1".to_string(), "x"),
+        ("GET", "/api/v1/runtimes?all".to_string(), "all"),
+        ("GET", "/healthz?probe=1".to_string(), "probe"),
+        ("GET", format!("/api/v1/jobs/{job_id}/preview?count=3&colour=red"), "colour"),
+    ];
+    for (method, path, param) in cases {
+        let got = app.call(method, &path, Some(&t.admin), None).await;
+        assert_error(&got, unprocessable, "unknown_field", Some(param));
+    }
+    let (_, still) = app.get(&format!("/api/v1/jobs/{job_id}"), &t.admin).await;
+    assert_eq!(still["state"], job["state"], "the refused stop and delete changed nothing: {still}");
+    let (s, v) = app.get(&format!("/api/v1/jobs/{job_id}/preview?count=3"), &t.admin).await;
+    assert_eq!(s, StatusCode::OK, "declared parameters still work: {v}");
+}
+
+/// A URL with user info (`http://user:password@host/`) is refused as an app endpoint (create,
+/// PATCH) and as an executor's address, naming the field and never echoing the password:
+/// it would be stored, shown to viewers and logged.
+async fn urls_with_user_info_are_refused(app: &TestApp) {
+    let t = app.tenant("acme").await;
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    let got = app
+        .post(
+            "/api/v1/apps",
+            &t.admin,
+            json!({"name": "leaky", "endpoints": ["http://127.0.0.1:9/ok", "http://u:hunter2@127.0.0.1:9/hook"]}),
+        )
+        .await;
+    assert_error(&got, unprocessable, "invalid_field", Some("endpoints[1]"));
+    assert!(!got.1.to_string().contains("hunter2"), "{}", got.1);
+    let a = app.app(&t.admin, "billing").await;
+    let path = format!("/api/v1/apps/{}", a["id"].as_str().unwrap());
+    let got = app.patch(&path, &t.admin, json!({"endpoints": ["http://admin@127.0.0.1:9/hook"]})).await;
+    assert_error(&got, unprocessable, "invalid_field", Some("endpoints[0]"));
+    let (_, now) = app.get(&path, &t.admin).await;
+    assert_eq!(now["endpoints"], a["endpoints"], "the refused update changed nothing");
+    let (_, list) = app.get("/api/v1/apps", &t.admin).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 1, "{list}");
+    let body = serde_json::to_vec(&json!({"address": "http://u:hunter2@127.0.0.1:9/hook", "handlers": ["h"]})).unwrap();
+    let signed = signed_headers(
+        a["secret"].as_str().unwrap(),
+        a["id"].as_str().unwrap(),
+        "ui-1",
+        &body,
+        app.clock.now_ms() / 1000,
+    );
+    let got = raw(app, "POST", "/api/v1/executors/register", None, Some("application/json"), body, &signed).await;
+    assert_error(&got, unprocessable, "invalid_field", Some("address"));
+    assert!(!got.1.to_string().contains("hunter2"), "{}", got.1);
+    let (_, execs) = app.get(&format!("{path}/executors"), &t.admin).await;
+    assert!(execs.to_string().find("hunter2").is_none(), "nothing registered: {execs}");
 }
