@@ -21,6 +21,27 @@ pub struct ApiConfig {
     /// runtime that is not available is refused at upload. The binary fills this from
     /// what its runner detected at start-up; the default offers every runtime.
     pub runtimes: Vec<RuntimeOffer>,
+    /// Compiles Python and JavaScript sources at upload, so a source that does not compile
+    /// is refused then (422 on `source`, with the interpreter's message and line). The
+    /// binary provides it with its runner's interpreters; `None` (or an interpreter it does
+    /// not have) accepts the source unchecked.
+    pub source_checker: Option<Arc<dyn SourceChecker>>,
+}
+
+/// Why a script's source does not compile: the interpreter's message and the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceProblem {
+    pub message: String,
+    /// From 1, when the interpreter names one.
+    pub line: Option<u32>,
+}
+
+/// Compiles a script's source without running it (blocking: the API calls it off its
+/// async threads).
+pub trait SourceChecker: Send + Sync + std::fmt::Debug {
+    /// `Err` when `source` does not compile as a `runtime` script; `Ok` when it does, or
+    /// when this checker cannot tell (no interpreter for it here).
+    fn check(&self, runtime: sundial_core::types::ScriptRuntime, source: &str) -> Result<(), SourceProblem>;
 }
 
 /// A script runtime as this install offers it.
@@ -85,6 +106,7 @@ impl Default for ApiConfig {
             scripts: ScriptLimits::default(),
             max_output_bytes: sundial_core::protocol::DEFAULT_MAX_OUTPUT_BYTES,
             runtimes: RuntimeOffer::all_available(),
+            source_checker: None,
         }
     }
 }

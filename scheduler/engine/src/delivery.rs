@@ -414,7 +414,7 @@ impl Engine {
                     tracing::warn!(job_id = %job.id, "every executor retired the handler; job stopped");
                 }
                 let (reason, message) = last_failure;
-                ExecutorResult { succeeded: false, reason, output: None, message: Some(message) }
+                ExecutorResult { retry: true, succeeded: false, reason, output: None, message: Some(message) }
             }
         };
         // An exchange that timed out may still be running at the executor: once the failure

@@ -116,6 +116,9 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
                 max_text_bytes: cfg.max_script_text_bytes,
             },
             runtimes,
+            source_checker: builtin.as_ref().map(|b| {
+                Arc::new(runner::InterpreterChecker(b.runner.runtimes_shared())) as Arc<dyn sundial_api::SourceChecker>
+            }),
         },
         wake,
     )
