@@ -307,7 +307,27 @@ fn interpreted(
     {
         return Outcome::failed_for_good(format!("the {} source does not compile: {problem}", source.runtime));
     }
+    if lang == sundial_runtimes::Lang::Python
+        && out.result == RunResult::Exited(1)
+        && python_stack_exhausted(&out.stderr)
+    {
+        return Outcome::failed(with_tail(
+            "recursion too deep: Python ran out of stack before its recursion limit (a \
+             sys.setrecursionlimit above what this interpreter's stack holds)"
+                .to_string(),
+            &out.stderr,
+        ));
+    }
     wasm_outcome(out)
+}
+
+/// CPython 3.12 in wasm, recursing in Python past its stack (with `sys.setrecursionlimit`
+/// raised), ends with a `SystemError` that does not say why: the traceback repeats one line,
+/// then `SystemError: error return without exception set`.
+fn python_stack_exhausted(stderr: &[u8]) -> bool {
+    let text = tail(stderr);
+    text.contains("[Previous line repeated")
+        && text.lines().last().is_some_and(|l| l.trim() == "SystemError: error return without exception set")
 }
 
 #[cfg(test)]
@@ -320,6 +340,22 @@ mod tests {
         assert_eq!(output_of(b"{\"rows\": 3}\ndone\n"), None);
         assert_eq!(output_of(b""), None);
         assert_eq!(output_of(b"42"), Some(json!(42)));
+    }
+
+    #[test]
+    fn python_out_of_stack_is_told_from_other_system_errors() {
+        let traceback = b"Traceback (most recent call last):\n  File \"/work/main.py\", line 5, in <module>\n    f(0)\n  File \"/work/main.py\", line 4, in f\n    return f(n+1)\n  [Previous line repeated 997 more times]\nSystemError: error return without exception set\n";
+        assert!(python_stack_exhausted(traceback));
+        assert!(!python_stack_exhausted(b"SystemError: error return without exception set\n"));
+        assert!(!python_stack_exhausted(
+            b"  [Previous line repeated 997 more times]\nRecursionError: maximum recursion depth exceeded\n"
+        ));
+    }
+
+    #[test]
+    fn a_failed_answer_says_when_it_cannot_succeed_on_retry() {
+        assert_eq!(Outcome::failed("x").answer(), json!({"status": "failed", "message": "x"}));
+        assert_eq!(Outcome::failed_for_good("x").answer(), json!({"status": "failed", "message": "x", "retry": false}));
     }
 
     #[test]

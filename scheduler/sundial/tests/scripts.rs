@@ -317,6 +317,17 @@ async fn script_limits_hold_and_failures_say_what_happened() {
         let message = run["message"].as_str().unwrap_or("");
         assert!(message.contains("disk quota exceeded"), "{name}: {message}");
     }
+    // Runaway recursion in Python: named, in Python and in C alike.
+    for (name, source) in [
+        ("py-deep", "import sys\nsys.setrecursionlimit(10**6)\ndef f(n):\n    return f(n + 1)\nf(0)\n"),
+        ("py-c-deep", "class A:\n    def __repr__(self):\n        return repr(self)\nrepr(A())\n"),
+    ] {
+        app.script(name, "python", source).await;
+        let job = app.job(name, name, json!({})).await;
+        let run = app.run_to_end(&job).await;
+        let message = run["message"].as_str().unwrap_or("");
+        assert!(message.contains("recursion") && message.contains("stack"), "{name}: {message}");
+    }
     if shell {
         app.script("sig", "bash", "echo before\nkill -9 $$\n").await;
         let job = app.job("sig", "sig", json!({})).await;
