@@ -29,6 +29,8 @@ pub struct Isolation {
     pub controllers: Vec<String>,
     /// The `setrlimit` limits every run gets.
     pub rlimits: RlimitsReport,
+    /// The disk quota of a run (`/work` and `/tmp`: one tmpfs of this size).
+    pub disk_bytes: u64,
     /// The host uid bwrap runs as, which the sandbox's user namespace maps to (65534 = nobody
     /// when started as root; the caller's uid otherwise).
     pub runs_as_uid: u32,
@@ -138,10 +140,11 @@ impl fmt::Display for Isolation {
         }
         write!(
             f,
-            " fsize={}KiB nofile={} core={}, host uid {} gid {}, sandbox uid {}",
+            " fsize={}KiB nofile={} core={}, disk quota {}MiB (/work+/tmp), host uid {} gid {}, sandbox uid {}",
             r.file_size_bytes >> 10,
             r.open_files,
             r.core_bytes,
+            self.disk_bytes >> 20,
             self.runs_as_uid,
             self.runs_as_gid,
             self.sandbox_uid

@@ -15,6 +15,7 @@ use std::ffi::CString;
 use std::fmt;
 use std::fs;
 use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -88,6 +89,10 @@ pub struct SandboxConfig {
     pub rlimits: Rlimits,
     /// Bytes kept per stream (stdout, stderr); the rest is read and discarded.
     pub output_cap_bytes: usize,
+    /// Disk quota of a run: `/work` and `/tmp` (one directory inside `/work`) are one tmpfs
+    /// of this size, so the run as a whole holds at most this much (in memory, charged to the
+    /// run's memory cgroup; nothing of it is written to the host's disk).
+    pub disk_bytes: u64,
     /// Where cgroups are mounted: a cgroup v2 hierarchy if `<root>/cgroup.controllers` exists,
     /// else cgroup v1 hierarchies `<root>/memory`, `<root>/pids` (and `<root>/cpu`).
     pub cgroup_root: PathBuf,
@@ -114,6 +119,7 @@ impl Default for SandboxConfig {
             cpu_millis: 1000,
             rlimits: Rlimits::default(),
             output_cap_bytes: 1024 * 1024,
+            disk_bytes: 64 * 1024 * 1024,
             cgroup_root: PathBuf::from("/sys/fs/cgroup"),
             temp_root: None,
             host_ids_when_root: Some((65534, 65534)),
@@ -183,6 +189,10 @@ pub struct ShellRun {
     /// `RLIMIT_CPU` seconds for this run, overriding [`Rlimits::cpu_seconds`] (whose default is
     /// `ceil(timeout) + 1`).
     pub cpu_seconds: Option<u64>,
+    /// This run's disk quota, lowering [`SandboxConfig::disk_bytes`] (never raising it).
+    pub disk_bytes: Option<u64>,
+    /// This run's `RLIMIT_NOFILE`, lowering [`Rlimits::open_files`] (never raising it).
+    pub open_files: Option<u64>,
     /// Set to true (from any thread) to stop the run: within about 20 ms the sandbox is
     /// SIGKILLed like on a timeout and the result is `Killed { Cancelled }`. Already true at the
     /// start: nothing is started.
@@ -205,6 +215,8 @@ impl Default for ShellRun {
             stdin: vec![],
             timeout: Duration::from_secs(60),
             cpu_seconds: None,
+            disk_bytes: None,
+            open_files: None,
             cancel: None,
             on_output: None,
         }
@@ -221,6 +233,8 @@ impl fmt::Debug for ShellRun {
             .field("stdin", &format_args!("{} bytes", self.stdin.len()))
             .field("timeout", &self.timeout)
             .field("cpu_seconds", &self.cpu_seconds)
+            .field("disk_bytes", &self.disk_bytes)
+            .field("open_files", &self.open_files)
             .field("cancel", &self.cancel)
             .field("on_output", &self.on_output.as_ref().map(|_| "Fn"))
             .finish()
@@ -243,10 +257,13 @@ pub enum KillReason {
 /// How the run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShellResult {
-    /// The script's exit status as bwrap reports it. Like a shell, bwrap reports a script that
-    /// died of signal N as 128+N, so `Exited(137)` may mean SIGKILL, `Exited(152)` SIGXCPU (the
-    /// CPU-time rlimit) and `Exited(153)` SIGXFSZ (the file-size rlimit).
+    /// The script's exit status (0-128).
     Exited(i32),
+    /// The script died of this signal: e.g. 9 SIGKILL (also the hard CPU limit), 24 SIGXCPU
+    /// (the CPU-time rlimit), 25 SIGXFSZ (the file-size rlimit). bwrap, like a shell, reports
+    /// such a death as the status 128+N, which is what this is read from: a script that calls
+    /// `exit 137` itself is reported the same way.
+    Signalled(i32),
     Killed {
         reason: KillReason,
     },
@@ -266,6 +283,10 @@ pub struct ShellOutcome {
     /// The memory cgroup's OOM killer killed some process of the run (even if the script went on
     /// and exited on its own, which is then reported as `Exited`).
     pub oom_killed: bool,
+    /// `/work` (with `/tmp`) was full when the script ended: it wrote up to its disk quota.
+    pub disk_full: bool,
+    /// The run's disk quota, in bytes.
+    pub disk_bytes: u64,
 }
 
 /// A checked bubblewrap installation plus limits.
@@ -304,7 +325,7 @@ impl ShellSandbox {
         let host_ids = if euid == 0 { config.host_ids_when_root } else { None };
         let trial = |extra: &[&str]| -> Result<(), String> {
             let mut cmd = Command::new(&bwrap);
-            let hook = PreExec { setsid: false, rlimits: vec![], procs_files: vec![], host_ids };
+            let hook = PreExec { setsid: false, rlimits: vec![], procs_files: vec![], host_ids, status_fd: None };
             // SAFETY: the hook only makes async-signal-safe syscalls (see `PreExec::run`).
             unsafe { cmd.pre_exec(move || hook.run()) };
             let out = cmd
@@ -385,6 +406,7 @@ impl ShellSandbox {
                 open_files: rl.open_files,
                 core_bytes: 0,
             },
+            disk_bytes: config.disk_bytes,
             runs_as_uid,
             runs_as_gid,
             sandbox_uid: SANDBOX_UID,
@@ -452,6 +474,8 @@ impl ShellSandbox {
                 elapsed: Duration::ZERO,
                 limits_enforced: false,
                 oom_killed: false,
+                disk_full: false,
+                disk_bytes: self.disk_bytes(&input),
             });
         }
 
@@ -483,9 +507,15 @@ impl ShellSandbox {
             Err(_) => None,
         };
 
-        let mut cmd = self.command(&input, &work);
+        let disk_bytes = self.disk_bytes(&input);
+        let mut cmd = self.command(&input, &work, disk_bytes);
         let mut rlimits =
             RunRlimits::resolve(&self.config.rlimits, self.config.memory_limit_bytes, input.cpu_seconds, input.timeout);
+        if let Some(open_files) = input.open_files {
+            rlimits.open_files = rlimits.open_files.min(open_files.max(8));
+        }
+        // The launcher reports the state of `/work` on fd 3 when the script ends.
+        let (status_read, status_write) = status_pipe().map_err(SandboxError::Spawn)?;
         if input.shell == Shell::Node {
             rlimits.address_space = u64::MAX; // V8 reserves address space it never uses: the cgroup bounds memory
         }
@@ -494,15 +524,18 @@ impl ShellSandbox {
             rlimits: rlimits.plan(),
             procs_files: cgroup.as_ref().map(RunCgroup::procs_files).unwrap_or_default(),
             host_ids: self.host_ids,
+            status_fd: Some(status_write.as_raw_fd()),
         };
         // SAFETY: the hook runs between fork and exec and only makes async-signal-safe syscalls
-        // (setsid, setrlimit, getpid, open, write, close, setgroups, setresgid, setresuid) on
-        // memory prepared before the fork.
+        // (setsid, setrlimit, getpid, open, write, close, setgroups, setresgid, setresuid, dup2,
+        // fcntl) on memory prepared before the fork.
         unsafe {
             cmd.pre_exec(move || hook.run());
         }
         let start = Instant::now();
-        let mut child = cmd.spawn().map_err(SandboxError::Spawn)?;
+        let spawned = cmd.spawn();
+        drop(status_write); // only the sandbox holds the write end now
+        let mut child = spawned.map_err(SandboxError::Spawn)?;
         let pid = child.id() as libc::pid_t;
 
         let cap = self.config.output_cap_bytes;
@@ -572,6 +605,7 @@ impl ShellSandbox {
         };
         let limits_enforced = cgroup.is_some();
         let oom_killed = memory_events.is_some_and(|(oom, _)| oom);
+        let disk_full = matches!(ending, Ending::Exited) && work_was_full(status_read);
         drop(cgroup);
         drop(run_dir);
         Ok(ShellOutcome {
@@ -583,10 +617,17 @@ impl ShellSandbox {
             elapsed,
             limits_enforced,
             oom_killed,
+            disk_full,
+            disk_bytes,
         })
     }
 
-    fn command(&self, input: &ShellRun, work: &Path) -> Command {
+    /// The run's disk quota: the config's, or the run's own when lower.
+    fn disk_bytes(&self, input: &ShellRun) -> u64 {
+        input.disk_bytes.map_or(self.config.disk_bytes, |d| d.min(self.config.disk_bytes)).max(64 * 1024)
+    }
+
+    fn command(&self, input: &ShellRun, work: &Path, disk_bytes: u64) -> Command {
         let mut cmd = Command::new(&self.bwrap);
         cmd.args(["--unshare-all", "--unshare-user"]);
         if self.disable_userns {
@@ -621,12 +662,18 @@ impl ShellSandbox {
         if Path::new("/etc/alternatives").is_dir() {
             cmd.args(["--ro-bind", "/etc/alternatives", "/etc/alternatives"]);
         }
-        cmd.args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]);
-        cmd.arg("--bind").arg(work).arg("/work");
+        cmd.args(["--proc", "/proc", "--dev", "/dev"]);
+        // /work is a tmpfs of the run's disk quota, and /tmp a directory in it: the run as a
+        // whole holds at most `disk_bytes` (ENOSPC past it), and nothing reaches the host's disk.
+        cmd.args(["--size", &disk_bytes.to_string(), "--perms", "0700", "--tmpfs", "/work"]);
+        cmd.args(["--dir", "/work/.tmp", "--symlink", "/work/.tmp", "/tmp"]);
+        cmd.arg("--ro-bind").arg(work.join(".job.sh")).arg("/work/.job.sh");
         // The root is bwrap's own tmpfs (holding the mount points): make it read-only too, so
-        // only /work and /tmp are writable.
+        // only /work (and /tmp in it) is writable.
         cmd.args(["--remount-ro", "/", "--chdir", "/work", "--cap-drop", "ALL"]);
-        cmd.args([input.shell.interpreter(), "/work/.job.sh"]);
+        // The launcher runs the script (without fd 3), then reports on fd 3 its status and
+        // the free and total blocks of /work.
+        cmd.args(["/bin/sh", "-c", LAUNCHER, "sundial-run", input.shell.interpreter(), "/work/.job.sh"]);
         cmd.args(&input.args);
         // Own session and process group (setsid in the pre_exec hook): terminal signals for the
         // host process do not reach it, and the timeout can kill the whole group.
@@ -635,8 +682,16 @@ impl ShellSandbox {
     }
 }
 
-/// The result of a run that ended on its own: the exit status, corrected to a memory kill when
-/// the memory cgroup saw one.
+/// Runs the script (`$1`, with its arguments) without fd 3, then writes `status free total` (the
+/// free and total blocks of /work) to fd 3 and exits with the script's status.
+const LAUNCHER: &str =
+    r#"i="$1"; shift; "$i" "$@" 3>&-; s=$?; echo "$s $(stat -f -c '%a %b' /work 2>/dev/null)" >&3; exit $s"#;
+
+/// Highest signal number (Linux `SIGRTMAX`).
+const MAX_SIGNAL: i32 = 64;
+
+/// The result of a run that ended on its own: the exit status (128+N: died of signal N),
+/// corrected to a memory kill when the memory cgroup saw one.
 fn classify(status: ExitStatus, (oom_killed, limit_hit): (bool, bool)) -> ShellResult {
     match (status.code(), status.signal()) {
         (_, Some(sig)) if oom_killed || (limit_hit && sig == libc::SIGKILL) => {
@@ -646,9 +701,55 @@ fn classify(status: ExitStatus, (oom_killed, limit_hit): (bool, bool)) -> ShellR
         (Some(code), _) if code > 128 && (oom_killed || (limit_hit && code == 128 + libc::SIGKILL)) => {
             ShellResult::Killed { reason: KillReason::Memory }
         }
+        (Some(code), _) if (129..=128 + MAX_SIGNAL).contains(&code) => ShellResult::Signalled(code - 128),
         (Some(code), _) => ShellResult::Exited(code),
         (None, None) => ShellResult::Exited(-1),
     }
+}
+
+/// The conventional name of a signal (`SIGKILL`), or `SIG<n>`.
+pub fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGSYS => "SIGSYS",
+        _ => return format!("SIG{signal}"),
+    };
+    name.to_string()
+}
+
+/// A pipe whose ends are close-on-exec (the hook gives the write end to bwrap as fd 3).
+fn status_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: plain syscall writing two descriptors into a local array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both were just opened and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Reads the launcher's report (every writer is gone by now): was /work full at the end?
+fn work_was_full(read: OwnedFd) -> bool {
+    let mut text = String::new();
+    let _ = fs::File::from(read).read_to_string(&mut text);
+    let mut fields = text.split_whitespace().skip(1).map(|f| f.parse::<u64>().ok());
+    matches!((fields.next(), fields.next()), (Some(Some(0)), Some(Some(total))) if total > 0)
 }
 
 /// `bwrap --version`, e.g. `bubblewrap 0.8.0` -> `0.8.0`.
@@ -771,6 +872,8 @@ struct PreExec {
     procs_files: Vec<CString>,
     /// Drop to these host ids last.
     host_ids: Option<(u32, u32)>,
+    /// Given to bwrap as fd 3 (the launcher's report).
+    status_fd: Option<RawFd>,
 }
 
 impl PreExec {
@@ -787,6 +890,16 @@ impl PreExec {
                 libc::setrlimit(libc::RLIMIT_CORE, &no_core);
             }
             limits::apply(&self.rlimits)?;
+            if let Some(fd) = self.status_fd {
+                if fd == 3 {
+                    // dup2 onto itself keeps close-on-exec: clear it.
+                    if libc::fcntl(3, libc::F_SETFD, 0) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                } else if libc::dup2(fd, 3) != 3 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
             let mut buf = [0u8; 20];
             let digits = format_pid(libc::getpid() as u32, &mut buf);
             for path in &self.procs_files {
@@ -885,12 +998,23 @@ mod tests {
         let exited = |c: i32| ExitStatus::from_raw(c << 8);
         let signalled = ExitStatus::from_raw;
         assert_eq!(classify(exited(1), (false, false)), ShellResult::Exited(1));
-        assert_eq!(classify(exited(137), (false, false)), ShellResult::Exited(137));
+        // bwrap reports a death by signal N as 128+N.
+        assert_eq!(classify(exited(137), (false, false)), ShellResult::Signalled(libc::SIGKILL));
+        assert_eq!(classify(exited(152), (false, false)), ShellResult::Signalled(libc::SIGXCPU));
+        assert_eq!(classify(exited(128), (false, false)), ShellResult::Exited(128));
+        assert_eq!(classify(exited(200), (false, false)), ShellResult::Exited(200));
         assert_eq!(classify(exited(137), (false, true)), ShellResult::Killed { reason: KillReason::Memory });
         assert_eq!(classify(exited(152), (true, true)), ShellResult::Killed { reason: KillReason::Memory });
         assert_eq!(classify(exited(1), (true, true)), ShellResult::Exited(1));
         assert_eq!(classify(signalled(9), (false, false)), ShellResult::Killed { reason: KillReason::Signal(9) });
         assert_eq!(classify(signalled(9), (false, true)), ShellResult::Killed { reason: KillReason::Memory });
+    }
+
+    #[test]
+    fn names_signals() {
+        assert_eq!(signal_name(9), "SIGKILL");
+        assert_eq!(signal_name(24), "SIGXCPU");
+        assert_eq!(signal_name(40), "SIG40");
     }
 
     #[test]

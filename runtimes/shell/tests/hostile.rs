@@ -120,9 +120,9 @@ fn no_host_files() {
     // The per-run dir (and /work/out with it) is gone after the run.
     let left: Vec<_> = fs::read_dir(temp_root.path()).unwrap().flatten().map(|e| e.path()).collect();
     assert!(left.is_empty(), "run dirs left behind: {left:?}");
-    // And a later run starts with an empty /work.
+    // And a later run starts with an empty /work (its script and the /tmp directory only).
     let o = run(&sb, bash("test -e /work/out && echo present; ls -A /work"));
-    assert_eq!(text(&o.stdout), ".job.sh\n");
+    assert_eq!(text(&o.stdout), ".job.sh\n.tmp\n");
     // Even a run dir the script made hard to delete is removed.
     let o = run(&sb, bash("mkdir -p /work/d/e && echo x > /work/d/e/f && chmod 000 /work/d/e /work/d; echo ok"));
     assert_eq!(text(&o.stdout), "ok\n");

@@ -32,7 +32,7 @@ fn busy_loop_stopped_by_cpu_rlimit() {
     r.cpu_seconds = Some(1);
     let start = Instant::now();
     let o = run(&sb, r);
-    assert_eq!(o.result, ShellResult::Exited(128 + libc::SIGXCPU), "{}", text(&o.stderr));
+    assert_eq!(o.result, ShellResult::Signalled(libc::SIGXCPU), "{}", text(&o.stderr));
     // One CPU second; wall time more only if the host is busy.
     assert!(start.elapsed() < Duration::from_secs(30), "took {:?}", start.elapsed());
 
@@ -41,7 +41,7 @@ fn busy_loop_stopped_by_cpu_rlimit() {
     r.cpu_seconds = Some(1);
     let start = Instant::now();
     let o = run(&sb, r);
-    assert_eq!(o.result, ShellResult::Exited(128 + libc::SIGKILL), "{}", text(&o.stderr));
+    assert_eq!(o.result, ShellResult::Signalled(libc::SIGKILL), "{}", text(&o.stderr));
     assert!(start.elapsed() < Duration::from_secs(30), "took {:?}", start.elapsed());
 
     // The limit from the config applies the same way, and is per process: a child gets its own.
@@ -234,4 +234,53 @@ fn own_session_and_process_group() {
         assert_eq!(o.result, ShellResult::Exited(0));
     });
     assert!(wait_no_processes(&mark).is_empty());
+}
+
+/// The disk quota holds for the run as a whole (`/work` and `/tmp` together), not per file:
+/// eight files of 1 MiB each (every one far below the file-size rlimit) against a quota of
+/// 4 MiB. The writes past it fail with ENOSPC and the outcome says the disk was full.
+#[test]
+fn disk_quota_holds_for_the_whole_run() {
+    let Some(sb) = sandbox_with(SandboxConfig { disk_bytes: 4 << 20, ..Default::default() }) else { return };
+    let o = run(
+        &sb,
+        bash(
+            "for i in 1 2 3 4 5 6 7 8; do\n\
+               if [ $((i % 2)) = 0 ]; then d=/tmp; else d=/work; fi\n\
+               head -c 1048576 /dev/zero > $d/f$i || echo \"failed=$i\"\n\
+             done\n\
+             echo \"total=$(cat /work/f* /tmp/f* 2>/dev/null | wc -c)\"",
+        ),
+    );
+    let out = text(&o.stdout);
+    assert_eq!(o.result, ShellResult::Exited(0), "{out}\n{}", text(&o.stderr));
+    assert!(out.contains("failed="), "every write succeeded: {out}");
+    let total: u64 = out.split("total=").nth(1).unwrap().trim().parse().unwrap();
+    assert!(total <= 4 << 20, "the run holds {total} bytes, past its quota: {out}");
+    assert!(text(&o.stderr).contains("No space left on device"), "{}", text(&o.stderr));
+    assert!(o.disk_full, "the outcome does not say the disk was full");
+    assert_eq!(o.disk_bytes, 4 << 20);
+
+    // A run may lower the quota, never raise it; a run within it is not `disk_full`.
+    let mut r = bash("head -c 2000000 /dev/zero > /work/f; echo $?");
+    r.disk_bytes = Some(1 << 20);
+    let o = run(&sb, r);
+    assert!(o.disk_full && o.disk_bytes == 1 << 20, "{}", text(&o.stdout));
+    let mut r = bash("head -c 2000000 /dev/zero > /work/f; echo $?");
+    r.disk_bytes = Some(1 << 30);
+    let o = run(&sb, r);
+    assert_eq!((text(&o.stdout).as_str(), o.disk_full, o.disk_bytes), ("0\n", false, 4 << 20));
+}
+
+/// A script killed by a signal is reported as that signal, not as the status 128+N.
+#[test]
+fn death_by_signal_is_reported_as_the_signal() {
+    let Some(sb) = sandbox() else { return };
+    let o = run(&sb, bash("echo before; kill -9 $$; echo after"));
+    assert_eq!(o.result, ShellResult::Signalled(libc::SIGKILL));
+    assert_eq!(text(&o.stdout), "before\n");
+    let o = run(&sb, bash("kill -TERM $$"));
+    assert_eq!(o.result, ShellResult::Signalled(libc::SIGTERM));
+    let o = run(&sb, bash("exit 3"));
+    assert_eq!(o.result, ShellResult::Exited(3));
 }

@@ -266,7 +266,99 @@ std.err.flush();
 std.exit(0);
 "#;
 
+/// Compiles `/work/main.py` (`sys.argv[1]`) without running it: exit 3 with `line\nType: message`
+/// on stderr when it does not compile.
+const PY_CHECK: &str = r#"
+import sys
+try:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        src = f.read()
+    compile(src, "main.py", "exec")
+except SyntaxError as e:
+    sys.stderr.write("%d\n%s: %s" % (e.lineno or 0, type(e).__name__, e.msg))
+    sys.exit(3)
+except ValueError as e:
+    sys.stderr.write("0\n%s: %s" % (type(e).__name__, e))
+    sys.exit(3)
+"#;
+
+/// Compiles `/work/main.js` (as a function body: what a classic script may hold) without
+/// running it: exit 3 with `line\nType: message` on stderr when it does not compile.
+const JS_CHECK: &str = r#"
+import * as std from 'qjs:std';
+const src = std.loadFile(scriptArgs[0]);
+try {
+  new Function(src);
+} catch (e) {
+  const m = /:(\d+)(?::\d+)?\)?\s*$/m.exec(String(e.stack || ''));
+  std.err.puts(`${m ? Math.max(0, Number(m[1]) - 2) : 0}\n${e.name}: ${e.message}`);
+  std.err.flush();
+  std.exit(3);
+}
+std.exit(0);
+"#;
+
+/// Why a source does not compile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceProblem {
+    /// The interpreter's message (`SyntaxError: '(' was never closed`).
+    pub message: String,
+    /// The line it points at (from 1), when it names one.
+    pub line: Option<u32>,
+}
+
+impl std::fmt::Display for SourceProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "line {line}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
 impl WasmRuntime {
+    /// Checks that `source` compiles in `interp`'s language, without running it (CPython:
+    /// `compile(source, "main.py", "exec")`; QuickJS: the source compiled as a function
+    /// body). `Ok(None)`: it compiles; `Ok(Some(problem))`: it does not, with the
+    /// interpreter's message and line; `Err(why)`: the check itself could not be made
+    /// (deadline, fuel, a trap).
+    pub fn check_source(
+        &self,
+        interp: &Interpreter,
+        source: &str,
+        deadline: Duration,
+    ) -> std::result::Result<Option<SourceProblem>, String> {
+        let started = Instant::now();
+        let lang = interp.lang;
+        let (work, _temp) = prepare_work_dir(lang, source, None)?;
+        let input = RunInput { work_dir: Some(work), deadline, ..RunInput::default() };
+        let script = lang.script_path();
+        let out = match lang {
+            Lang::Python => {
+                let argv = vec!["python".to_string(), "-c".into(), PY_CHECK.into(), script];
+                self.execute(&interp.module.module, &argv, &input, Entry::Start, started)
+            }
+            Lang::JavaScript => {
+                let wasi_argv = vec!["qjs".to_string(), script.clone()];
+                let qjs_argv = vec!["qjs".to_string(), "-m".into(), "-e".into(), JS_CHECK.trim().to_string(), script];
+                self.execute(&interp.module.module, &wasi_argv, &input, Entry::QjsReactor { argv: &qjs_argv }, started)
+            }
+        };
+        match out.result {
+            RunResult::Exited(0) => Ok(None),
+            RunResult::Exited(3) => {
+                let text = String::from_utf8_lossy(&out.stderr);
+                let (line, message) = text.split_once('\n').unwrap_or(("0", &text));
+                let line = line.trim().parse::<u32>().ok().filter(|l| *l > 0);
+                Ok(Some(SourceProblem { message: message.trim().to_string(), line }))
+            }
+            RunResult::Exited(code) => {
+                Err(format!("the {lang} check exited with {code}: {}", String::from_utf8_lossy(&out.stderr).trim()))
+            }
+            RunResult::Trap { kind, message } => Err(format!("the {lang} check stopped ({kind:?}): {message}")),
+        }
+    }
+
     /// Compiles an interpreter for `lang` (binary wasm only), through the
     /// artifact cache when one is configured, and checks that it has what
     /// [`run_interpreted`](Self::run_interpreted) needs:

@@ -14,7 +14,8 @@
 //! * cancellation from another thread ([`RunInput::cancel`]),
 //! * only the environment and arguments given by the caller,
 //! * no network and no host filesystem, except one optional directory
-//!   preopened as `/work`.
+//!   preopened as `/work`, whose contents are held to a disk quota and whose
+//!   open files to a cap (enforced in the WASI file layer, see `fs`).
 //!
 //! Only imports from the `wasi_snapshot_preview1` module are allowed, and the
 //! module must export a `_start` function.
@@ -29,11 +30,13 @@
 
 #![warn(missing_docs)]
 
+mod fs;
 mod interp;
 mod output;
 mod sleep;
+mod trampoline;
 
-pub use interp::{Interpreter, Interpreters, Lang, Unavailable};
+pub use interp::{Interpreter, Interpreters, Lang, SourceProblem, Unavailable};
 pub use output::{OutputCallback, OutputStream};
 
 use std::hash::{Hash, Hasher};
@@ -115,6 +118,10 @@ pub struct RuntimeConfig {
     pub output_cap_bytes: usize,
     /// Largest accepted interpreter module, in bytes (default 64 MiB; CPython is 26 MB).
     pub max_interpreter_bytes: usize,
+    /// Disk quota of a run's `/work` that does not give one, in bytes (default 64 MiB).
+    pub default_disk_bytes: u64,
+    /// Files a run may hold open at once when it does not give a limit (default 256).
+    pub default_open_files: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -125,6 +132,8 @@ impl Default for RuntimeConfig {
             default_memory_bytes: 128 << 20,
             output_cap_bytes: 1 << 20,
             max_interpreter_bytes: 64 << 20,
+            default_disk_bytes: 64 << 20,
+            default_open_files: 256,
         }
     }
 }
@@ -170,6 +179,14 @@ pub struct RunInput {
     pub fuel: Option<u64>,
     /// Linear-memory cap; `None` uses [`RuntimeConfig::default_memory_bytes`].
     pub memory_bytes: Option<usize>,
+    /// Disk quota of the work directory (everything under it, what is there at the start
+    /// included); `None` uses [`RuntimeConfig::default_disk_bytes`]. A call that would
+    /// take it past the quota stops the run with `Trap { DiskQuota }`.
+    pub disk_bytes: Option<u64>,
+    /// Files the guest may hold open at once; `None` uses
+    /// [`RuntimeConfig::default_open_files`]. Opening one more stops the run with
+    /// `Trap { OpenFiles }`.
+    pub open_files: Option<u64>,
     /// Host directory preopened read-write as `/work`; `None` gives no filesystem
     /// (for [`run_interpreted`](WasmRuntime::run_interpreted): a fresh temporary directory).
     pub work_dir: Option<PathBuf>,
@@ -192,6 +209,8 @@ impl std::fmt::Debug for RunInput {
             .field("deadline", &self.deadline)
             .field("fuel", &self.fuel)
             .field("memory_bytes", &self.memory_bytes)
+            .field("disk_bytes", &self.disk_bytes)
+            .field("open_files", &self.open_files)
             .field("work_dir", &self.work_dir)
             .field("cancel", &self.cancel.as_ref().map(|c| c.load(Ordering::Relaxed)))
             .field("on_output", &self.on_output.as_ref().map(|_| "Fn"))
@@ -208,6 +227,8 @@ impl Default for RunInput {
             deadline: Duration::from_secs(30),
             fuel: None,
             memory_bytes: None,
+            disk_bytes: None,
+            open_files: None,
             work_dir: None,
             cancel: None,
             on_output: None,
@@ -226,6 +247,15 @@ pub enum TrapKind {
     Memory,
     /// [`RunInput::cancel`] was set.
     Cancelled,
+    /// A write (or a new file, directory or link) would have taken the work directory past
+    /// the run's disk quota ([`RunInput::disk_bytes`]).
+    DiskQuota,
+    /// The guest tried to hold more files open than its limit ([`RunInput::open_files`]).
+    OpenFiles,
+    /// The guest's stack ran out (runaway recursion): wasm's own call stack, or the stack an
+    /// interpreter keeps in linear memory growing below its start (CPython recursing in C,
+    /// e.g. through `__repr__`, past what its recursion limits catch).
+    StackOverflow,
     /// Any other trap or failure (wasm trap, instantiation or setup error).
     Other,
 }
@@ -285,6 +315,7 @@ pub struct WasmRuntime {
     engine: Engine,
     config: RuntimeConfig,
     linker: Linker<RunState>,
+    originals: Arc<trampoline::Originals>,
     engine_hash: String,
     _ticker: Ticker,
 }
@@ -306,8 +337,12 @@ struct RunState {
     deadline: Option<Instant>,
     /// Zero of the guest's monotonic clock (see `sleep::RunClock`).
     clock_base: Instant,
-    /// The `poll_oneoff` trampoline, once instantiated (see `sleep`).
+    /// The trampoline to wasmtime-wasi's own functions, once instantiated (see `trampoline`).
     trampoline: Option<wasmtime::Instance>,
+    /// wasmtime-wasi's own functions, for the trampoline.
+    originals: Arc<trampoline::Originals>,
+    /// The work directory's quota and open files, when the run has one.
+    fs: Option<fs::FsState>,
 }
 
 /// How a run enters the guest once it is instantiated.
@@ -330,7 +365,10 @@ impl WasmRuntime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s: &mut RunState| &mut s.wasi)
             .map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
-        sleep::shadow_poll_oneoff(&engine, &mut linker).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        let originals =
+            trampoline::Originals::new(&engine, &linker).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        sleep::shadow_poll_oneoff(&mut linker).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        fs::shadow_fs_functions(&mut linker).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_hash = format!("{:016x}", hasher.finish());
@@ -350,7 +388,7 @@ impl WasmRuntime {
                 }
             })
             .map_err(|e| RuntimeError::Engine(format!("cannot start epoch ticker: {e}")))?;
-        Ok(Self { engine, config, linker, engine_hash, _ticker: Ticker { stop, handle: Some(handle) } })
+        Ok(Self { engine, config, linker, originals, engine_hash, _ticker: Ticker { stop, handle: Some(handle) } })
     }
 
     /// The runtime's configuration.
@@ -553,6 +591,14 @@ impl WasmRuntime {
             deadline: started.checked_add(input.deadline),
             clock_base,
             trampoline: None,
+            originals: self.originals.clone(),
+            fs: input.work_dir.as_deref().map(|dir| {
+                fs::FsState::new(
+                    dir,
+                    input.disk_bytes.unwrap_or(self.config.default_disk_bytes),
+                    input.open_files.unwrap_or(self.config.default_open_files),
+                )
+            }),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -600,12 +646,27 @@ fn classify(e: wasmtime::Error) -> RunResult {
     if let Some(exit) = e.downcast_ref::<I32Exit>() {
         return RunResult::Exited(exit.0);
     }
+    if let Some(limit) = e.downcast_ref::<fs::LimitExceeded>() {
+        return trap(limit.kind, limit.message.clone());
+    }
+    let message = format!("{e:#}");
     let kind = match e.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => TrapKind::OutOfFuel,
         Some(Trap::Interrupt) => TrapKind::Deadline,
+        Some(Trap::StackOverflow) => TrapKind::StackOverflow,
+        Some(Trap::MemoryOutOfBounds) if below_the_stack(&message) => TrapKind::StackOverflow,
         _ => TrapKind::Other,
     };
-    trap(kind, format!("{e:#}"))
+    trap(kind, message)
+}
+
+/// Is the faulting address of a memory trap just below zero (wrapped past 4 GiB)? That is a
+/// stack kept in linear memory that grew past its bottom: a C stack overflow in the guest.
+fn below_the_stack(message: &str) -> bool {
+    const MARK: &str = "memory fault at wasm address 0x";
+    let Some(at) = message.find(MARK) else { return false };
+    let hex: String = message[at + MARK.len()..].chars().take_while(char::is_ascii_hexdigit).collect();
+    u64::from_str_radix(&hex, 16).is_ok_and(|address| address >= 0xFFFF_0000)
 }
 
 /// Refuses non-WASI imports and a missing `_start: [] -> []` function export.
@@ -709,4 +770,15 @@ fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         RuntimeError::Cache { path: path.to_path_buf(), source: e }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_fault_just_below_zero_is_a_stack_overflow() {
+        assert!(super::below_the_stack("memory fault at wasm address 0x1000007f0 in linear memory of size 0xa00000"));
+        assert!(super::below_the_stack("memory fault at wasm address 0xfffffff0 in linear memory"));
+        assert!(!super::below_the_stack("memory fault at wasm address 0xa00010 in linear memory of size 0xa00000"));
+        assert!(!super::below_the_stack("out of bounds memory access"));
+    }
 }

@@ -11,16 +11,13 @@
 //! clocks. When any subscription is a file descriptor, wasmtime-wasi's own
 //! `poll_oneoff` does the work (in this sandbox every descriptor is a memory
 //! pipe, a capture pipe or a regular file, all ready at once, so it does not
-//! block). It is reached through a three-line trampoline module instantiated
-//! in the run's store on first use: wasmtime-wasi's functions find the guest's
-//! memory through their *caller's* `memory` export, which a host-to-host call
-//! does not have, so the trampoline imports the guest's memory and exports it.
+//! block). It is reached through the trampoline (see [`crate::trampoline`]).
 
 use std::time::{Duration, Instant, SystemTime};
 
-use wasmtime::{Caller, Engine, Extern, Instance, Linker, Module, Trap};
+use wasmtime::{Caller, Extern, Linker, Trap};
 
-use crate::{EPOCH_TICK, RunState, TrapKind, WASI_MODULE};
+use crate::{EPOCH_TICK, RunState, TrapKind, WASI_MODULE, trampoline};
 
 const SUBSCRIPTION_SIZE: usize = 48;
 const EVENT_SIZE: usize = 32;
@@ -30,13 +27,6 @@ const CLOCK_MONOTONIC: u32 = 1;
 const ABSTIME: u16 = 1;
 const ERRNO_FAULT: i32 = 21;
 const ERRNO_INVAL: i32 = 28;
-
-const TRAMPOLINE: &str = r#"(module
-  (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll (param i32 i32 i32 i32) (result i32)))
-  (import "guest" "memory" (memory 0))
-  (export "memory" (memory 0))
-  (func (export "poll_oneoff") (param i32 i32 i32 i32) (result i32)
-    (call $poll (local.get 0) (local.get 1) (local.get 2) (local.get 3))))"#;
 
 /// The monotonic clock given to each run's WASI context: nanoseconds since
 /// `RunState::clock_base`, so that absolute monotonic timeouts can be turned
@@ -55,9 +45,7 @@ impl wasmtime_wasi::HostMonotonicClock for RunClock {
 
 /// Replaces `poll_oneoff` in `linker` (which already holds wasmtime-wasi's
 /// functions) by the interruptible version.
-pub(crate) fn shadow_poll_oneoff(engine: &Engine, linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
-    let original = linker.clone();
-    let trampoline = Module::new(engine, wat::parse_str(TRAMPOLINE)?)?;
+pub(crate) fn shadow_poll_oneoff(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     linker.func_wrap(
         WASI_MODULE,
@@ -66,20 +54,7 @@ pub(crate) fn shadow_poll_oneoff(engine: &Engine, linker: &mut Linker<RunState>)
             if let Some(errno) = sleep_on_clocks(&mut caller, subs, events, nsubs, nevents)? {
                 return Ok(errno);
             }
-            let instance = match caller.data().trampoline {
-                Some(instance) => instance,
-                None => {
-                    let Some(Extern::Memory(memory)) = caller.get_export("memory") else {
-                        wasmtime::bail!("poll_oneoff: the guest exports no memory");
-                    };
-                    let poll = original.get(&mut caller, WASI_MODULE, "poll_oneoff")?;
-                    let instance = Instance::new(&mut caller, &trampoline, &[poll, memory.into()])?;
-                    caller.data_mut().trampoline = Some(instance);
-                    instance
-                }
-            };
-            let poll = instance.get_typed_func::<(i32, i32, i32, i32), i32>(&mut caller, "poll_oneoff")?;
-            poll.call(&mut caller, (subs, events, nsubs, nevents))
+            trampoline::call::<(i32, i32, i32, i32), i32>(&mut caller, "poll_oneoff", (subs, events, nsubs, nevents))
         },
     )?;
     linker.allow_shadowing(false);

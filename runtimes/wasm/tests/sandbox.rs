@@ -270,3 +270,101 @@ fn runs_on_several_threads() {
         }
     });
 }
+
+/// Creates `fill` in /work and writes 64 KiB to it `times` times; exits with the first
+/// failed write's errno, else 0.
+fn fill_work(times: u32) -> String {
+    format!(
+        "(module {IMPORTS} (memory (export \"memory\") 2)
+        (data (i32.const 100) \"fill\")
+        (func (export \"_start\") (local $errno i32) (local $i i32)
+          (local.set $errno (call $path_open (i32.const 3) (i32.const 0) (i32.const 100) (i32.const 4)
+            (i32.const 1) (i64.const 0x1fffffff) (i64.const 0x1fffffff) (i32.const 0) (i32.const 200)))
+          (if (local.get $errno) (then (call $proc_exit (local.get $errno))))
+          (i32.store (i32.const 0) (i32.const 65536))
+          (i32.store (i32.const 4) (i32.const 65536))
+          (loop $l
+            (local.set $errno (call $fd_write (i32.load (i32.const 200)) (i32.const 0) (i32.const 1) (i32.const 8)))
+            (if (local.get $errno) (then (call $proc_exit (local.get $errno))))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br_if $l (i32.lt_u (local.get $i) (i32.const {times})))))
+        )"
+    )
+}
+
+#[test]
+fn writes_past_the_disk_quota_stop_the_run() {
+    let work = tempfile::tempdir().unwrap();
+    let rt = runtime();
+    // 64 writes of 64 KiB (4 MiB) against a quota of 1 MiB.
+    let out = run_wat(
+        &rt,
+        &fill_work(64),
+        RunInput { work_dir: Some(work.path().to_path_buf()), disk_bytes: Some(1 << 20), ..input() },
+    );
+    match &out.result {
+        RunResult::Trap { kind: TrapKind::DiskQuota, message } => {
+            assert!(message.contains("disk quota") && message.contains("1048576"), "{message}")
+        }
+        other => panic!("expected a disk quota trap, got {other:?}"),
+    }
+    let size = std::fs::metadata(work.path().join("fill")).unwrap().len();
+    assert!(size <= 1 << 20, "the file grew past the quota: {size} bytes");
+    assert!(size >= 512 << 10, "the quota stopped the run far too early: {size} bytes");
+
+    // Within the quota (what the directory already holds counts too) it runs to its end.
+    let out = run_wat(
+        &rt,
+        &fill_work(8),
+        RunInput { work_dir: Some(work.path().to_path_buf()), disk_bytes: Some(2 << 20), ..input() },
+    );
+    assert_eq!(out.result, RunResult::Exited(0));
+}
+
+#[test]
+fn the_default_disk_quota_applies_and_stdout_is_not_disk() {
+    let work = tempfile::tempdir().unwrap();
+    let rt = WasmRuntime::new(RuntimeConfig { default_disk_bytes: 256 << 10, ..RuntimeConfig::default() }).unwrap();
+    let out = run_wat(&rt, &fill_work(16), RunInput { work_dir: Some(work.path().to_path_buf()), ..input() });
+    assert!(matches!(out.result, RunResult::Trap { kind: TrapKind::DiskQuota, .. }), "{:?}", out.result);
+    assert!(std::fs::metadata(work.path().join("fill")).unwrap().len() <= 256 << 10);
+    // 1 MiB to stdout with a work dir whose quota is 4 KiB: output is not disk.
+    let wat = module(
+        r#"(func (export "_start") (local $i i32)
+          (i32.store (i32.const 0) (i32.const 0))
+          (i32.store (i32.const 4) (i32.const 65536))
+          (loop $l
+            (if (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)) (then (call $proc_exit (i32.const 9))))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br_if $l (i32.lt_u (local.get $i) (i32.const 15)))))"#,
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let out =
+        run_wat(&rt, &wat, RunInput { work_dir: Some(empty.path().to_path_buf()), disk_bytes: Some(4096), ..input() });
+    assert_eq!(out.result, RunResult::Exited(0));
+    assert_eq!(out.stdout.len(), 15 * 65536);
+}
+
+#[test]
+fn holding_more_files_open_than_the_limit_stops_the_run() {
+    // Opens `f` again and again without closing it.
+    let wat = module(
+        r#"(data (i32.const 100) "f")
+        (func (export "_start") (local $i i32)
+          (loop $l
+            (if (call $path_open (i32.const 3) (i32.const 0) (i32.const 100) (i32.const 1)
+                  (i32.const 1) (i64.const 0x1fffffff) (i64.const 0x1fffffff) (i32.const 0) (i32.const 200))
+              (then (call $proc_exit (i32.const 1))))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br_if $l (i32.lt_u (local.get $i) (i32.const 40)))))"#,
+    );
+    let work = tempfile::tempdir().unwrap();
+    let rt = runtime();
+    let with = |open_files| RunInput { work_dir: Some(work.path().to_path_buf()), open_files, ..input() };
+    let out = run_wat(&rt, &wat, with(Some(32)));
+    match &out.result {
+        RunResult::Trap { kind: TrapKind::OpenFiles, message } => assert!(message.contains("open files"), "{message}"),
+        other => panic!("expected an open files trap, got {other:?}"),
+    }
+    assert_eq!(run_wat(&rt, &wat, with(Some(64))).result, RunResult::Exited(0));
+}

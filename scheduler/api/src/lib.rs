@@ -25,7 +25,7 @@ use axum::routing::{get, post};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-pub use state::{ApiConfig, AppState, RuntimeOffer, ScriptLimits};
+pub use state::{ApiConfig, AppState, RuntimeOffer, ScriptLimits, SourceChecker, SourceProblem};
 
 use crate::error::ApiError;
 use crate::routes::*;

@@ -29,6 +29,27 @@ pub struct ApiConfig {
     pub max_log_bytes_per_call: usize,
     /// How long after a run ended its executor may still send log lines, ms. Default 60 s.
     pub log_grace_ms: i64,
+    /// Compiles Python and JavaScript sources at upload, so a source that does not compile
+    /// is refused then (422 on `source`, with the interpreter's message and line). The
+    /// binary provides it with its runner's interpreters; `None` (or an interpreter it does
+    /// not have) accepts the source unchecked.
+    pub source_checker: Option<Arc<dyn SourceChecker>>,
+}
+
+/// Why a script's source does not compile: the interpreter's message and the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceProblem {
+    pub message: String,
+    /// From 1, when the interpreter names one.
+    pub line: Option<u32>,
+}
+
+/// Compiles a script's source without running it (blocking: the API calls it off its
+/// async threads).
+pub trait SourceChecker: Send + Sync + std::fmt::Debug {
+    /// `Err` when `source` does not compile as a `runtime` script; `Ok` when it does, or
+    /// when this checker cannot tell (no interpreter for it here).
+    fn check(&self, runtime: sundial_core::types::ScriptRuntime, source: &str) -> Result<(), SourceProblem>;
 }
 
 /// A script runtime as this install offers it.
@@ -97,6 +118,7 @@ impl Default for ApiConfig {
             max_new_handlers_per_registration: 100,
             max_log_bytes_per_call: 256 * 1024,
             log_grace_ms: 60_000,
+            source_checker: None,
         }
     }
 }

@@ -130,6 +130,13 @@ pub struct Answer {
     pub output: Option<Value>,
     #[serde(default)]
     pub message: Option<String>,
+    /// `false` with a failure: it cannot succeed on a retry (for a script: the source does
+    /// not compile, the script is missing, the runtime is not available here), so the
+    /// job's failure policy is not applied and the run fails at once. Omitted or `true`:
+    /// the failure policy decides. The result call (`POST /api/v1/runs/{id}/result`) takes
+    /// the same field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,5 +200,7 @@ mod tests {
         let a: Answer = serde_json::from_value(json!({"status": "failed", "message": "boom"})).unwrap();
         assert_eq!(a.status, Some(AnswerStatus::Failed));
         assert!(serde_json::from_value::<Answer>(json!({"status": "ok"})).is_err());
+        let a: Answer = serde_json::from_value(json!({"status": "failed", "retry": false})).unwrap();
+        assert_eq!(a.retry, Some(false));
     }
 }

@@ -453,7 +453,7 @@ impl Engine {
                     tracing::warn!(job_id = %job.id, "every executor retired the handler; job stopped");
                 }
                 let (reason, message) = last_failure;
-                ExecutorResult { succeeded: false, reason, output: None, message: Some(message) }
+                ExecutorResult { retry: true, succeeded: false, reason, output: None, message: Some(message) }
             }
         };
         // An exchange that timed out may still be running at the executor: once the failure
@@ -492,6 +492,7 @@ impl Engine {
     async fn fail_unsent(&self, run: Run, job: &Job, why: Saturated) -> Result<()> {
         tracing::debug!(run_id = %run.id, job_id = %job.id, app_id = %job.app_id, %why, "attempt not sent");
         let result = ExecutorResult {
+            retry: true,
             succeeded: false,
             reason: FailReason::Saturated,
             output: None,

@@ -33,7 +33,8 @@ pub fn retry_delay_ms(job: &Job, attempt: i64, unit: f64) -> Option<i64> {
 }
 
 /// The store write for an attempt's outcome, with the job's failure policy applied
-/// (a failed attempt gets its retry time, or none when the policy allows no more).
+/// (a failed attempt gets its retry time, or none when the policy allows no more, or
+/// when the executor said the failure cannot succeed on a retry).
 pub fn finish_params(
     job: &Job,
     run_id: &str,
@@ -48,7 +49,7 @@ pub fn finish_params(
         let unit: f64 = rand::rng().random();
         AttemptResult::Failed {
             reason: result.reason,
-            retry_at_ms: retry_delay_ms(job, attempt, unit).map(|d| now_ms + d),
+            retry_at_ms: retry_delay_ms(job, attempt, unit).filter(|_| result.retry).map(|d| now_ms + d),
         }
     };
     FinishAttempt {
@@ -164,6 +165,7 @@ impl Engine {
                 continue;
             };
             let result = ExecutorResult {
+                retry: true,
                 succeeded: false,
                 reason: FailReason::Timeout,
                 output: None,
@@ -182,6 +184,7 @@ impl Engine {
         for run in lost {
             let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else { continue };
             let result = ExecutorResult {
+                retry: true,
                 succeeded: false,
                 reason: FailReason::Lost,
                 output: None,

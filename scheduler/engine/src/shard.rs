@@ -62,7 +62,10 @@ pub async fn finish_shard(
     } else {
         let unit: f64 = rand::rng().random();
         let nth = (attempt - run.attempt + 1).max(1);
-        AttemptResult::Failed { reason: result.reason, retry_at_ms: retry_delay_ms(job, nth, unit).map(|d| now_ms + d) }
+        AttemptResult::Failed {
+            reason: result.reason,
+            retry_at_ms: retry_delay_ms(job, nth, unit).filter(|_| result.retry).map(|d| now_ms + d),
+        }
     };
     let p = FinishShard {
         run_id: run.id.clone(),
@@ -144,6 +147,7 @@ impl Engine {
             let trail = serde_json::to_value(&trail).expect("JSON");
             self.store.attempt_set_target(&run.id, run.attempt, None, None, &trail).await?;
             let result = ExecutorResult {
+                retry: true,
                 succeeded: false,
                 reason: FailReason::NoExecutor,
                 output: None,
@@ -205,6 +209,7 @@ impl Engine {
             let trail = serde_json::to_value(&trail).expect("JSON");
             self.store.shard_attempt_set_target(&run.id, shard.shard_index, shard.attempt, None, None, &trail).await?;
             let result = ExecutorResult {
+                retry: true,
                 succeeded: false,
                 reason: FailReason::NoExecutor,
                 output: None,
@@ -240,6 +245,7 @@ impl Engine {
                         .shard_attempt_set_target(&run.id, shard.shard_index, shard.attempt, None, None, &trail)
                         .await?;
                     let result = ExecutorResult {
+                        retry: true,
                         succeeded: false,
                         reason: FailReason::Saturated,
                         output: None,
@@ -259,8 +265,13 @@ impl Engine {
         self.fire.routes.lock().await.record_use(&job.id, exec_id, self.now_ms());
         let answer = read_answer(resp, self.cfg.max_answer_bytes, self.cfg.max_output_bytes).await;
         drop(share);
-        let failed =
-            |reason, message: String| ExecutorResult { succeeded: false, reason, output: None, message: Some(message) };
+        let failed = |reason, message: String| ExecutorResult {
+            retry: true,
+            succeeded: false,
+            reason,
+            output: None,
+            message: Some(message),
+        };
         let (result, retired) = match answer {
             Answer::Accepted => {
                 trail.push(entry("delivered"));
@@ -415,6 +426,7 @@ impl Engine {
                 continue;
             };
             let result = ExecutorResult {
+                retry: true,
                 succeeded: false,
                 reason: FailReason::Timeout,
                 output: None,
@@ -441,6 +453,7 @@ impl Engine {
                 continue;
             };
             let result = ExecutorResult {
+                retry: true,
                 succeeded: false,
                 reason: FailReason::Lost,
                 output: None,

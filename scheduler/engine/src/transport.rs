@@ -31,6 +31,9 @@ pub struct ExecutorResult {
     pub reason: FailReason,
     pub output: Option<serde_json::Value>,
     pub message: Option<String>,
+    /// False when the executor says the failure cannot succeed on a retry (the answer's
+    /// `"retry": false`): the failure policy then ends the run at once.
+    pub retry: bool,
 }
 
 /// The HTTP client for deliveries and cancels, with the clock that stamps signatures and
@@ -231,13 +234,20 @@ pub(crate) async fn read_answer(resp: Result<reqwest::Response, CallError>, limi
 /// A `2xx` body read as a result: empty is success with no output.
 fn parse_result(body: &[u8]) -> Result<ExecutorResult, String> {
     let Some(first) = body.iter().find(|b| !b.is_ascii_whitespace()) else {
-        return Ok(ExecutorResult { succeeded: true, reason: FailReason::Error, output: None, message: None });
+        return Ok(ExecutorResult {
+            retry: true,
+            succeeded: true,
+            reason: FailReason::Error,
+            output: None,
+            message: None,
+        });
     };
     // One parse for an answer as the protocol has it (an object: serde would also read a
     // struct from an array); the errors are told apart only when that fails.
     let parsed = serde_json::from_slice::<protocol::Answer>(body);
     match parsed {
         Ok(a) if *first == b'{' => Ok(ExecutorResult {
+            retry: a.retry != Some(false),
             succeeded: a.status != Some(protocol::AnswerStatus::Failed),
             reason: FailReason::Error,
             output: a.output,

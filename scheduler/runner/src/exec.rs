@@ -36,14 +36,22 @@ pub struct Outcome {
     pub succeeded: bool,
     pub output: Option<Value>,
     pub message: Option<String>,
+    /// False for a failure that cannot succeed on a retry (the source does not compile, the
+    /// script is missing, the runtime is not available here): answered `"retry": false`.
+    pub retry: bool,
 }
 
 impl Outcome {
     pub(crate) fn failed(message: impl Into<String>) -> Self {
-        Outcome { succeeded: false, output: None, message: Some(message.into()) }
+        Outcome { succeeded: false, output: None, message: Some(message.into()), retry: true }
     }
 
-    /// The executor protocol's answer body (`{"status", "output"?, "message"?}`).
+    /// A failure that the same attempt again would repeat: not retried.
+    pub(crate) fn failed_for_good(message: impl Into<String>) -> Self {
+        Outcome { retry: false, ..Outcome::failed(message) }
+    }
+
+    /// The executor protocol's answer body (`{"status", "output"?, "message"?, "retry"?}`).
     pub fn answer(&self) -> Value {
         let mut v = json!({"status": if self.succeeded { "succeeded" } else { "failed" }});
         if let Some(o) = &self.output {
@@ -51,6 +59,9 @@ impl Outcome {
         }
         if let Some(m) = &self.message {
             v["message"] = json!(m);
+        }
+        if !self.succeeded && !self.retry {
+            v["retry"] = json!(false);
         }
         v
     }
@@ -98,9 +109,19 @@ fn tail(bytes: &[u8]) -> String {
     text[start..].to_string()
 }
 
+/// `message`, then the tail of stderr if there is any.
+fn with_tail(mut message: String, stderr: &[u8]) -> String {
+    let t = tail(stderr);
+    if !t.is_empty() {
+        message.push_str(": ");
+        message.push_str(&t);
+    }
+    message
+}
+
 fn exited(code: i32, stdout: &[u8], stderr: &[u8], truncated: bool) -> Outcome {
     if code == 0 {
-        return Outcome { succeeded: true, output: output_of(stdout), message: None };
+        return Outcome { succeeded: true, output: output_of(stdout), message: None, retry: true };
     }
     let mut message = format!("exit code {code}");
     let t = tail(stderr);
@@ -111,7 +132,7 @@ fn exited(code: i32, stdout: &[u8], stderr: &[u8], truncated: bool) -> Outcome {
     if truncated {
         message.push_str(" (output truncated at the cap)");
     }
-    Outcome { succeeded: false, output: None, message: Some(message) }
+    Outcome::failed(message)
 }
 
 /// Run `source` for delivery `d` (blocking: call it under `spawn_blocking`).
@@ -126,11 +147,11 @@ pub(crate) fn run_blocking(
     match source.runtime.as_str() {
         "wasm" => {
             let Some(wasm) = &runtimes.wasm else {
-                return Outcome::failed("this runner does not run `wasm` scripts");
+                return Outcome::failed_for_good("this runner does not run `wasm` scripts");
             };
             let module = match runtimes.compiled(wasm, &source.sha256, &source.bytes) {
                 Ok(m) => m,
-                Err(e) => return Outcome::failed(format!("the module does not compile: {e}")),
+                Err(e) => return Outcome::failed_for_good(format!("the module does not compile: {e}")),
             };
             wasm_outcome(wasm.run(&module, wasm_input(runtimes, d, timeout, cancel, sink)))
         }
@@ -141,7 +162,7 @@ pub(crate) fn run_blocking(
         "python" | "javascript" => interpreted(runtimes, d, source, timeout, cancel, sink),
         "bash" => shell_run(runtimes, d, source, Shell::Bash, timeout, cancel, sink),
         "sh" => shell_run(runtimes, d, source, Shell::Sh, timeout, cancel, sink),
-        other => Outcome::failed(format!("unknown script runtime `{other}`")),
+        other => Outcome::failed_for_good(format!("unknown script runtime `{other}`")),
     }
 }
 
@@ -156,7 +177,7 @@ fn shell_run(
     sink: LineSink,
 ) -> Outcome {
     let Some(sandbox) = &runtimes.shell else {
-        return Outcome::failed(format!(
+        return Outcome::failed_for_good(format!(
             "this runner does not run `{}` scripts: {}",
             source.runtime,
             runtimes.shell_reason.as_deref().unwrap_or("the shell runtime is off")
@@ -170,6 +191,8 @@ fn shell_run(
         stdin: d.params.to_string().into_bytes(),
         timeout,
         cpu_seconds: None,
+        disk_bytes: None,
+        open_files: None,
         cancel: Some(cancel),
         on_output: Some(Arc::new(move |stream, bytes: &[u8]| {
             let level = match stream {
@@ -181,10 +204,21 @@ fn shell_run(
     };
     match sandbox.run(run) {
         Err(e) => Outcome::failed(format!("the shell sandbox failed: {e}")),
+        Ok(out) if out.disk_full && !matches!(out.result, ShellResult::Killed { .. }) => Outcome::failed(with_tail(
+            format!(
+                "disk quota exceeded: the script filled its /work and /tmp, which hold {} bytes at most",
+                out.disk_bytes
+            ),
+            &out.stderr,
+        )),
         Ok(out) => match out.result {
             ShellResult::Exited(code) => {
                 exited(code, &out.stdout, &out.stderr, out.stdout_truncated || out.stderr_truncated)
             }
+            ShellResult::Signalled(signal) => Outcome::failed(with_tail(
+                format!("killed by signal {signal} ({})", sundial_shell_sandbox::signal_name(signal)),
+                &out.stderr,
+            )),
             ShellResult::Killed { reason } => Outcome::failed(match reason {
                 KillReason::Timeout => format!("timeout: stopped after {} ms", timeout.as_millis()),
                 KillReason::Cancelled => "cancelled".to_string(),
@@ -231,6 +265,12 @@ fn wasm_outcome(out: sundial_runtimes::RunOutcome) -> Outcome {
             TrapKind::Deadline => format!("deadline: {message}"),
             TrapKind::Memory => format!("memory: {message}"),
             TrapKind::Cancelled => "cancelled".to_string(),
+            // The message names the limit ("disk quota exceeded: …", "open files exceeded: …").
+            TrapKind::DiskQuota | TrapKind::OpenFiles => message,
+            TrapKind::StackOverflow => {
+                let detail = message.lines().last().unwrap_or_default().trim().to_string();
+                format!("stack overflow: the script's stack ran out (runaway recursion): {detail}")
+            }
             TrapKind::Other => {
                 let t = tail(&out.stderr);
                 if t.is_empty() { format!("trap: {message}") } else { format!("trap: {message}: {t}") }
@@ -248,16 +288,46 @@ fn interpreted(
     sink: LineSink,
 ) -> Outcome {
     let (Some(wasm), Some(interp)) = (&runtimes.wasm, &runtimes.interpreters) else {
-        return Outcome::failed(format!("this runner does not run `{}` scripts", source.runtime));
+        return Outcome::failed_for_good(format!("this runner does not run `{}` scripts", source.runtime));
     };
     let lang =
         if source.runtime == "python" { sundial_runtimes::Lang::Python } else { sundial_runtimes::Lang::JavaScript };
     let module = match interp.get(lang) {
         Ok(m) => m,
-        Err(why) => return Outcome::failed(format!("this runner has no `{}` interpreter: {why}", source.runtime)),
+        Err(why) => {
+            return Outcome::failed_for_good(format!("this runner has no `{}` interpreter: {why}", source.runtime));
+        }
     };
     let text = String::from_utf8_lossy(&source.bytes).into_owned();
-    wasm_outcome(wasm.run_interpreted(module, &text, wasm_input(runtimes, d, timeout, cancel, sink)))
+    let out = wasm.run_interpreted(module, &text, wasm_input(runtimes, d, timeout, cancel, sink));
+    // A syntax error: if the source itself does not compile, no retry can help.
+    if out.result == RunResult::Exited(1)
+        && ["SyntaxError", "IndentationError", "TabError"].iter().any(|e| tail(&out.stderr).contains(e))
+        && let Ok(Some(problem)) = wasm.check_source(module, &text, Duration::from_secs(10))
+    {
+        return Outcome::failed_for_good(format!("the {} source does not compile: {problem}", source.runtime));
+    }
+    if lang == sundial_runtimes::Lang::Python
+        && out.result == RunResult::Exited(1)
+        && python_stack_exhausted(&out.stderr)
+    {
+        return Outcome::failed(with_tail(
+            "recursion too deep: Python ran out of stack before its recursion limit (a \
+             sys.setrecursionlimit above what this interpreter's stack holds)"
+                .to_string(),
+            &out.stderr,
+        ));
+    }
+    wasm_outcome(out)
+}
+
+/// CPython 3.12 in wasm, recursing in Python past its stack (with `sys.setrecursionlimit`
+/// raised), ends with a `SystemError` that does not say why: the traceback repeats one line,
+/// then `SystemError: error return without exception set`.
+fn python_stack_exhausted(stderr: &[u8]) -> bool {
+    let text = tail(stderr);
+    text.contains("[Previous line repeated")
+        && text.lines().last().is_some_and(|l| l.trim() == "SystemError: error return without exception set")
 }
 
 #[cfg(test)]
@@ -273,6 +343,22 @@ mod tests {
     }
 
     #[test]
+    fn python_out_of_stack_is_told_from_other_system_errors() {
+        let traceback = b"Traceback (most recent call last):\n  File \"/work/main.py\", line 5, in <module>\n    f(0)\n  File \"/work/main.py\", line 4, in f\n    return f(n+1)\n  [Previous line repeated 997 more times]\nSystemError: error return without exception set\n";
+        assert!(python_stack_exhausted(traceback));
+        assert!(!python_stack_exhausted(b"SystemError: error return without exception set\n"));
+        assert!(!python_stack_exhausted(
+            b"  [Previous line repeated 997 more times]\nRecursionError: maximum recursion depth exceeded\n"
+        ));
+    }
+
+    #[test]
+    fn a_failed_answer_says_when_it_cannot_succeed_on_retry() {
+        assert_eq!(Outcome::failed("x").answer(), json!({"status": "failed", "message": "x"}));
+        assert_eq!(Outcome::failed_for_good("x").answer(), json!({"status": "failed", "message": "x", "retry": false}));
+    }
+
+    #[test]
     fn a_failure_says_its_exit_code_and_the_tail_of_stderr() {
         let o = exited(1, b"", b"first\noops\n", false);
         assert_eq!(o, Outcome::failed("exit code 1: first\noops"));
@@ -281,7 +367,7 @@ mod tests {
         assert!(m.starts_with("exit code 2: é") && m.ends_with("(output truncated at the cap)"), "{m}");
         assert_eq!(
             exited(0, b"{\"a\":1}", b"warn", false),
-            Outcome { succeeded: true, output: Some(json!({"a": 1})), message: None }
+            Outcome { succeeded: true, output: Some(json!({"a": 1})), message: None, retry: true }
         );
     }
 }

@@ -56,7 +56,7 @@ const LOG_FLUSH: Duration = Duration::from_millis(300);
 /// A script's budget ends this much (at most a tenth of the timeout) before the job's
 /// timeout, so that its own failure is the answer rather than the exchange's timeout.
 const ANSWER_MARGIN: Duration = Duration::from_millis(500);
-/// A log line longer than this is cut (the API's limit is 10,000 characters).
+/// A log line longer than this is sent in pieces (the API's limit is 10,000 characters).
 const MAX_LINE: usize = 8_000;
 
 #[derive(Debug, thiserror::Error)]
@@ -172,6 +172,11 @@ impl Runner {
         &self.inner.runtimes
     }
 
+    /// The runner's sandboxes, shared (e.g. to check sources at upload).
+    pub fn runtimes_shared(&self) -> Arc<Runtimes> {
+        self.inner.runtimes.clone()
+    }
+
     /// The runner's HTTP routes: `POST /` (deliveries) and `POST /cancel`.
     pub fn router(&self) -> axum::Router {
         axum::Router::new()
@@ -240,24 +245,27 @@ impl Runner {
     }
 
     /// The source of the run's script: from memory, else fetched, checked against `sha256`.
-    async fn source(&self, app_id: &str, d: &Delivery, sha256: &str) -> Result<Arc<Vec<u8>>, String> {
+    /// The error says whether it is for good (the script is missing: `404`/`410`).
+    async fn source(&self, app_id: &str, d: &Delivery, sha256: &str) -> Result<Arc<Vec<u8>>, (String, bool)> {
         if let Some(s) = self.inner.sources.lock().expect("sources").get(sha256) {
             return Ok(s.clone());
         }
-        let got =
-            self.inner.api.run_script(app_id, &d.run_id).await.map_err(|e| format!("fetching the script: {e}"))?;
+        let got = self.inner.api.run_script(app_id, &d.run_id).await.map_err(|e| {
+            let missing = matches!(e, RunnerError::Refused { status: 404 | 410, .. });
+            (format!("fetching the script: {e}"), missing)
+        })?;
         let bytes = match got.encoding.as_str() {
             "base64" => {
                 use base64::Engine as _;
                 base64::engine::general_purpose::STANDARD
                     .decode(got.source.trim())
-                    .map_err(|e| format!("the script's base64: {e}"))?
+                    .map_err(|e| (format!("the script's base64: {e}"), true))?
             }
             _ => got.source.into_bytes(),
         };
         let actual = hex::encode(Sha256::digest(&bytes));
         if actual != sha256 {
-            return Err(format!("the script's SHA-256 is {actual}, the delivery names {sha256}"));
+            return Err((format!("the script's SHA-256 is {actual}, the delivery names {sha256}"), false));
         }
         let bytes = Arc::new(bytes);
         let mut sources = self.inner.sources.lock().expect("sources");
@@ -273,12 +281,12 @@ impl Runner {
     /// deadline, fuel, … — reaches Sundial before its exchange times out).
     async fn execute(&self, app_id: String, d: Delivery, flight: Arc<InFlight>, received: Instant) -> Outcome {
         let Some(script) = d.script.clone() else {
-            return Outcome::failed("this executor runs script jobs only (the delivery names no script)");
+            return Outcome::failed_for_good("this executor runs script jobs only (the delivery names no script)");
         };
         if !self.inner.runtimes.available().contains(&script.runtime) {
             let why =
                 self.inner.runtimes.offers().iter().find(|o| o.runtime == script.runtime).map(|o| o.detail.clone());
-            return Outcome::failed(format!(
+            return Outcome::failed_for_good(format!(
                 "this runner does not run `{}` scripts{}",
                 script.runtime,
                 why.map(|w| format!(": {w}")).unwrap_or_default()
@@ -286,7 +294,8 @@ impl Runner {
         }
         let bytes = match self.source(&app_id, &d, &script.sha256).await {
             Ok(b) => b,
-            Err(e) => return Outcome::failed(e),
+            Err((e, true)) => return Outcome::failed_for_good(e),
+            Err((e, false)) => return Outcome::failed(e),
         };
         let timeout = if script.timeout_ms > 0 {
             Duration::from_millis(script.timeout_ms as u64)
@@ -327,36 +336,76 @@ impl Runner {
     }
 }
 
-/// Split output chunks into lines (per stream) and queue them for the run's log.
+/// Split output chunks into lines (per stream) and queue them for the run's log. Every byte
+/// the sandbox passes on reaches the log: a line longer than [`MAX_LINE`] bytes (or output
+/// without newlines) is sent in pieces of at most that many, cut between characters, and
+/// what is left without a newline at the end of the run is sent when the sink is dropped.
 fn line_sink(tx: tokio::sync::mpsc::UnboundedSender<(&'static str, String)>) -> LineSink {
-    let partial: Mutex<HashMap<&'static str, Vec<u8>>> = Mutex::new(HashMap::new());
-    let sink = move |level: &'static str, bytes: &[u8]| {
-        let mut partial = partial.lock().expect("partial");
+    let splitter = LineSplitter { tx, partial: Mutex::new(HashMap::new()) };
+    Arc::new(move |level: &'static str, bytes: &[u8]| splitter.push(level, bytes))
+}
+
+struct LineSplitter {
+    tx: tokio::sync::mpsc::UnboundedSender<(&'static str, String)>,
+    partial: Mutex<HashMap<&'static str, Vec<u8>>>,
+}
+
+impl LineSplitter {
+    fn push(&self, level: &'static str, bytes: &[u8]) {
+        let mut partial = self.partial.lock().expect("partial");
         let buf = partial.entry(level).or_default();
         buf.extend_from_slice(bytes);
         while let Some(nl) = buf.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=nl).collect();
-            let _ = tx.send((level, clip(&line[..line.len() - 1])));
+            let mut line: Vec<u8> = buf.drain(..=nl).collect();
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            self.send_pieces(level, &line);
         }
-        if buf.len() > MAX_LINE {
-            let line: Vec<u8> = std::mem::take(buf);
-            let _ = tx.send((level, clip(&line)));
+        while buf.len() > MAX_LINE {
+            let cut = char_cut(buf, MAX_LINE);
+            let piece: Vec<u8> = buf.drain(..cut).collect();
+            let _ = self.tx.send((level, String::from_utf8_lossy(&piece).into_owned()));
         }
-    };
-    Arc::new(sink)
+    }
+
+    /// One line, in pieces of at most `MAX_LINE` bytes (an empty line is one empty piece).
+    fn send_pieces(&self, level: &'static str, mut line: &[u8]) {
+        loop {
+            let cut = char_cut(line, MAX_LINE);
+            let _ = self.tx.send((level, String::from_utf8_lossy(&line[..cut]).into_owned()));
+            line = &line[cut..];
+            if line.is_empty() {
+                break;
+            }
+        }
+    }
 }
 
-fn clip(line: &[u8]) -> String {
-    let s = String::from_utf8_lossy(line);
-    let s = s.trim_end_matches('\r');
-    if s.len() <= MAX_LINE {
-        return s.to_string();
+impl Drop for LineSplitter {
+    fn drop(&mut self) {
+        let partial = std::mem::take(self.partial.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for (level, rest) in partial {
+            if !rest.is_empty() {
+                self.send_pieces(level, &rest);
+            }
+        }
     }
-    let mut end = MAX_LINE;
-    while !s.is_char_boundary(end) {
-        end -= 1;
+}
+
+/// Where to cut `bytes` to keep at most `max` of them without splitting a UTF-8 character
+/// (at `max` when there is no character to keep whole, e.g. bytes that are not UTF-8).
+fn char_cut(bytes: &[u8], max: usize) -> usize {
+    if bytes.len() <= max {
+        return bytes.len();
     }
-    format!("{}…", &s[..end])
+    // A continuation byte (0b10xx_xxxx) at the cut: move back to its character's start.
+    let mut cut = max;
+    while cut > max.saturating_sub(3) && cut > 0 && bytes[cut] & 0xC0 == 0x80 {
+        cut -= 1;
+    }
+    if cut == 0 || bytes[cut] & 0xC0 == 0x80 { max } else { cut }
 }
 
 /// Send queued log lines in batches until the run's sink is dropped.
@@ -542,5 +591,47 @@ impl Registration {
             .post(&self.app_id, "/api/v1/executors/deregister", &json!({"executor_id": self.executor_id}))
             .await
             .map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(chunks: &[(&'static str, &[u8])]) -> Vec<(&'static str, String)> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let sink = line_sink(tx);
+        for (level, bytes) in chunks {
+            sink(level, bytes);
+        }
+        drop(sink);
+        let mut lines = Vec::new();
+        while let Ok(line) = rx.try_recv() {
+            lines.push(line);
+        }
+        lines
+    }
+
+    #[test]
+    fn output_without_newlines_reaches_the_log_byte_for_byte() {
+        let blob: Vec<u8> = (0..20_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let lines = collect(&[("info", &blob[..12_000]), ("info", &blob[12_000..])]);
+        assert!(lines.iter().all(|(l, s)| *l == "info" && s.len() <= MAX_LINE), "{lines:?}");
+        let joined: String = lines.iter().map(|(_, s)| s.as_str()).collect();
+        assert_eq!(joined.as_bytes(), &blob[..]);
+    }
+
+    #[test]
+    fn long_lines_and_multibyte_characters_are_kept_whole() {
+        let long = "é".repeat(9_000); // 18,000 bytes in one line
+        let text = format!("first\r\n{long}\nlast without newline");
+        let lines = collect(&[("warn", text.as_bytes()), ("info", b"out\n")]);
+        let warn: Vec<&str> = lines.iter().filter(|(l, _)| *l == "warn").map(|(_, s)| s.as_str()).collect();
+        assert_eq!(warn[0], "first");
+        assert_eq!(warn[1..warn.len() - 1].concat(), long);
+        assert!(warn[1..warn.len() - 1].iter().all(|p| p.len() <= MAX_LINE && !p.contains('\u{FFFD}')));
+        assert_eq!(warn[warn.len() - 1], "last without newline");
+        assert!(lines.contains(&("info", "out".to_string())));
+        assert_eq!(collect(&[("info", b"\n")]), vec![("info", String::new())]);
     }
 }

@@ -8,6 +8,9 @@ use std::sync::{Arc, Mutex};
 use sundial_runtimes::{CompiledModule, RuntimeConfig, WasmRuntime};
 use sundial_shell_sandbox::{SandboxConfig, ShellSandbox};
 
+/// Longest a source check at upload may take (CPython starts in ~40 ms in a release build).
+const CHECK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// Compiled modules kept in memory, by SHA-256 (the on-disk cache holds every one).
 const MODULES_IN_MEMORY: usize = 64;
 
@@ -25,6 +28,13 @@ pub struct RuntimesConfig {
     pub wasm_fuel: Option<u64>,
     /// stdout and stderr are each kept up to this many bytes.
     pub output_cap_bytes: usize,
+    /// Disk quota of a run, every runtime: a wasm run's `/work` (checked in the WASI file
+    /// layer), a shell run's `/work` and `/tmp` (one tmpfs of this size).
+    pub disk_bytes: u64,
+    /// Files a run may hold open at once (wasm: checked at `path_open`; shell: `RLIMIT_NOFILE`).
+    pub open_files: u64,
+    /// Memory of a shell run as a whole (its cgroup's limit).
+    pub shell_memory_bytes: u64,
     /// Run `bash`/`sh` scripts (in bubblewrap). Off unless the operator turns it on.
     pub allow_shell: bool,
     /// Accept a weaker shell sandbox (no cgroup limits) rather than no shell runtime.
@@ -43,6 +53,9 @@ impl RuntimesConfig {
             wasm_memory_bytes: 128 * 1024 * 1024,
             wasm_fuel: None,
             output_cap_bytes: 1024 * 1024,
+            disk_bytes: 64 * 1024 * 1024,
+            open_files: 256,
+            shell_memory_bytes: 256 * 1024 * 1024,
             allow_shell: false,
             shell_accept_weaker: false,
             host_interpreters: false,
@@ -89,6 +102,8 @@ impl Runtimes {
             cache_dir: Some(cfg.cache_dir.join("wasm")),
             default_memory_bytes: cfg.wasm_memory_bytes,
             output_cap_bytes: cfg.output_cap_bytes,
+            default_disk_bytes: cfg.disk_bytes,
+            default_open_files: cfg.open_files,
             ..RuntimeConfig::default()
         });
         let (wasm, wasm_detail) = match wasm {
@@ -96,8 +111,10 @@ impl Runtimes {
             Err(e) => (None, format!("wasmtime did not start: {e}")),
         };
         let limits = format!(
-            "wasmtime 48, WASI preview 1: no network, host files or environment; memory {} MiB, deadline = the job's timeout{}",
+            "wasmtime 48, WASI preview 1: no network, host files or environment; memory {} MiB, disk quota {} MiB, {} open files, deadline = the job's timeout{}",
             cfg.wasm_memory_bytes / (1024 * 1024),
+            cfg.disk_bytes / (1024 * 1024),
+            cfg.open_files,
             cfg.wasm_fuel.map(|f| format!(", fuel {f}")).unwrap_or_default()
         );
         offers.push(Offer {
@@ -141,8 +158,12 @@ impl Runtimes {
         let (shell, shell_reason) = if !cfg.allow_shell {
             (None, Some("the shell runtime is off (start with --allow-shell to run bash and sh scripts)".to_string()))
         } else {
+            let defaults = SandboxConfig::default();
             let sc = SandboxConfig {
                 output_cap_bytes: cfg.output_cap_bytes,
+                disk_bytes: cfg.disk_bytes,
+                memory_limit_bytes: cfg.shell_memory_bytes,
+                rlimits: sundial_shell_sandbox::Rlimits { open_files: cfg.open_files, ..defaults.rlimits.clone() },
                 temp_root: Some(cfg.cache_dir.join("shell-runs")),
                 accept_weaker: cfg.shell_accept_weaker,
                 ..SandboxConfig::default()
@@ -226,6 +247,21 @@ impl Runtimes {
     /// The runtimes this runner runs (what it registers).
     pub fn available(&self) -> Vec<String> {
         self.offers.iter().filter(|o| o.available).map(|o| o.runtime.to_string()).collect()
+    }
+
+    /// Does `source` compile as a `runtime` (`python`, `javascript`) script? `Ok(None)`: it
+    /// does, or it cannot be told here (no wasm interpreter for it: host interpreters, a
+    /// missing file; another runtime); `Ok(Some(problem))`: it does not; `Err`: the check
+    /// failed (deadline, trap).
+    pub fn check_source(&self, runtime: &str, source: &str) -> Result<Option<sundial_runtimes::SourceProblem>, String> {
+        let lang = match runtime {
+            "python" => sundial_runtimes::Lang::Python,
+            "javascript" => sundial_runtimes::Lang::JavaScript,
+            _ => return Ok(None),
+        };
+        let (Some(wasm), Some(interpreters)) = (&self.wasm, &self.interpreters) else { return Ok(None) };
+        let Ok(interp) = interpreters.get(lang) else { return Ok(None) };
+        wasm.check_source(interp, source, CHECK_DEADLINE)
     }
 
     /// A module compiled (or loaded from the caches) by its SHA-256.

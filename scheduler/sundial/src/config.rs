@@ -196,6 +196,95 @@ pub struct Settings {
     /// Seconds after a run ended its executor may still send log lines. Default 60.
     #[arg(long, env = "SUNDIAL_LOG_GRACE_SECS")]
     pub log_grace_secs: Option<i64>,
+
+    /// Linear memory of a wasm, Python or JavaScript run, in bytes (default 128 MiB).
+    #[arg(long, env = "SUNDIAL_SCRIPT_MEMORY_BYTES")]
+    pub script_memory_bytes: Option<u64>,
+    /// Memory of a shell run as a whole (its cgroup), in bytes (default 256 MiB).
+    #[arg(long, env = "SUNDIAL_SCRIPT_SHELL_MEMORY_BYTES")]
+    pub script_shell_memory_bytes: Option<u64>,
+    /// Fuel (wasm instructions) of a wasm, Python or JavaScript run; 0 (default): only the
+    /// job's timeout bounds its CPU time.
+    #[arg(long, env = "SUNDIAL_SCRIPT_FUEL")]
+    pub script_fuel: Option<u64>,
+    /// stdout and stderr of a run are each kept (and logged) up to this many bytes (default 1 MiB).
+    #[arg(long, env = "SUNDIAL_SCRIPT_OUTPUT_BYTES")]
+    pub script_output_bytes: Option<u64>,
+    /// Disk quota of a run, every runtime, in bytes (default 64 MiB).
+    #[arg(long, env = "SUNDIAL_SCRIPT_DISK_BYTES")]
+    pub script_disk_bytes: Option<u64>,
+    /// Files a run may hold open at once (default 256).
+    #[arg(long, env = "SUNDIAL_SCRIPT_OPEN_FILES")]
+    pub script_open_files: Option<u64>,
+}
+
+/// The limits of every script run on a runner (the operator's maxima): `serve`'s built-in
+/// runner takes them from [`Settings`] (the same keys), `sundial runner` from its flags.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ScriptLimitSettings {
+    /// Linear memory of a wasm, Python or JavaScript run, in bytes (default 128 MiB).
+    #[arg(long, env = "SUNDIAL_SCRIPT_MEMORY_BYTES")]
+    pub script_memory_bytes: Option<u64>,
+    /// Memory of a shell run as a whole (its cgroup), in bytes (default 256 MiB).
+    #[arg(long, env = "SUNDIAL_SCRIPT_SHELL_MEMORY_BYTES")]
+    pub script_shell_memory_bytes: Option<u64>,
+    /// Fuel (wasm instructions) of a wasm, Python or JavaScript run; 0 (default): only the
+    /// job's timeout bounds its CPU time.
+    #[arg(long, env = "SUNDIAL_SCRIPT_FUEL")]
+    pub script_fuel: Option<u64>,
+    /// stdout and stderr of a run are each kept (and logged) up to this many bytes (default 1 MiB).
+    #[arg(long, env = "SUNDIAL_SCRIPT_OUTPUT_BYTES")]
+    pub script_output_bytes: Option<u64>,
+    /// Disk quota of a run, every runtime, in bytes (default 64 MiB).
+    #[arg(long, env = "SUNDIAL_SCRIPT_DISK_BYTES")]
+    pub script_disk_bytes: Option<u64>,
+    /// Files a run may hold open at once (default 256).
+    #[arg(long, env = "SUNDIAL_SCRIPT_OPEN_FILES")]
+    pub script_open_files: Option<u64>,
+}
+
+impl ScriptLimitSettings {
+    /// These limits over `rc`'s defaults (flags and environment first, then `file`), checked.
+    pub fn apply(&self, file: &ScriptLimitSettings, rc: &mut sundial_runner::RuntimesConfig) -> anyhow::Result<()> {
+        let pick = |a: Option<u64>, b: Option<u64>, default: u64, name: &str, range: std::ops::RangeInclusive<u64>| {
+            let v = a.or(b).unwrap_or(default);
+            anyhow::ensure!(range.contains(&v), "{name}: must be {}-{}", range.start(), range.end());
+            Ok(v)
+        };
+        rc.wasm_memory_bytes = pick(
+            self.script_memory_bytes,
+            file.script_memory_bytes,
+            rc.wasm_memory_bytes as u64,
+            "script_memory_bytes",
+            (16 << 20)..=(4 << 30),
+        )? as usize;
+        rc.shell_memory_bytes = pick(
+            self.script_shell_memory_bytes,
+            file.script_shell_memory_bytes,
+            rc.shell_memory_bytes,
+            "script_shell_memory_bytes",
+            (16 << 20)..=(1 << 40),
+        )?;
+        let fuel = pick(self.script_fuel, file.script_fuel, rc.wasm_fuel.unwrap_or(0), "script_fuel", 0..=u64::MAX)?;
+        rc.wasm_fuel = (fuel > 0).then_some(fuel);
+        rc.output_cap_bytes = pick(
+            self.script_output_bytes,
+            file.script_output_bytes,
+            rc.output_cap_bytes as u64,
+            "script_output_bytes",
+            1024..=(64 << 20),
+        )? as usize;
+        rc.disk_bytes = pick(
+            self.script_disk_bytes,
+            file.script_disk_bytes,
+            rc.disk_bytes,
+            "script_disk_bytes",
+            (64 << 10)..=(1 << 40),
+        )?;
+        rc.open_files =
+            pick(self.script_open_files, file.script_open_files, rc.open_files, "script_open_files", 16..=65_536)?;
+        Ok(())
+    }
 }
 
 /// Settings with every default applied.
@@ -242,14 +331,28 @@ pub struct Resolved {
     pub max_new_handlers_per_registration: usize,
     pub max_log_bytes_per_call: usize,
     pub log_grace_secs: i64,
+    /// The sandboxes' settings and the script limits (operator maxima).
+    pub runtimes: sundial_runner::RuntimesConfig,
 }
 
 impl Settings {
+    fn script_limits(&self) -> ScriptLimitSettings {
+        ScriptLimitSettings {
+            script_memory_bytes: self.script_memory_bytes,
+            script_shell_memory_bytes: self.script_shell_memory_bytes,
+            script_fuel: self.script_fuel,
+            script_output_bytes: self.script_output_bytes,
+            script_disk_bytes: self.script_disk_bytes,
+            script_open_files: self.script_open_files,
+        }
+    }
+
     pub fn resolve(self) -> anyhow::Result<Resolved> {
         let file = match &self.config {
             Some(p) => load_file(p)?,
             None => Settings::default(),
         };
+        let (limits, file_limits) = (self.script_limits(), file.script_limits());
         let data_dir = self.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
         let database_url = self
             .database_url
@@ -425,18 +528,20 @@ impl Settings {
         anyhow::ensure!(max_log_bytes_per_call >= 1024, "max_log_bytes_per_call: must be at least 1024");
         let log_grace_secs = self.log_grace_secs.or(file.log_grace_secs).unwrap_or(60);
         anyhow::ensure!((0..=86_400).contains(&log_grace_secs), "log_grace_secs: must be 0-86400");
+        let shell_accept_weaker = self.shell_accept_weaker.or(file.shell_accept_weaker).unwrap_or(false);
+        let interpreters_dir =
+            self.interpreters_dir.or(file.interpreters_dir).unwrap_or_else(|| data_dir.join("interpreters"));
+        let runner_dir = self.runner_dir.or(file.runner_dir).unwrap_or_else(|| data_dir.join("runner"));
+        let mut runtimes = sundial_runner::RuntimesConfig::new(runner_dir.clone());
+        runtimes.interpreters_dir = Some(interpreters_dir.clone());
+        (runtimes.allow_shell, runtimes.shell_accept_weaker, runtimes.host_interpreters) =
+            (allow_shell, shell_accept_weaker, host_interpreters);
+        limits.apply(&file_limits, &mut runtimes)?;
         Ok(Resolved {
-            host_interpreters,
+            runtimes,
             runner: self.runner.or(file.runner).unwrap_or(true),
             runner_concurrency,
             runner_sync_wait_ms: self.runner_sync_wait_ms.or(file.runner_sync_wait_ms).unwrap_or(10_000),
-            allow_shell,
-            shell_accept_weaker: self.shell_accept_weaker.or(file.shell_accept_weaker).unwrap_or(false),
-            interpreters_dir: self
-                .interpreters_dir
-                .or(file.interpreters_dir)
-                .unwrap_or_else(|| data_dir.join("interpreters")),
-            runner_dir: self.runner_dir.or(file.runner_dir).unwrap_or_else(|| data_dir.join("runner")),
             listen: self.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.into()),
             database_url,
             db_max_connections: self.db_max_connections.or(file.db_max_connections).unwrap_or(10),
@@ -568,5 +673,26 @@ mod tests {
         assert_eq!(r.max_answer_bytes, e.max_answer_bytes);
         assert_eq!(r.max_output_bytes, e.max_output_bytes);
         assert_eq!(r.outbound, e.outbound);
+    }
+
+    #[test]
+    fn script_limits_come_from_flags_or_the_file_and_are_checked() {
+        let r = Settings::default().resolve().unwrap();
+        let d = sundial_runner::RuntimesConfig::new(r.runtimes.cache_dir.clone());
+        assert_eq!(r.runtimes.disk_bytes, 64 << 20);
+        assert_eq!((r.runtimes.wasm_memory_bytes, r.runtimes.disk_bytes), (d.wasm_memory_bytes, d.disk_bytes));
+        assert_eq!((r.runtimes.wasm_fuel, r.runtimes.open_files, r.runtimes.output_cap_bytes), (None, 256, 1 << 20));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sundial.toml");
+        std::fs::write(&file, "script_disk_bytes = 1048576\nscript_fuel = 5000000\nscript_memory_bytes = 33554432\n")
+            .unwrap();
+        let r =
+            Settings { config: Some(file), script_disk_bytes: Some(2 << 20), ..Default::default() }.resolve().unwrap();
+        assert_eq!(r.runtimes.disk_bytes, 2 << 20, "the flag beats the file");
+        assert_eq!((r.runtimes.wasm_fuel, r.runtimes.wasm_memory_bytes), (Some(5_000_000), 32 << 20));
+        let err = Settings { script_open_files: Some(1), ..Default::default() }.resolve().unwrap_err();
+        assert!(err.to_string().contains("script_open_files"), "{err}");
+        let err = Settings { script_disk_bytes: Some(10), ..Default::default() }.resolve().unwrap_err();
+        assert!(err.to_string().contains("script_disk_bytes"), "{err}");
     }
 }

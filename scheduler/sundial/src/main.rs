@@ -151,6 +151,9 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
             max_new_handlers_per_registration: cfg.max_new_handlers_per_registration,
             max_log_bytes_per_call: cfg.max_log_bytes_per_call,
             log_grace_ms: cfg.log_grace_secs * 1000,
+            source_checker: builtin.as_ref().map(|b| {
+                Arc::new(runner::InterpreterChecker(b.runner.runtimes_shared())) as Arc<dyn sundial_api::SourceChecker>
+            }),
         },
         wake,
     )

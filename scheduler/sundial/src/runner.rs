@@ -34,10 +34,7 @@ impl AppKeys for StoreKeys {
 }
 
 /// Set up the sandboxes (off the async threads: compiling an interpreter takes seconds).
-async fn detect(dir: PathBuf, interpreters: PathBuf, shell: (bool, bool, bool)) -> anyhow::Result<Runtimes> {
-    let mut rc = RuntimesConfig::new(dir);
-    rc.interpreters_dir = Some(interpreters);
-    (rc.allow_shell, rc.shell_accept_weaker, rc.host_interpreters) = shell;
+async fn detect(rc: RuntimesConfig) -> anyhow::Result<Runtimes> {
     Ok(tokio::task::spawn_blocking(move || Runtimes::detect(&rc)).await?)
 }
 
@@ -70,8 +67,7 @@ pub async fn start_builtin(
     clock: SharedClock,
     api_addr: SocketAddr,
 ) -> anyhow::Result<Builtin> {
-    let shell = (cfg.allow_shell, cfg.shell_accept_weaker, cfg.host_interpreters);
-    let runtimes = detect(cfg.runner_dir.clone(), cfg.interpreters_dir.clone(), shell).await?;
+    let runtimes = detect(cfg.runtimes.clone()).await?;
     for o in runtimes.offers() {
         tracing::info!(runtime = o.runtime, available = o.available, isolation = %o.isolation, detail = %o.detail, "script runtime");
     }
@@ -90,6 +86,24 @@ pub async fn start_builtin(
     });
     let engine_side = sundial_engine::BuiltinRunner { address, runtimes: runner.runtimes().available() };
     Ok(Builtin { runner, engine_side })
+}
+
+/// Checks Python and JavaScript sources at upload with the built-in runner's interpreters.
+#[derive(Debug)]
+pub struct InterpreterChecker(pub Arc<Runtimes>);
+
+impl sundial_api::SourceChecker for InterpreterChecker {
+    fn check(&self, runtime: ScriptRuntime, source: &str) -> Result<(), sundial_api::SourceProblem> {
+        match self.0.check_source(runtime.as_str(), source) {
+            Ok(None) => Ok(()),
+            Ok(Some(p)) => Err(sundial_api::SourceProblem { message: p.message, line: p.line }),
+            Err(why) => {
+                // The check itself failed: the upload is accepted (as without a checker).
+                tracing::warn!(%runtime, error = %why, "a source could not be checked at upload");
+                Ok(())
+            }
+        }
+    }
 }
 
 fn runtime_of(name: &str) -> ScriptRuntime {
@@ -172,6 +186,8 @@ pub struct RunnerArgs {
     /// Log filter.
     #[arg(long, env = "SUNDIAL_LOG", default_value = "info")]
     pub log: String,
+    #[command(flatten)]
+    pub limits: crate::config::ScriptLimitSettings,
 }
 
 pub async fn run(args: RunnerArgs) -> anyhow::Result<()> {
@@ -184,8 +200,12 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<()> {
         .init();
     let clock: SharedClock = Arc::new(SystemClock);
     anyhow::ensure!(!args.host_interpreters || args.allow_shell, "--host-interpreters needs --allow-shell");
-    let shell = (args.allow_shell, args.shell_accept_weaker, args.host_interpreters);
-    let runtimes = detect(args.dir.clone(), args.interpreters_dir.clone(), shell).await?;
+    let mut rc = RuntimesConfig::new(args.dir.clone());
+    rc.interpreters_dir = Some(args.interpreters_dir.clone());
+    (rc.allow_shell, rc.shell_accept_weaker, rc.host_interpreters) =
+        (args.allow_shell, args.shell_accept_weaker, args.host_interpreters);
+    args.limits.apply(&Default::default(), &mut rc)?;
+    let runtimes = detect(rc).await?;
     for o in runtimes.offers() {
         println!("runtime {:<10} {:<5} {:<16} {}", o.runtime, o.available, o.isolation, o.detail);
     }

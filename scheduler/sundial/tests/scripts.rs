@@ -225,7 +225,7 @@ async fn hostile_scripts_fail_saying_why_and_the_runner_keeps_working() {
         ("sh-shadow", "bash", "cat /etc/shadow\n", "exit code 1"),
         ("sh-usr", "bash", "echo x > /usr/pwned\n", "exit code 1"),
         ("sh-mysql", "bash", "echo > /dev/tcp/127.0.0.1/3306\n", "exit code 1"),
-        ("sh-fsize", "bash", "head -c 10000000 /dev/zero > /work/big\n", "exit code 153"),
+        ("sh-fsize", "bash", "head -c 10000000 /dev/zero > /work/big\n", "killed by signal 25 (SIGXFSZ)"),
         ("sh-fork", "bash", "f() { f | f & }; f\nsleep 30\n", "timeout"),
         ("sh-exit", "bash", "echo oops >&2\nexit 1\n", "exit code 1: oops"),
     ];
@@ -253,6 +253,95 @@ async fn hostile_scripts_fail_saying_why_and_the_runner_keeps_working() {
     assert_eq!(app.run_to_end(&job).await["state"], "succeeded");
     let mut node = app.node;
     assert!(node.alive(), "the node survived every hostile script");
+}
+
+/// Script limits that hold, and failures that say what happened: a run writing past its
+/// disk quota fails `disk quota exceeded` in every runtime; a shell script killed by a
+/// signal says so; output without newlines reaches the log byte for byte; a Python or
+/// JavaScript source that does not compile is refused at upload, with the interpreter's
+/// message and line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_limits_hold_and_failures_say_what_happened() {
+    let app = start(
+        None,
+        &[
+            ("SUNDIAL_ALLOW_SHELL", "true"),
+            ("SUNDIAL_SHELL_ACCEPT_WEAKER", "true"),
+            ("SUNDIAL_SCRIPT_DISK_BYTES", "1048576"),
+        ],
+    )
+    .await;
+    let (_, rts) = app.call(Method::GET, "/api/v1/runtimes", None).await;
+    let shell = rts["items"].as_array().unwrap().iter().any(|r| r["runtime"] == "bash" && r["available"] == true);
+    // Sources that do not compile: refused at upload, and as a new version.
+    for (name, runtime, source, line, says) in [
+        ("bad-py", "python", "print('ok')\ndef f(:\n    pass\n", 2, "SyntaxError"),
+        ("bad-js", "javascript", "console.log('ok');\nlet x = ;\n", 2, "SyntaxError"),
+    ] {
+        let (s, v) = app
+            .call(Method::POST, "/api/v1/scripts", Some(json!({"name": name, "runtime": runtime, "source": source})))
+            .await;
+        assert_eq!(
+            (s, v["code"].as_str(), v["details"]["field"].as_str()),
+            (422, Some("invalid_source"), Some("source")),
+            "{v}"
+        );
+        assert!(v["message"].as_str().unwrap().contains(says), "{v}");
+        assert_eq!(v["details"]["line"], json!(line), "{v}");
+        app.script(name, runtime, if runtime == "python" { "print('ok')\n" } else { "console.log('ok');\n" }).await;
+        let (s, v) =
+            app.call(Method::POST, &format!("/api/v1/scripts/{name}/versions"), Some(json!({"source": source}))).await;
+        assert_eq!((s, v["code"].as_str()), (422, Some("invalid_source")), "{v}");
+    }
+    // Past the disk quota (1 MiB here), in every runtime.
+    let mut fillers = vec![
+        (
+            "fill-py",
+            "python",
+            "chunk = b'x' * 65536\nwith open('/work/fill', 'wb') as f:\n    for _ in range(64):\n        f.write(chunk)\n",
+        ),
+        (
+            "fill-js",
+            "javascript",
+            "const f = std.open('/work/fill', 'w');\nconst chunk = 'x'.repeat(65536);\nfor (let i = 0; i < 64; i++) f.puts(chunk);\nf.close();\n",
+        ),
+    ];
+    if shell {
+        fillers.push(("fill-sh", "bash", "head -c 4000000 /dev/zero > /work/fill\necho done\n"));
+    }
+    for (name, runtime, source) in fillers {
+        app.script(name, runtime, source).await;
+        let job = app.job(name, name, json!({})).await;
+        let run = app.run_to_end(&job).await;
+        assert_eq!(run["state"], "failed", "{name}: {run}");
+        let message = run["message"].as_str().unwrap_or("");
+        assert!(message.contains("disk quota exceeded"), "{name}: {message}");
+    }
+    // Runaway recursion in Python: named, in Python and in C alike.
+    for (name, source) in [
+        ("py-deep", "import sys\nsys.setrecursionlimit(10**6)\ndef f(n):\n    return f(n + 1)\nf(0)\n"),
+        ("py-c-deep", "class A:\n    def __repr__(self):\n        return repr(self)\nrepr(A())\n"),
+    ] {
+        app.script(name, "python", source).await;
+        let job = app.job(name, name, json!({})).await;
+        let run = app.run_to_end(&job).await;
+        let message = run["message"].as_str().unwrap_or("");
+        assert!(message.contains("recursion") && message.contains("stack"), "{name}: {message}");
+    }
+    if shell {
+        app.script("sig", "bash", "echo before\nkill -9 $$\n").await;
+        let job = app.job("sig", "sig", json!({})).await;
+        let run = app.run_to_end(&job).await;
+        assert_eq!(run["state"], "failed", "{run}");
+        assert!(run["message"].as_str().unwrap().starts_with("killed by signal 9 (SIGKILL)"), "{run}");
+        // 20,000 bytes without a newline: all of them reach the log.
+        app.script("flat", "bash", "head -c 20000 /dev/zero | tr '\\0' 'a'\n").await;
+        let job = app.job("flat", "flat", json!({})).await;
+        let run = app.run_to_end(&job).await;
+        assert_eq!(run["state"], "succeeded", "{run}");
+        let logged: String = run["logs"].as_array().unwrap().iter().map(|l| l["message"].as_str().unwrap()).collect();
+        assert_eq!(logged, "a".repeat(20_000));
+    }
 }
 
 /// A cancelled run's script is stopped: with one script slot, the next run gets it at once.

@@ -380,6 +380,11 @@ pub struct ResultRequest {
     pub output: Option<Value>,
     #[serde(default)]
     pub message: Option<String>,
+    /// `false` with a failure: it cannot succeed on a retry (the script does not compile, the
+    /// runtime is missing, …), so the job's failure policy is not applied and the run fails
+    /// at once. Omitted or `true`: the failure policy decides.
+    #[serde(default)]
+    pub retry: Option<bool>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -487,6 +492,7 @@ pub async fn result(
         .with_details(json!({"field": "output", "size": size, "max": limit})));
     }
     let result = sundial_engine::ExecutorResult {
+        retry: req.retry != Some(false),
         succeeded: req.status == ResultStatus::Succeeded,
         reason: FailReason::Error,
         output: req.output,

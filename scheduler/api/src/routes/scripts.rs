@@ -168,6 +168,28 @@ fn check_source(
     Ok(Source { text: stored, encoding, sha256: hex::encode(Sha256::digest(&bytes)), size: bytes.len() })
 }
 
+/// Does a Python or JavaScript source compile? Checked by the install's
+/// [`SourceChecker`](crate::state::SourceChecker), when it has one: if not, 422 on `source`
+/// with the interpreter's message and line.
+async fn compiles(st: &AppState, runtime: ScriptRuntime, source: &Source) -> ApiResult<()> {
+    let Some(checker) = st.config.source_checker.clone() else { return Ok(()) };
+    if !matches!(runtime, ScriptRuntime::Python | ScriptRuntime::Javascript) {
+        return Ok(());
+    }
+    let text = source.text.clone();
+    let checked =
+        tokio::task::spawn_blocking(move || checker.check(runtime, &text)).await.map_err(|e| ApiError::internal(&e))?;
+    match checked {
+        Ok(()) => Ok(()),
+        Err(p) => {
+            let at = p.line.map(|l| format!(" (line {l})")).unwrap_or_default();
+            let problem = format!("the {runtime} source does not compile{at}: {}", p.message);
+            Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_source", format!("source: {problem}"))
+                .with_details(serde_json::json!({"field": "source", "problem": problem, "line": p.line, "interpreter_message": p.message})))
+        }
+    }
+}
+
 /// Is `runtime` available on this install? If not, the upload is refused saying why.
 fn offered(st: &AppState, runtime: ScriptRuntime) -> ApiResult<()> {
     match st.config.runtimes.iter().find(|o| o.runtime == runtime) {
@@ -238,6 +260,7 @@ pub async fn create(
     let runtime: ScriptRuntime = parse_enum("runtime", &body.runtime)?;
     let note = bounded_text("note", body.note.as_deref().unwrap_or(""), 2000)?;
     let source = check_source(&st, runtime, body.source.as_deref(), body.source_base64.as_deref())?;
+    compiles(&st, runtime, &source).await?;
     let now = st.now_ms();
     let script = Script {
         id: new_id(ids::SCRIPT),
@@ -312,6 +335,7 @@ pub async fn create_version(
     let script = load(&st, &caller, &id).await?;
     let note = bounded_text("note", body.note.as_deref().unwrap_or(""), 2000)?;
     let source = check_source(&st, script.runtime, body.source.as_deref(), body.source_base64.as_deref())?;
+    compiles(&st, script.runtime, &source).await?;
     let row = version_row(&script.id, source, &caller, note, st.now_ms());
     check_quota(&st, &caller.tenant_id, 0, row.size_bytes).await?;
     let (_, version) = st

@@ -11,6 +11,7 @@ crate::on_both_databases!(
     a_fixed_rate_job_fires_on_time_signed_and_succeeds,
     an_async_result_completes_the_run_once,
     failed_attempts_retry_with_backoff_in_the_same_run,
+    a_failure_the_executor_says_cannot_succeed_is_not_retried,
     misfire_skip_fire_once_and_fire_all_after_downtime,
     a_long_outage_is_one_counted_record,
     block_strategies_and_max_concurrency,
@@ -307,6 +308,48 @@ async fn failed_attempts_retry_with_backoff_in_the_same_run(app: &TestApp) {
     app.engine.tick().await.unwrap();
     let d = run_detail(app, &s.key, run["id"].as_str().unwrap()).await;
     assert_eq!((d["state"].clone(), d["reason"].clone()), (json!("failed"), json!("error")));
+}
+
+/// `"retry": false` with a failure (a script that does not compile, a missing runtime): the
+/// run fails at once whatever the failure policy allows, by answer and by callback alike.
+async fn a_failure_the_executor_says_cannot_succeed_is_not_retried(app: &TestApp) {
+    let s = setup(app).await;
+    let policy = json!({"failure": {"policy": "retry", "max_retries": 5,
+        "backoff": {"kind": "fixed", "base_ms": 1000, "jitter": false}}});
+    let job = app.job(&s.key, manual("broken", policy.clone())).await;
+    s.exec.then(Answer::Status(
+        200,
+        json!({"status": "failed", "message": "the python source does not compile", "retry": false}),
+    ));
+    let (_, run) = app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({})).await;
+    let run_id = run["id"].as_str().unwrap().to_string();
+    app.engine.tick().await.unwrap();
+    let d = run_detail(app, &s.key, &run_id).await;
+    assert_eq!((d["state"].clone(), d["attempt"].clone()), (json!("failed"), json!(1)), "{d}");
+    assert_eq!(d["attempts"][0]["message"], "the python source does not compile");
+    app.clock.advance(10_000);
+    app.engine.tick().await.unwrap();
+    assert_eq!(s.exec.deliveries().len(), 1, "one attempt, no retry");
+    // `"retry": true` (or none) leaves it to the policy.
+    s.exec.then(Answer::Status(200, json!({"status": "failed", "message": "flaky", "retry": true})));
+    let (_, run) = app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({})).await;
+    app.engine.tick().await.unwrap();
+    assert_eq!(run_detail(app, &s.key, run["id"].as_str().unwrap()).await["state"], "retrying");
+    // By callback: the same.
+    let job = app.job(&s.key, manual("broken-async", policy)).await;
+    s.exec.always(Answer::Accept);
+    let (_, run) = app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({})).await;
+    let run_id = run["id"].as_str().unwrap().to_string();
+    app.engine.tick().await.unwrap();
+    let (st, v) = callback(
+        app,
+        &s,
+        &format!("/api/v1/runs/{run_id}/result"),
+        "m-final",
+        json!({"attempt": 1, "status": "failed", "message": "script missing", "retry": false}),
+    )
+    .await;
+    assert_eq!((st, v["state"].clone()), (StatusCode::OK, json!("failed")), "{v}");
 }
 
 async fn misfire_skip_fire_once_and_fire_all_after_downtime(app: &TestApp) {
