@@ -93,10 +93,8 @@ impl TenantQuotas {
                     Some(m) => Some(m),
                     None => match store.quota_all().await {
                         Ok(all) => {
-                            let m: HashMap<String, i64> = all
-                                .into_iter()
-                                .map(|(t, o)| (t, self.defaults.with(&o).max_inflight))
-                                .collect();
+                            let m: HashMap<String, i64> =
+                                all.into_iter().map(|(t, o)| (t, self.defaults.with(&o).max_inflight)).collect();
                             let m = Arc::new(m);
                             *self.read.lock().expect("quota lock") = Some((now_ms, m.clone()));
                             Some(m)
@@ -192,7 +190,8 @@ impl Bulkheads {
 
     /// Exchanges in flight for this app and this tenant (for tests and the node's view).
     pub fn in_use(&self, tenant_id: &str, app_id: &str) -> (usize, usize) {
-        let app = self.apps.lock().expect("bulkhead lock").get(app_id).map_or(0, |s| self.per_app - s.available_permits());
+        let app =
+            self.apps.lock().expect("bulkhead lock").get(app_id).map_or(0, |s| self.per_app - s.available_permits());
         let tenant = self
             .tenants
             .lock()
@@ -228,7 +227,8 @@ mod tests {
         let other = b.acquire("ten_b", "app_9", NO_QUOTA, Duration::ZERO).await;
         assert!(other.is_ok());
         // A share freed goes to the next waiter.
-        let waiter = tokio::spawn(async move { b.acquire("ten_a", "app_1", NO_QUOTA, Duration::from_secs(10)).await.is_ok() });
+        let waiter =
+            tokio::spawn(async move { b.acquire("ten_a", "app_1", NO_QUOTA, Duration::from_secs(10)).await.is_ok() });
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(a1);
         assert!(waiter.await.unwrap());

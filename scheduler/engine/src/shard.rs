@@ -235,26 +235,30 @@ impl Engine {
         ];
         // The app's and tenant's share of the delivery slots, as for any exchange (bulkhead.rs).
         let quota = self.fire.tenant_quotas.max_inflight(self.store.as_ref(), &job.tenant_id, self.now_ms()).await;
-        let share =
-            match self.fire.bulkheads.acquire(&job.tenant_id, &job.app_id, quota, Bulkheads::wait_for(job.timeout_ms)).await {
-                Ok(share) => share,
-                Err(why) => {
-                    Counters::add(&self.counters.saturated, 1);
-                    let trail = serde_json::to_value(&trail).expect("JSON");
-                    self.store
-                        .shard_attempt_set_target(&run.id, shard.shard_index, shard.attempt, None, None, &trail)
-                        .await?;
-                    let result = ExecutorResult {
-                        retry: true,
-                        succeeded: false,
-                        reason: FailReason::Saturated,
-                        output: None,
-                        message: Some(why.to_string()),
-                    };
-                    self.after_finish(job, run, shard.shard_index, shard.attempt, result).await?;
-                    return Ok(Sent { retired: false });
-                }
-            };
+        let share = match self
+            .fire
+            .bulkheads
+            .acquire(&job.tenant_id, &job.app_id, quota, Bulkheads::wait_for(job.timeout_ms))
+            .await
+        {
+            Ok(share) => share,
+            Err(why) => {
+                Counters::add(&self.counters.saturated, 1);
+                let trail = serde_json::to_value(&trail).expect("JSON");
+                self.store
+                    .shard_attempt_set_target(&run.id, shard.shard_index, shard.attempt, None, None, &trail)
+                    .await?;
+                let result = ExecutorResult {
+                    retry: true,
+                    succeeded: false,
+                    reason: FailReason::Saturated,
+                    output: None,
+                    message: Some(why.to_string()),
+                };
+                self.after_finish(job, run, shard.shard_index, shard.attempt, result).await?;
+                return Ok(Sent { retired: false });
+            }
+        };
         let now = self.now_ms();
         let remaining = (shard.deadline_ms.unwrap_or(now + job.timeout_ms) - now).max(1);
         let resp = self

@@ -320,12 +320,6 @@ pub struct Resolved {
     pub runner: bool,
     pub runner_concurrency: usize,
     pub runner_sync_wait_ms: u64,
-    pub allow_shell: bool,
-    pub shell_accept_weaker: bool,
-    pub host_interpreters: bool,
-    pub interpreters_dir: PathBuf,
-    /// The runner's caches (compiled modules, per-run directories): `<data_dir>/runner`.
-    pub runner_dir: PathBuf,
     /// Every tenant's quotas unless the operator set others for it.
     pub quotas: sundial_core::quota::Quotas,
     pub max_new_handlers_per_registration: usize,
