@@ -57,13 +57,16 @@ pub struct Bulkheads {
     tenants: Mutex<HashMap<String, (Arc<Semaphore>, usize)>>,
 }
 
+/// Each tenant's `max_inflight` quota, by tenant id.
+type QuotaMap = Arc<HashMap<String, i64>>;
+
 /// Every tenant's quota `max_inflight` as last read from the store (operator settings over
 /// the node defaults), re-read at most every [`TenantQuotas::TTL_MS`].
 #[derive(Debug)]
 pub struct TenantQuotas {
     defaults: sundial_core::quota::Quotas,
     /// (read at, engine ms; tenant → quota), `None` until first read.
-    read: Mutex<Option<(i64, Arc<HashMap<String, i64>>)>>,
+    read: Mutex<Option<(i64, QuotaMap)>>,
     reading: tokio::sync::Mutex<()>,
 }
 
