@@ -1,0 +1,225 @@
+from http import HTTPStatus
+from typing import Any, Optional, Union
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response
+from ... import errors
+
+from ...models.ack import Ack
+from ...models.error_body import ErrorBody
+from ...models.logs_request import LogsRequest
+
+
+def _get_kwargs(
+    id: str,
+    *,
+    body: LogsRequest,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/api/v1/runs/{id}/logs".format(
+            id=id,
+        ),
+    }
+
+    _body = body.to_dict()
+
+    _kwargs["json"] = _body
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: Union[AuthenticatedClient, Client], response: httpx.Response
+) -> Optional[Union[Ack, ErrorBody]]:
+    if response.status_code == 200:
+        response_200 = Ack.from_dict(response.json())
+
+        return response_200
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+    if response.status_code == 409:
+        response_409 = ErrorBody.from_dict(response.json())
+
+        return response_409
+    if response.status_code == 413:
+        response_413 = ErrorBody.from_dict(response.json())
+
+        return response_413
+    if response.status_code == 415:
+        response_415 = ErrorBody.from_dict(response.json())
+
+        return response_415
+    if response.status_code == 422:
+        response_422 = ErrorBody.from_dict(response.json())
+
+        return response_422
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: Union[AuthenticatedClient, Client], response: httpx.Response
+) -> Response[Union[Ack, ErrorBody]]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: LogsRequest,
+) -> Response[Union[Ack, ErrorBody]]:
+    """Log lines (and a liveness signal) from the executor working on a run. Signed.
+    Liveness does not extend the job's timeout. Accepted while the run is in progress and
+    for a short grace after it ended (`log_grace_ms`, default 60 s), else 409
+    `run_not_in_progress`. A call's messages may carry at most `max_log_bytes_per_call`
+    bytes (413); a run at most the tenant's `max_log_bytes_per_run`, the tenant's runs at
+    most `max_log_bytes_per_day` in a UTC day (409 `quota_exceeded`).
+
+    Args:
+        id (str):
+        body (LogsRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Union[Ack, ErrorBody]]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: LogsRequest,
+) -> Optional[Union[Ack, ErrorBody]]:
+    """Log lines (and a liveness signal) from the executor working on a run. Signed.
+    Liveness does not extend the job's timeout. Accepted while the run is in progress and
+    for a short grace after it ended (`log_grace_ms`, default 60 s), else 409
+    `run_not_in_progress`. A call's messages may carry at most `max_log_bytes_per_call`
+    bytes (413); a run at most the tenant's `max_log_bytes_per_run`, the tenant's runs at
+    most `max_log_bytes_per_day` in a UTC day (409 `quota_exceeded`).
+
+    Args:
+        id (str):
+        body (LogsRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Union[Ack, ErrorBody]
+    """
+
+    return sync_detailed(
+        id=id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: LogsRequest,
+) -> Response[Union[Ack, ErrorBody]]:
+    """Log lines (and a liveness signal) from the executor working on a run. Signed.
+    Liveness does not extend the job's timeout. Accepted while the run is in progress and
+    for a short grace after it ended (`log_grace_ms`, default 60 s), else 409
+    `run_not_in_progress`. A call's messages may carry at most `max_log_bytes_per_call`
+    bytes (413); a run at most the tenant's `max_log_bytes_per_run`, the tenant's runs at
+    most `max_log_bytes_per_day` in a UTC day (409 `quota_exceeded`).
+
+    Args:
+        id (str):
+        body (LogsRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Union[Ack, ErrorBody]]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: LogsRequest,
+) -> Optional[Union[Ack, ErrorBody]]:
+    """Log lines (and a liveness signal) from the executor working on a run. Signed.
+    Liveness does not extend the job's timeout. Accepted while the run is in progress and
+    for a short grace after it ended (`log_grace_ms`, default 60 s), else 409
+    `run_not_in_progress`. A call's messages may carry at most `max_log_bytes_per_call`
+    bytes (413); a run at most the tenant's `max_log_bytes_per_run`, the tenant's runs at
+    most `max_log_bytes_per_day` in a UTC day (409 `quota_exceeded`).
+
+    Args:
+        id (str):
+        body (LogsRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Union[Ack, ErrorBody]
+    """
+
+    return (
+        await asyncio_detailed(
+            id=id,
+            client=client,
+            body=body,
+        )
+    ).parsed

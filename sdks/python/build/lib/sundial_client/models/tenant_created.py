@@ -1,0 +1,88 @@
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+
+from dateutil.parser import isoparse
+import datetime
+
+
+T = TypeVar("T", bound="TenantCreated")
+
+
+@_attrs_define
+class TenantCreated:
+    """
+    Attributes:
+        admin_key (str): The tenant's first admin key. Shown once; store it now.
+        created_at (datetime.datetime):
+        id (str):
+        name (str):
+    """
+
+    admin_key: str
+    created_at: datetime.datetime
+    id: str
+    name: str
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        admin_key = self.admin_key
+
+        created_at = self.created_at.isoformat()
+
+        id = self.id
+
+        name = self.name
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "admin_key": admin_key,
+                "created_at": created_at,
+                "id": id,
+                "name": name,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        admin_key = d.pop("admin_key")
+
+        created_at = isoparse(d.pop("created_at"))
+
+        id = d.pop("id")
+
+        name = d.pop("name")
+
+        tenant_created = cls(
+            admin_key=admin_key,
+            created_at=created_at,
+            id=id,
+            name=name,
+        )
+
+        tenant_created.additional_properties = d
+        return tenant_created
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

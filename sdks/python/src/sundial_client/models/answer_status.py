@@ -1,0 +1,9 @@
+from enum import Enum
+
+
+class AnswerStatus(str, Enum):
+    FAILED = "failed"
+    SUCCEEDED = "succeeded"
+
+    def __str__(self) -> str:
+        return str(self.value)
