@@ -23,7 +23,7 @@ class SchedulerUnavailable(Exception):
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
 
 

@@ -181,7 +181,7 @@ class Executor:
         self.heartbeat_interval = 3.0
         self.metadata_interval = 30.0
         self._handlers: Dict[str, _Handler] = {}
-        self._retired: set = set()
+        self._retired: "set[str]" = set()
         self._seen: "collections.OrderedDict[str, _Seen]" = collections.OrderedDict()
         self._running: Dict[str, _Run] = {}
         self._cancels: "collections.OrderedDict[str, float]" = collections.OrderedDict()
@@ -190,7 +190,7 @@ class Executor:
         self._draining = False
         self._stopped = threading.Event()
         self._started = False
-        self._dirty: set = set()
+        self._dirty: "set[Context]" = set()
         self._dirty_cond = threading.Condition()
         self._threads: List[threading.Thread] = []
 

@@ -21,12 +21,13 @@ def blueprint(executor: "Executor", name: str = "sundial", url_prefix: str = "/s
         r = executor.handle(request.method, path, list(request.headers.items()), body)
         return Response(r.body, status=r.status, headers=r.headers)
 
-    @bp.route("/", methods=["POST", "GET"], strict_slashes=False)
     def delivery() -> Any:
         return _answer(request.path)
 
-    @bp.route("/cancel", methods=["POST"])
     def cancel() -> Any:
         return _answer(request.path)
+
+    bp.add_url_rule("/", "delivery", delivery, methods=["POST", "GET"], strict_slashes=False)
+    bp.add_url_rule("/cancel", "cancel", cancel, methods=["POST"])
 
     return bp

@@ -83,7 +83,7 @@ def _dataclass(tp: Any, value: Any, where: str) -> Any:
     for name, f in fields.items():
         path = f"{where}.{name}" if where else name
         if name not in value:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise PayloadError(f"{path}: missing (required by {tp.__name__})")
             continue
         kwargs[name] = _check(value[name], hints.get(name, Any), path)

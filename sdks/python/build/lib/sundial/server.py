@@ -6,7 +6,7 @@ import logging
 import signal
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from .executor import Executor
@@ -25,7 +25,7 @@ class ExecutorServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
+        host, port = str(self.server_address[0]), int(self.server_address[1])
         host = "127.0.0.1" if host in ("0.0.0.0", "") else host
         return f"http://{host}:{port}/"
 
@@ -47,7 +47,7 @@ def make_server(executor: "Executor", host: str = "127.0.0.1", port: int = 0) ->
             response = executor.handle(self.command, self.path.split("?", 1)[0], list(self.headers.items()), body)
             self._send(response.status, response.body, response.headers)
 
-        def _send(self, status: int, body: bytes, headers: list) -> None:
+        def _send(self, status: int, body: bytes, headers: List[Tuple[str, str]]) -> None:
             self.send_response(status)
             names = set()
             for k, v in headers:

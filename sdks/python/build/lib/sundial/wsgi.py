@@ -1,7 +1,7 @@
 """A WSGI application for an executor (any WSGI server: gunicorn, waitress, wsgiref)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from .executor import Executor
@@ -13,7 +13,7 @@ def wsgi_app(executor: "Executor") -> Callable[..., Iterable[bytes]]:
     """``POST`` any path: a delivery; ``POST …/cancel``: a cancel. Registration is yours to
     start (``executor.start(address)``) since WSGI has no lifespan."""
 
-    def app(environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def app(environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
