@@ -26,6 +26,9 @@ def router(executor: "Executor", prefix: str = "/sundial") -> Any:
         res = await handle_asgi(executor, request.method, request.url.path, list(request.headers.items()), body)
         return Response(content=res.body, status_code=res.status, headers=dict(res.headers))
 
+    # Annotations are strings here (PEP 563) naming local imports: give FastAPI the classes.
+    _answer.__annotations__ = {"request": Request, "return": Response}
+
     r.add_api_route("/", _answer, methods=["POST", "GET"], include_in_schema=False)
     r.add_api_route("/cancel", _answer, methods=["POST"], include_in_schema=False)
     return r
