@@ -227,7 +227,12 @@ class Executor:
             if tp is None and len(params) >= 2:
                 try:
                     hints = typing.get_type_hints(fn)
-                except Exception:
+                except Exception as exc:
+                    if isinstance(params[0].annotation, str):
+                        raise TypeError(
+                            f"handler {name!r}: cannot resolve the annotation {params[0].annotation!r} of "
+                            f"{params[0].name!r} ({exc}); define the type at module level or pass payload="
+                        ) from None
                     hints = {}
                 hinted = hints.get(params[0].name)
                 if hinted is not None and hinted is not Any and isinstance(hinted, type) and hinted is not Context:

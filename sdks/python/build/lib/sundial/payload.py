@@ -16,9 +16,11 @@ def _type_name(tp: Any) -> str:
 
 
 def _is_pydantic(tp: Any) -> bool:
-    return isinstance(tp, type) and (hasattr(tp, "model_validate") or hasattr(tp, "parse_obj")) and hasattr(
-        tp, "__fields__"
-    )
+    if not isinstance(tp, type):
+        return False
+    if hasattr(tp, "model_validate") and hasattr(tp, "model_fields"):  # pydantic 2
+        return True
+    return hasattr(tp, "parse_obj") and hasattr(tp, "__fields__")  # pydantic 1
 
 
 def _check(value: Any, tp: Any, where: str) -> Any:
