@@ -28,6 +28,7 @@ before(async () => {
   mkdirSync(dir, { recursive: true });
   copyFileSync(join(example, "executor.ts"), join(dir, "executor.ts"));
   copyFileSync(join(example, "tsconfig.json"), join(dir, "tsconfig.json"));
+  copyFileSync(join(example, "package.json"), join(dir, "package.json")); // "type": "module"
   execFileSync(process.execPath, [join(PACKAGE_DIR, "node_modules", "typescript", "bin", "tsc"), "-p", join(dir, "tsconfig.json"), "--typeRoots", join(PACKAGE_DIR, "node_modules", "@types")], {
     stdio: "inherit",
   });
@@ -35,7 +36,7 @@ before(async () => {
 });
 
 after(async () => {
-  assert.equal(await sundial.stop(), 0);
+  if (sundial.base) assert.equal(await sundial.stop(), 0);
   if (ownProject) rmSync(project, { recursive: true, force: true });
 });
 
@@ -61,7 +62,7 @@ it("examples/typescript-executor runs a cron job's handler, logs, and its child 
       });
       void exited.then((code) => reject(new Error(`the example exited with ${code}: ${output.join("\n")}`)));
     });
-    const notify = await api.createJob({ name: "notify", app: "example", handler: "notify", schedule: { kind: "manual" } });
+    const notify = await api.createJob({ name: "notify-on-report", app: "example", handler: "notify", schedule: { kind: "manual" } });
     const report = await api.createJob({
       name: "report-every-second",
       app: "example",
@@ -77,7 +78,8 @@ it("examples/typescript-executor runs a cron job's handler, logs, and its child 
     );
     await api.stopJob(report.id);
     const childDetail = await api.getRun(child.id);
-    const parentId = childDetail.parent_run_ids?.[0] ?? "";
+    const parentId = childDetail.parent_run_id ?? childDetail.parent_run_ids?.[0] ?? "";
+    assert.ok(parentId, JSON.stringify(childDetail));
     const parent = await api.getRun(parentId);
     assert.equal(parent.state, "succeeded");
     assert.equal(parent.trigger, "schedule");
