@@ -338,6 +338,12 @@ describe("an executor against a real sundial serve", () => {
     const job = await manualJob("ts-long", "ts-drain", "long");
     const run = await api.triggerJob(job.id);
     await waitFor("the handler to start", () => started);
+    // Heartbeats list the run in progress (every 3 s).
+    await waitFor("a heartbeat with the run in progress", async () => {
+      const list = await api.get("/api/v1/apps/{id}/executors", { params: { path: { id: app.id } } });
+      return list.items[0]?.running === 1;
+    }, 8000);
+    assert.deepEqual(ex.runningRuns, [run.id]);
     const closing = served.close();
     assert.ok(ex.isDraining);
     // A new delivery now, signed with the app's secret: 503 executor_offline.
@@ -345,7 +351,6 @@ describe("an executor against a real sundial serve", () => {
     const offline = await fetch(served.address, { method: "POST", headers: { "content-type": "application/json", ...signedHeaders([app.secret], body) }, body });
     assert.equal(offline.status, 503);
     assert.equal(((await offline.json()) as { code: string }).code, "executor_offline");
-    // A handler it does not serve is 410 handler_retired (checked before the drain ends).
     release();
     await closing;
     const done = await finished(run.id);
@@ -354,6 +359,63 @@ describe("an executor against a real sundial serve", () => {
     const executors = await api.get("/api/v1/apps/{id}/executors", { params: { path: { id: app.id } } });
     assert.equal(executors.items.length, 1);
     assert.equal(executors.items[0]!.state, "offline", JSON.stringify(executors.items[0]));
+  });
+
+  it("the fetch-style adapter: a delivery and a cancel through (Request) => Promise<Response>", async () => {
+    const app = await api.createApp({ name: "ts-fetch" });
+    let aborted = false;
+    const ex = new Executor({ secrets: app.secret, appId: app.id, schedulerUrls: sundial.base, logger: memoryLogger() });
+    ex.handler("fetch.echo", (params) => ({ via: "fetch", params }));
+    ex.handler("fetch.wait", async (_p, ctx) => {
+      ctx.answerLater();
+      await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
+      aborted = true;
+      return null;
+    });
+    const handler = ex.fetchHandler();
+    // A minimal bridge from node:http to the fetch API, as Deno.serve or Bun.serve would call it.
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", async () => {
+        const request = new Request(`http://127.0.0.1${req.url}`, {
+          method: req.method ?? "POST",
+          headers: Object.entries(req.headers).map(([k, v]) => [k, String(v)] as [string, string]),
+          body: new Uint8Array(Buffer.concat(chunks)),
+        });
+        const response = await handler(request);
+        const headers: Record<string, string> = {};
+        response.headers.forEach((value, key) => (headers[key] = value));
+        res.writeHead(response.status, headers);
+        res.end(Buffer.from(await response.arrayBuffer()));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    await ex.start(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/sundial`);
+    stops.push(async () => {
+      await ex.stop({ graceMs: 1000 });
+      server.close();
+      server.closeAllConnections();
+    });
+    const echo = await manualJob("ts-fetch-echo", "ts-fetch", "fetch.echo");
+    const done = await finished((await api.triggerJob(echo.id, { params: { k: "v" } })).id);
+    assert.deepEqual(done.output, { via: "fetch", params: { k: "v" } });
+    const wait = await manualJob("ts-fetch-wait", "ts-fetch", "fetch.wait");
+    const run = await api.triggerJob(wait.id);
+    await waitFor("the run to be running", async () => (await api.getRun(run.id)).state === "running");
+    await api.cancelRun(run.id);
+    await waitFor("the cancel at /api/sundial/cancel to reach the handler", () => aborted, 10_000);
+  });
+
+  it("a secret rotation: deliveries (signed with both) verify with the new secret alone, and so do the callbacks", async () => {
+    const { ex, app } = await executorFor("ts-rotate", (ex) => ex.handler("rot", (_p, ctx) => ({ attempt: ctx.attempt })), { mode: "async" });
+    const rotated = await api.post("/api/v1/apps/{id}/rotate-secret", { params: { path: { id: app.id } } });
+    assert.notEqual(rotated.secret, app.secret);
+    ex.setSecrets([rotated.secret]); // Sundial signs with both during the grace period: the new one suffices
+    const job = await manualJob("ts-rot", "ts-rotate", "rot");
+    const run = await finished((await api.triggerJob(job.id)).id);
+    assert.equal(run.state, "succeeded", JSON.stringify(run));
+    assert.deepEqual(run.output, { attempt: 1 });
   });
 
   it("answers 410 handler_retired for a handler it does not serve", async () => {
