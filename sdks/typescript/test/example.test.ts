@@ -4,7 +4,7 @@
 // receives its output; SIGTERM stops it gracefully (deregistered, exit 0).
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -101,4 +101,44 @@ it("examples/typescript-executor runs a cron job's handler, logs, and its child 
   assert.equal(await exited, 0, output.join("\n"));
   const executors = await api.get("/api/v1/apps/{id}/executors", { params: { path: { id: app.id } } });
   assert.equal(executors.items[0]?.state, "offline", "deregistered on SIGTERM");
+});
+
+it("the README's five-minute executor, as written, runs a job", async () => {
+  const readme = readFileSync(join(PACKAGE_DIR, "README.md"), "utf8");
+  const block = /`executor\.mjs` — the whole executor:\n\n```js\n([\s\S]*?)```/.exec(readme);
+  assert.ok(block, "the README has the executor.mjs block");
+  const code = block[1]!;
+  assert.ok(code.trim().split("\n").filter((l) => l.trim()).length <= 10, "ten lines or fewer");
+  const file = join(project, "readme-executor.mjs");
+  writeFileSync(file, code.replace("listen(9000", "listen(0"));
+  const api = await sundial.tenant("ts-readme");
+  const app = await api.createApp({ name: "hello-app" });
+  const proc = spawn(process.execPath, [file], {
+    env: { ...process.env, SUNDIAL_URL: sundial.base, SUNDIAL_APP_ID: app.id, SUNDIAL_SECRET: app.secret },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<number | null>((r) => proc.once("exit", (c) => r(c)));
+  const output: string[] = [];
+  proc.stderr.on("data", (d: Buffer) => output.push(d.toString()));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no registration: ${output.join("")}`)), 15_000);
+      createInterface({ input: proc.stdout }).on("line", (line) => {
+        output.push(line);
+        if (line.includes("registered as")) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    const job = await api.createJob({ name: "hello-now", app: "hello-app", handler: "hello", params: { to: "world" }, schedule: { kind: "manual" } });
+    const run = await api.waitForRun((await api.triggerJob(job.id)).id, { timeoutMs: 15_000 });
+    assert.equal(run.state, "succeeded", JSON.stringify(run));
+    assert.deepEqual(run.output, { greeted: "world" });
+    const line = await waitFor("the log line", async () => (await api.getRun(run.id)).logs[0]?.message);
+    assert.equal(line, "hello world, attempt 1");
+  } finally {
+    proc.kill("SIGTERM");
+  }
+  assert.equal(await exited, 0, output.join("\n"));
 });
