@@ -57,6 +57,8 @@ use crate::sink::{Sink, now_us};
 const GRACE_S: u64 = 5;
 /// Concurrent keep-alive connections creating the jobs.
 const CREATE_CONNECTIONS: usize = 8;
+/// The herd's job timeout with `--hung` (issue 26's case: an executor that never answers).
+const HUNG_TIMEOUT_MS: i64 = 30_000;
 /// A second is "on time" when its p99 lateness is within this.
 const ON_TIME_MS: f64 = 1000.0;
 
@@ -118,6 +120,11 @@ struct Args {
     /// window (issue 26: its p99 within max(1.5 × alone, alone + 50 ms)).
     #[arg(long)]
     small_tenant: bool,
+    /// The herd's endpoint accepts connections and never answers (an executor that hangs;
+    /// job timeout 30 s): with `--small-tenant`, the small tenant's lateness beside a hung
+    /// tenant (issue 26). The herd's own figures then only show that nothing reached it.
+    #[arg(long, requires = "small_tenant")]
+    hung: bool,
     /// Seconds the small tenant is measured alone.
     #[arg(long, default_value_t = 20)]
     small_idle_secs: u64,
@@ -270,7 +277,12 @@ async fn measure(
     let tenant = op.create("/api/v1/tenants", &serde_json::json!({"name": "bench"})).await?;
     server::raise_quotas(&op, tenant["id"].as_str().context("tenant without id")?, j).await?;
     let api = op.with_key(tenant["admin_key"].as_str().context("tenant without admin_key")?);
-    let app = api.create("/api/v1/apps", &serde_json::json!({"name": "bench", "endpoints": [sink.url()]})).await?;
+    let hung = match args.hung {
+        true => Some(small::Hung::start().await?),
+        false => None,
+    };
+    let endpoint = hung.as_ref().map_or_else(|| sink.url(), small::Hung::url);
+    let app = api.create("/api/v1/apps", &serde_json::json!({"name": "bench", "endpoints": [endpoint]})).await?;
     sink.set_key(sign::Key::parse(app["secret"].as_str().context("app without secret")?)?);
     sink.take();
     sink.reset_counters();
@@ -304,7 +316,7 @@ async fn measure(
         .collect();
     say(format!("creating {j} jobs ({:?}) over {CREATE_CONNECTIONS} connections", args.phase));
     let started = Instant::now();
-    let job_ids = server::create_jobs(&api, schedules, CREATE_CONNECTIONS).await?;
+    let job_ids = server::create_jobs(&api, schedules, CREATE_CONNECTIONS, args.hung.then_some(HUNG_TIMEOUT_MS)).await?;
     let create_secs = started.elapsed().as_secs_f64();
     let t0_ms = now_us() / 1000;
     say(format!("created in {create_secs:.2} s"));
@@ -378,13 +390,17 @@ async fn measure(
                 .map(|s| ((s * 1000 + w.start_ms - resume_ms) as f64 / 1000.0).max(0.0)),
         }
     });
-    let (ratios, verdict) = Report::ratios_and_verdict(&outcome, &floor, &raw, j);
+    let (ratios, mut verdict) = Report::ratios_and_verdict(&outcome, &floor, &raw, j);
+    if let (true, Some(t)) = (args.hung, &small_tenant) {
+        // The herd's executor never answers: only the small tenant is judged.
+        verdict.pass = t.pass;
+    }
     let mut env_overrides: Vec<String> = args.envs.iter().map(|(k, v)| format!("{k}={v}")).collect();
     env_overrides.sort();
     Ok(Report {
         case: Case {
             jobs: j,
-            phase: format!("{:?}", args.phase).to_lowercase(),
+            phase: format!("{:?}", args.phase).to_lowercase() + if args.hung { ", hung executor" } else { "" },
             database: target.label().to_string(),
             database_server: database_server.to_string(),
             env_overrides,

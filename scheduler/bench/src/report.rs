@@ -252,6 +252,14 @@ impl Report {
             rt.fires_per_sec_over_raw_insert_rows_per_sec
         );
         let v = &self.verdict;
+        if self.case.phase.ends_with("hung executor") {
+            let _ = writeln!(
+                s,
+                "herd:      its executor never answers (--hung): the figures above only show that none of its fires \
+                 was answered (they wait, time out, fail `saturated` or queue behind their job's last run); the \
+                 verdict is the small tenant's"
+            );
+        }
         let _ = writeln!(
             s,
             "verdict:   {} (missed = 0: {}; p99 {:.1} ms ≤ 2 × floor p99 {:.1} ms: {})",
@@ -268,6 +276,8 @@ impl Report {
                 "small tenant (1 job on the same second, own sink): alone p50/p99 {:.1}/{:.1} ms ({}/{}); beside the herd p50/p99 {:.1}/{:.1} ms ({}/{})",
                 i.p50, i.p99, t.idle.delivered, t.idle.expected, l.p50, l.p99, t.loaded.delivered, t.loaded.expected
             );
+            let each = |v: &[f64]| v.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(" ");
+            let _ = writeln!(s, "small, each fire (ms late): alone {}; beside the herd {}", each(&t.idle.each_ms), each(&t.loaded.each_ms));
             let _ = writeln!(
                 s,
                 "small verdict: {} (p99 {:.1} ms ≤ max(1.5 × alone, alone + 50) = {:.1} ms, none missed)",

@@ -207,7 +207,12 @@ pub async fn raise_quotas(op: &Api, tenant_id: &str, jobs: usize) -> anyhow::Res
     Ok(())
 }
 
-pub async fn create_jobs(api: &Api, schedules: Vec<Value>, connections: usize) -> anyhow::Result<Vec<String>> {
+pub async fn create_jobs(
+    api: &Api,
+    schedules: Vec<Value>,
+    connections: usize,
+    timeout_ms: Option<i64>,
+) -> anyhow::Result<Vec<String>> {
     let schedules = Arc::new(schedules);
     let next = Arc::new(AtomicUsize::new(0));
     let mut set = tokio::task::JoinSet::new();
@@ -218,8 +223,11 @@ pub async fn create_jobs(api: &Api, schedules: Vec<Value>, connections: usize) -
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(s) = schedules.get(i) else { return anyhow::Ok(made) };
-                let body =
+                let mut body =
                     json!({"name": format!("bench-{i}"), "app": "bench", "handler": "bench.tick", "schedule": s});
+                if let Some(t) = timeout_ms {
+                    body["timeout_ms"] = json!(t);
+                }
                 let job = api.create("/api/v1/jobs", &body).await?;
                 let id = job["id"].as_str().context("job without id")?.to_string();
                 made.push((i, id));

@@ -100,6 +100,28 @@ impl Sink {
         Ok(Sink { addr, shared })
     }
 
+    /// [`Sink::start`] on a thread and runtime of its own: an executor of another tenant is
+    /// another process on another machine, so its receive times must not wait behind the
+    /// herd's sink on the bench's shared runtime.
+    pub fn start_on_own_thread() -> anyhow::Result<Sink> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new().name("own-sink".into()).spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => return drop(tx.send(Err(e.into()))),
+            };
+            rt.block_on(async move {
+                let started = Sink::start().await;
+                let ok = started.is_ok();
+                let _ = tx.send(started);
+                if ok {
+                    std::future::pending::<()>().await;
+                }
+            });
+        })?;
+        rx.recv()?
+    }
+
     /// The URL to give the app as its static endpoint.
     pub fn url(&self) -> String {
         format!("http://{}/", self.addr)

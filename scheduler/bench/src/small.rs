@@ -1,5 +1,5 @@
 //! `--small-tenant` (issue 26): a second tenant with one job on the same second as the
-//! herd, delivered to a sink of its own. Its lateness is measured alone first (before the
+//! herd, delivered to a sink of its own on a thread and runtime of its own (another tenant’s executor is another process). Its lateness is measured alone first (before the
 //! herd's jobs exist: the *idle* figure) and again in the herd's window; the target is the
 //! loaded p99 within `max(1.5 × idle p99, idle p99 + 50 ms)` and nothing missed.
 
@@ -22,6 +22,8 @@ pub struct Seen {
     pub expected: u64,
     pub delivered: u64,
     pub lateness_ms: Pct,
+    /// Each fire's lateness, in the window's order (ms).
+    pub each_ms: Vec<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -38,7 +40,7 @@ pub struct SmallReport {
 impl Small {
     /// A tenant `small`, its app on a sink of its own, and one job on every second.
     pub async fn start(operator: &Api) -> anyhow::Result<Small> {
-        let sink = Sink::start().await?;
+        let sink = Sink::start_on_own_thread()?;
         let tenant = operator.create("/api/v1/tenants", &json!({"name": "small"})).await?;
         let api = operator.with_key(tenant["admin_key"].as_str().unwrap_or_default());
         let app = api.create("/api/v1/apps", &json!({"name": "small", "endpoints": [sink.url()]})).await?;
@@ -58,7 +60,11 @@ impl Small {
         let mut fires: Vec<i64> = recs.iter().map(|r| r.scheduled_ms).collect();
         fires.sort_unstable();
         fires.dedup();
+        let mut each: Vec<(i64, f64)> =
+            recs.iter().map(|r| (r.scheduled_ms, r.received_us as f64 / 1000.0 - r.scheduled_ms as f64)).collect();
+        each.sort_by_key(|e| e.0);
         Seen {
+            each_ms: each.into_iter().map(|(_, l)| (l * 10.0).round() / 10.0).collect(),
             expected: w.fires(0).count() as u64,
             delivered: fires.len() as u64,
             lateness_ms: pct(recs.iter().map(|r| r.received_us as f64 / 1000.0 - r.scheduled_ms as f64).collect()),
@@ -71,5 +77,34 @@ impl SmallReport {
         let bound_ms = (1.5 * idle.lateness_ms.p99).max(idle.lateness_ms.p99 + 50.0);
         let pass = loaded.delivered == loaded.expected && loaded.lateness_ms.p99 <= bound_ms;
         SmallReport { idle, loaded, bound_ms, pass }
+    }
+}
+
+/// An executor that hangs: it accepts connections and reads what comes, but never answers
+/// (each connection is held until the caller closes it).
+pub struct Hung {
+    addr: std::net::SocketAddr,
+}
+
+impl Hung {
+    pub async fn start() -> anyhow::Result<Hung> {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind("127.0.0.1:0".parse()?)?;
+        let listener = socket.listen(8192)?;
+        let addr = listener.local_addr()?;
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    use tokio::io::AsyncReadExt;
+                    let mut buf = [0u8; 4096];
+                    while matches!(conn.read(&mut buf).await, Ok(n) if n > 0) {}
+                });
+            }
+        });
+        Ok(Hung { addr })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
     }
 }
