@@ -212,10 +212,8 @@ impl Engine {
                 let due_ms = due_ms.max(run.scheduled_at_ms);
                 let early = due_ms - e.now_ms();
                 if early > 0 {
-                    let gate = e.fire.gate.enter(due_ms, seq);
-                    tokio::time::sleep(Duration::from_millis(early.min(e.cfg.max_dispatch_lead_ms.max(0)) as u64)).await;
-                    e.fire.gate.open_through(due_ms);
-                    let _ = gate.await;
+                    let early = Duration::from_millis(early.min(e.cfg.max_dispatch_lead_ms.max(0)) as u64);
+                    let _ = e.fire.gate.enter(due_ms, seq, early).await;
                 }
                 // The app's and tenant's share of the slots first (a sharded run's shards each
                 // take theirs): a hung executor holds only its own app's share.

@@ -2,19 +2,25 @@
 //! in the order the timer popped them.
 //!
 //! A herd's deliveries are committed before their second (the dispatch lead) and wait for
-//! it. Each sleeping on its own, they woke in whatever order the runtime's timer wheel keeps
-//! (not the order they were committed), so the turns tenants take in the timer
-//! ([`crate::due_heap::FairRanks`]) were lost at the last step: a small tenant's fire, popped
-//! second, left anywhere in the herd. Here each waiter still sleeps until its instant, but
-//! the first to wake opens the gate of every waiter whose instant has come, in (instant, pop
-//! order): they are woken, and so sent, in that order. No loop and no clock read: a waiter
-//! opens only waiters due no later than itself, whose instant has come as surely as its own.
+//! it. Each sleeping on its own, they woke in whatever order the runtime keeps: thousands of
+//! timers firing at once overflow a worker's run queue, which moves its oldest tasks (the
+//! first popped) to the global queue behind the rest, so the turns tenants take in the timer
+//! ([`crate::due_heap::FairRanks`]) were lost at the last step: a small tenant's fire,
+//! popped second, left a few hundred places into the herd. Here no waiter sleeps: one
+//! opener per instant sleeps until it, then opens the waiters due by then in (instant, pop
+//! order), [`OPEN_CHUNK`] at a time, yielding between chunks so that each chunk runs (takes
+//! its slots, sends) before the next is woken.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
-use std::sync::Mutex;
+use std::collections::{BTreeSet, BinaryHeap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{Notify, oneshot};
+
+/// Waiters woken at once: well within a runtime worker's local queue (256), so none
+/// overflows to the back of the global queue.
+pub(crate) const OPEN_CHUNK: usize = 32;
 
 #[derive(Debug)]
 struct Waiter {
@@ -44,31 +50,62 @@ impl Ord for Waiter {
 }
 
 #[derive(Debug, Default)]
+struct Inner {
+    waiting: BinaryHeap<Reverse<Waiter>>,
+    /// Instants with an opener on its way.
+    openers: BTreeSet<i64>,
+}
+
+#[derive(Debug, Default)]
 pub(crate) struct InstantGate {
-    waiting: Mutex<BinaryHeap<Reverse<Waiter>>>,
+    inner: Mutex<Inner>,
 }
 
 impl InstantGate {
-    /// Wait at the gate for instant `due`, in pop order `seq`; the receiver fires when opened.
-    pub(crate) fn enter(&self, due: i64, seq: u64) -> oneshot::Receiver<()> {
+    /// Wait at the gate for instant `due`, `early` from now, in pop order `seq`; the receiver
+    /// fires when opened. The first waiter of an instant starts its opener.
+    pub(crate) fn enter(self: &Arc<Self>, due: i64, seq: u64, early: Duration) -> oneshot::Receiver<()> {
         let (open, rx) = oneshot::channel();
-        self.waiting.lock().expect("gate lock").push(Reverse(Waiter { due, seq, open }));
+        let mut g = self.inner.lock().expect("gate lock");
+        g.waiting.push(Reverse(Waiter { due, seq, open }));
+        if g.openers.insert(due) {
+            let gate = self.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(early).await;
+                gate.open_through(due).await;
+            });
+        }
         rx
     }
 
     /// Instant `due` has come: open every waiter due no later, earliest instant and first
-    /// popped first.
-    pub(crate) fn open_through(&self, due: i64) {
-        let mut g = self.waiting.lock().expect("gate lock");
-        while g.peek().is_some_and(|Reverse(w)| w.due <= due) {
-            let Reverse(w) = g.pop().expect("peeked");
-            let _ = w.open.send(()); // a waiter that went away needs no opening
+    /// popped first, a chunk at a time.
+    async fn open_through(&self, due: i64) {
+        loop {
+            let chunk: Vec<Waiter> = {
+                let mut g = self.inner.lock().expect("gate lock");
+                let mut chunk = Vec::with_capacity(OPEN_CHUNK);
+                while chunk.len() < OPEN_CHUNK && g.waiting.peek().is_some_and(|Reverse(w)| w.due <= due) {
+                    chunk.push(g.waiting.pop().expect("peeked").0);
+                }
+                if chunk.is_empty() {
+                    // Under the lock `enter` takes: a waiter for `due` arriving from now on
+                    // starts an opener of its own.
+                    g.openers.remove(&due);
+                    return;
+                }
+                chunk
+            };
+            for w in chunk {
+                let _ = w.open.send(()); // a waiter that went away needs no opening
+            }
+            tokio::task::yield_now().await;
         }
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.waiting.lock().expect("gate lock").len()
+        self.inner.lock().expect("gate lock").waiting.len()
     }
 }
 
@@ -191,46 +228,67 @@ mod tests {
         assert!(started.elapsed() >= std::time::Duration::from_millis(TURN_WAIT_MAX_MS - 50));
     }
 
-    #[test]
-    fn the_first_to_wake_opens_everyone_due_in_pop_order_and_no_one_later() {
-        let gate = InstantGate::default();
-        let mut rx: Vec<(&str, oneshot::Receiver<()>)> = Vec::new();
-        for (name, due, seq) in [("c", 1000, 3), ("a", 1000, 1), ("later", 2000, 0), ("b", 1000, 2), ("early", 900, 9)]
-        {
-            rx.push((name, gate.enter(due, seq)));
-        }
-        gate.open_through(1000);
-        assert_eq!(gate.len(), 1, "the waiter due later stays");
-        let opened: Vec<&str> = rx.iter_mut().filter_map(|(n, r)| r.try_recv().is_ok().then_some(*n)).collect();
-        assert_eq!(
-            opened,
-            ["c", "a", "b", "early"],
-            "all those due by 1000 (the order they were sent is tested below)"
-        );
-        gate.open_through(2000);
-        assert!(rx.iter_mut().any(|(n, r)| *n == "later" && r.try_recv().is_ok()));
-        assert_eq!(gate.len(), 0);
-    }
-
-    /// The order the gates are opened in is the order the waiters wake in.
+    /// Waiters wake in (instant, pop order), whatever order they entered in; a waiter due
+    /// later stays until its own instant.
     #[tokio::test(flavor = "current_thread")]
     async fn waiters_wake_in_instant_then_pop_order() {
-        let gate = std::sync::Arc::new(InstantGate::default());
-        let order = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let gate = Arc::new(InstantGate::default());
+        let order = Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
-        for (due, seq) in [(1000, 5), (1000, 1), (900, 7), (1000, 3)] {
-            let rx = gate.enter(due, seq);
+        let ms = Duration::from_millis;
+        // 100 of a herd at 1000 first (pop order 10..110), then one popped before them, one
+        // of an earlier instant, and one of a later one.
+        let mut entries: Vec<(i64, u64, Duration)> = (0..100).map(|i| (1000, 10 + i, ms(30))).collect();
+        entries.extend([(1000, 1, ms(30)), (900, 7, ms(20)), (2000, 0, ms(400))]);
+        for (due, seq, early) in entries {
+            let rx = gate.enter(due, seq, early);
             let order = order.clone();
             tasks.push(tokio::spawn(async move {
                 rx.await.unwrap();
                 order.lock().unwrap().push((due, seq));
             }));
         }
-        tokio::task::yield_now().await; // every waiter is parked on its gate
-        gate.open_through(1000);
+        tokio::time::sleep(ms(150)).await;
+        assert_eq!(gate.len(), 1, "the waiter due later stays");
+        {
+            let o = order.lock().unwrap();
+            assert_eq!(o.len(), 102);
+            assert_eq!(o[..3], [(900, 7), (1000, 1), (1000, 10)]);
+            assert!(o.windows(2).all(|w| w[0] < w[1]), "in (instant, pop order)");
+        }
         for t in tasks {
             t.await.unwrap();
         }
-        assert_eq!(*order.lock().unwrap(), [(900, 7), (1000, 1), (1000, 3), (1000, 5)]);
+        assert_eq!(order.lock().unwrap().last(), Some(&(2000, 0)));
+        assert_eq!(gate.len(), 0);
+        assert!(gate.inner.lock().unwrap().openers.is_empty(), "every opener is done");
+    }
+
+    /// Thousands waiting on one instant on a multi-threaded runtime: the first popped is
+    /// among the first to run (with a sleep each, it ran a few hundred places in).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_first_popped_of_a_herd_runs_among_the_first() {
+        let gate = Arc::new(InstantGate::default());
+        let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        let mut small = None;
+        for seq in (0..5000u64).rev() {
+            let rx = gate.enter(1000, seq, Duration::from_millis(50));
+            let ran = ran.clone();
+            let t = tokio::spawn(async move {
+                rx.await.unwrap();
+                ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            });
+            if seq == 0 {
+                small = Some(t);
+            } else {
+                tasks.push(t);
+            }
+        }
+        let place = small.unwrap().await.unwrap();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert!(place < 2 * OPEN_CHUNK, "popped first, ran {place}th of 5000");
     }
 }

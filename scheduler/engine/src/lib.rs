@@ -330,7 +330,7 @@ pub(crate) struct FirePath {
     /// Tenants' `max_inflight` quotas, re-read every few seconds.
     pub(crate) tenant_quotas: bulkhead::TenantQuotas,
     /// Deliveries committed ahead wait for their instant here, to leave in pop order.
-    pub(crate) gate: instant_gate::InstantGate,
+    pub(crate) gate: Arc<instant_gate::InstantGate>,
     /// Dispatch batches hand their runs to delivery in the order they were popped.
     pub(crate) turns: Arc<instant_gate::Turns>,
     /// Runs taken from the timer and not yet delivered (committed ahead of their instant,
@@ -401,7 +401,7 @@ impl Engine {
                 routes: Mutex::new(RouteState::new()),
                 batch_slots: Arc::new(Semaphore::new(DISPATCH_SLOTS)),
                 inflight: Arc::new(Semaphore::new(cfg.max_inflight)),
-                gate: instant_gate::InstantGate::default(),
+                gate: Arc::default(),
                 tenant_quotas: bulkhead::TenantQuotas::new(cfg.quotas),
                 turns: Arc::default(),
                 bulkheads: {
