@@ -326,6 +326,16 @@ impl RunCgroup {
         any
     }
 
+    /// Sends `signal` once to every process in the groups but `except`.
+    pub(crate) fn signal_once(&self, signal: libc::c_int, except: libc::pid_t) {
+        // v1 lists a process in each hierarchy: signal it once.
+        let pids: std::collections::BTreeSet<libc::pid_t> = self.dirs.iter().flat_map(|d| read_pids(d)).collect();
+        for pid in pids.into_iter().filter(|p| *p != except) {
+            // SAFETY: plain syscall; the pid was read from our own per-run cgroup.
+            unsafe { libc::kill(pid, signal) };
+        }
+    }
+
     /// SIGKILLs every process left in the groups until they are empty (or `timeout` passes).
     /// Returns true when all are empty.
     pub(crate) fn kill_all(&self, timeout: Duration) -> bool {

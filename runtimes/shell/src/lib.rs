@@ -193,6 +193,15 @@ pub struct ShellRun {
     pub disk_bytes: Option<u64>,
     /// This run's `RLIMIT_NOFILE`, lowering [`Rlimits::open_files`] (never raising it).
     pub open_files: Option<u64>,
+    /// This run's memory limit, lowering [`SandboxConfig::memory_limit_bytes`] (never raising it).
+    pub memory_bytes: Option<u64>,
+    /// Bytes kept per stream for this run, lowering [`SandboxConfig::output_cap_bytes`].
+    pub output_cap_bytes: Option<usize>,
+    /// A run stopped by its timeout or a cancel gets SIGTERM (every process of the run but
+    /// the sandbox's own) this long before SIGKILL, within its timeout (at most half of it):
+    /// time to clean up. Zero (default): SIGKILL at once. Needs cgroups (which list the run's
+    /// processes); without them the run is SIGKILLed at once.
+    pub kill_grace: Duration,
     /// Set to true (from any thread) to stop the run: within about 20 ms the sandbox is
     /// SIGKILLed like on a timeout and the result is `Killed { Cancelled }`. Already true at the
     /// start: nothing is started.
@@ -217,6 +226,9 @@ impl Default for ShellRun {
             cpu_seconds: None,
             disk_bytes: None,
             open_files: None,
+            memory_bytes: None,
+            output_cap_bytes: None,
+            kill_grace: Duration::ZERO,
             cancel: None,
             on_output: None,
         }
@@ -235,6 +247,9 @@ impl fmt::Debug for ShellRun {
             .field("cpu_seconds", &self.cpu_seconds)
             .field("disk_bytes", &self.disk_bytes)
             .field("open_files", &self.open_files)
+            .field("memory_bytes", &self.memory_bytes)
+            .field("output_cap_bytes", &self.output_cap_bytes)
+            .field("kill_grace", &self.kill_grace)
             .field("cancel", &self.cancel)
             .field("on_output", &self.on_output.as_ref().map(|_| "Fn"))
             .finish()
@@ -498,7 +513,7 @@ impl ShellSandbox {
         let cgroup = match &self.cgroups {
             Ok(backend) => {
                 let limits = cgroup::Limits {
-                    memory_bytes: self.config.memory_limit_bytes,
+                    memory_bytes: self.memory_bytes(&input),
                     pids: self.config.pids_limit,
                     cpu_millis: self.config.cpu_millis,
                 };
@@ -510,7 +525,7 @@ impl ShellSandbox {
         let disk_bytes = self.disk_bytes(&input);
         let mut cmd = self.command(&input, &work, disk_bytes);
         let mut rlimits =
-            RunRlimits::resolve(&self.config.rlimits, self.config.memory_limit_bytes, input.cpu_seconds, input.timeout);
+            RunRlimits::resolve(&self.config.rlimits, self.memory_bytes(&input), input.cpu_seconds, input.timeout);
         if let Some(open_files) = input.open_files {
             rlimits.open_files = rlimits.open_files.min(open_files.max(8));
         }
@@ -538,7 +553,7 @@ impl ShellSandbox {
         let mut child = spawned.map_err(SandboxError::Spawn)?;
         let pid = child.id() as libc::pid_t;
 
-        let cap = self.config.output_cap_bytes;
+        let cap = input.output_cap_bytes.map_or(self.config.output_cap_bytes, |c| c.min(self.config.output_cap_bytes));
         let (tx, rx) = mpsc::channel::<(OutputStream, Vec<u8>, bool)>();
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
@@ -553,7 +568,25 @@ impl ShellSandbox {
         }
 
         let deadline = start + input.timeout;
-        let ending = wait_for_exit(pid, deadline, || cancelled(&input.cancel));
+        // With a kill grace (and the cgroups that list the run's processes): SIGTERM first.
+        let grace = match &cgroup {
+            Some(_) => input.kill_grace.min(input.timeout / 2),
+            None => Duration::ZERO,
+        };
+        let mut ending = wait_for_exit(pid, deadline - grace, || cancelled(&input.cancel));
+        if let (Some(cg), Ok(stop @ (Ending::Timeout | Ending::Cancelled))) = (&cgroup, &ending)
+            && !grace.is_zero()
+        {
+            let stop = *stop;
+            // Not bwrap itself (its death would SIGKILL the sandbox at once): the processes
+            // inside it. Its pid-1 inside ignores the signal (no handler).
+            cg.signal_once(libc::SIGTERM, pid);
+            ending = wait_for_exit(pid, Instant::now() + grace, || false).map(|e| match e {
+                // Ended by the SIGTERM, or still running at the end of the grace: either way
+                // the run was stopped for its timeout (or cancel).
+                Ending::Exited | Ending::Timeout | Ending::Cancelled => stop,
+            });
+        }
         // bwrap has exited (not yet reaped, so its pid and process group cannot be reused) or
         // must be stopped. SIGKILL its whole process group (bwrap and its pid-1 child; the
         // script has its own session inside) and, on timeout or cancel, everything in the run's
@@ -623,6 +656,10 @@ impl ShellSandbox {
     }
 
     /// The run's disk quota: the config's, or the run's own when lower.
+    fn memory_bytes(&self, input: &ShellRun) -> u64 {
+        input.memory_bytes.map_or(self.config.memory_limit_bytes, |m| m.min(self.config.memory_limit_bytes))
+    }
+
     fn disk_bytes(&self, input: &ShellRun) -> u64 {
         input.disk_bytes.map_or(self.config.disk_bytes, |d| d.min(self.config.disk_bytes)).max(64 * 1024)
     }

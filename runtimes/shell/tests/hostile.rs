@@ -488,3 +488,58 @@ fn failing_script_reports_code_and_stderr() {
     assert!(text(&o.stderr).contains("No such file or directory"), "{}", text(&o.stderr));
     assert!(o.stdout.is_empty());
 }
+
+/// A kill grace: a run stopped by its timeout gets SIGTERM first (its trap runs and what it
+/// prints is kept), then SIGKILL if it is still there when the grace ends; either way it is
+/// reported stopped for its timeout, within its timeout. Without a grace it is SIGKILLed at
+/// once (the trap never runs).
+#[test]
+fn a_kill_grace_sends_sigterm_before_sigkill() {
+    let Some(sb) = strong_with(SandboxConfig::default()) else { return };
+    let script = "trap 'echo cleaned up; exit 3' TERM\necho started\nsleep 30 & wait\n";
+    let mut r = bash(script);
+    r.timeout = Duration::from_secs(3);
+    r.kill_grace = Duration::from_secs(1);
+    let start = Instant::now();
+    let o = run(&sb, r);
+    assert_eq!(o.result, ShellResult::Killed { reason: KillReason::Timeout });
+    assert_eq!(text(&o.stdout), "started\ncleaned up\n");
+    assert!(start.elapsed() < Duration::from_secs(6), "took {:?}", start.elapsed());
+
+    // A script that ignores SIGTERM is SIGKILLed when the grace ends.
+    let mut r = bash("trap '' TERM\necho started\nwhile :; do sleep 0.05; done\n");
+    r.timeout = Duration::from_secs(3);
+    r.kill_grace = Duration::from_secs(1);
+    let start = Instant::now();
+    let o = run(&sb, r);
+    assert_eq!(o.result, ShellResult::Killed { reason: KillReason::Timeout });
+    assert!(start.elapsed() >= Duration::from_millis(2_900), "stopped before its timeout: {:?}", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(8), "took {:?}", start.elapsed());
+
+    // No grace: the trap never runs.
+    let mut r = bash(script);
+    r.timeout = Duration::from_secs(2);
+    let o = run(&sb, r);
+    assert_eq!(o.result, ShellResult::Killed { reason: KillReason::Timeout });
+    assert_eq!(text(&o.stdout), "started\n");
+}
+
+/// A run's own memory and output limits lower the sandbox's.
+#[test]
+fn a_run_lowers_the_memory_and_output_limits() {
+    let Some(sb) = strong_with(SandboxConfig::default()) else { return };
+    let mut r = bash("head -c 10000 /dev/zero | tr '\\0' 'a'");
+    r.output_cap_bytes = Some(2048);
+    let o = run(&sb, r);
+    assert_eq!(o.result, ShellResult::Exited(0));
+    assert_eq!(o.stdout.len(), 2048);
+    assert!(o.stdout_truncated);
+    // 24 MiB in a shell variable: fine at the default 256 MiB, not at 16 MiB.
+    let hog = "x=$(head -c 25165824 /dev/zero | tr '\\0' 'a'); echo ${#x}";
+    let o = run(&sb, bash(hog));
+    assert_eq!(o.result, ShellResult::Exited(0), "{}", text(&o.stderr));
+    let mut r = bash(hog);
+    r.memory_bytes = Some(16 << 20);
+    let o = run(&sb, r);
+    assert_ne!(o.result, ShellResult::Exited(0), "{}", text(&o.stdout));
+}

@@ -198,6 +198,8 @@ pub struct RunInput {
     /// (only bytes within `output_cap_bytes` are passed on). The chunks are also
     /// kept in [`RunOutcome::stdout`]/[`RunOutcome::stderr`] as usual.
     pub on_output: Option<OutputCallback>,
+    /// Bytes kept per stream for this run, lowering [`RuntimeConfig::output_cap_bytes`].
+    pub output_cap_bytes: Option<usize>,
 }
 
 impl std::fmt::Debug for RunInput {
@@ -211,6 +213,7 @@ impl std::fmt::Debug for RunInput {
             .field("memory_bytes", &self.memory_bytes)
             .field("disk_bytes", &self.disk_bytes)
             .field("open_files", &self.open_files)
+            .field("output_cap_bytes", &self.output_cap_bytes)
             .field("work_dir", &self.work_dir)
             .field("cancel", &self.cancel.as_ref().map(|c| c.load(Ordering::Relaxed)))
             .field("on_output", &self.on_output.as_ref().map(|_| "Fn"))
@@ -232,6 +235,7 @@ impl Default for RunInput {
             work_dir: None,
             cancel: None,
             on_output: None,
+            output_cap_bytes: None,
         }
     }
 }
@@ -499,7 +503,7 @@ impl WasmRuntime {
         entry: Entry<'_>,
         started: Instant,
     ) -> RunOutcome {
-        let cap = self.config.output_cap_bytes;
+        let cap = input.output_cap_bytes.map_or(self.config.output_cap_bytes, |c| c.min(self.config.output_cap_bytes));
         let stdout = CapturePipe::new(cap, OutputStream::Stdout, input.on_output.clone());
         let stderr = CapturePipe::new(cap, OutputStream::Stderr, input.on_output.clone());
         let initial_fuel = input.fuel.unwrap_or(UNLIMITED_FUEL).min(UNLIMITED_FUEL);
@@ -549,7 +553,7 @@ impl WasmRuntime {
         if is_cancelled(input.cancel.as_ref()) {
             return Err(trap(TrapKind::Cancelled, "cancelled before the run started".into()));
         }
-        let memory_limit = input.memory_bytes.unwrap_or(self.config.default_memory_bytes);
+        let memory_limit = input.memory_bytes.map_or(self.config.default_memory_bytes, |m| m.min(self.config.default_memory_bytes));
         if let Some(initial_pages) = module.resources_required().max_initial_memory_size {
             let needed = initial_pages.saturating_mul(WASM_PAGE);
             if needed > memory_limit as u64 {

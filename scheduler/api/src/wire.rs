@@ -361,6 +361,9 @@ pub struct JobOut {
     /// When the job has several parents: fire once per chain after `all` of them, or `any`.
     pub wait: sundial_core::types::WaitFor,
     pub state: JobState,
+    /// A script job's own limits, lowering its runner's (absent: the runner's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub script_limits: Option<sundial_core::job::ScriptLimits>,
     /// `api`, or `registration` for jobs an executor's handler registration created.
     pub source: JobSource,
     /// Increments with every change; send it as `If-Match` to update safely.
@@ -398,6 +401,7 @@ impl JobOut {
             children: children.into_iter().map(|c| ChildEdgeOut { job: c.job_id, on: c.on }).collect(),
             wait: j.wait,
             state: j.state,
+            script_limits: j.script_limits,
             source: j.source,
             version: j.version,
             created_at: rfc3339_utc(j.created_at_ms),

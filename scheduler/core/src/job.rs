@@ -88,6 +88,83 @@ pub struct BackoffSpec {
     pub jitter: Option<bool>,
 }
 
+/// A script job's own limits, each lowering the runner's (the operator's maxima, `serve`'s
+/// `script_*` settings): a run gets the smaller of the two; a value above the runner's
+/// maximum runs at the maximum. Absent fields follow the runner.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ScriptLimits {
+    /// Memory of a run in bytes (wasm, Python, JavaScript: linear memory; shell: the run's
+    /// cgroup), 16 MiB to 1 TiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 16777216))]
+    pub memory_bytes: Option<u64>,
+    /// Fuel (wasm instructions) of a wasm, Python or JavaScript run, at least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    pub fuel: Option<u64>,
+    /// stdout and stderr are each kept up to this many bytes, 1 KiB to 64 MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1024, maximum = 67108864))]
+    pub output_bytes: Option<u64>,
+    /// Disk quota of a run in bytes, 64 KiB to 1 TiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 65536))]
+    pub disk_bytes: Option<u64>,
+    /// Files a run may hold open at once, 16 to 65536.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 16, maximum = 65536))]
+    pub open_files: Option<u64>,
+    /// A shell run stopped (timeout, cancel) gets SIGTERM this many milliseconds before
+    /// SIGKILL, 0 to 60000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 60000))]
+    pub kill_grace_ms: Option<u64>,
+}
+
+/// The ranges of [`ScriptLimits`]' fields (the operator's settings share them).
+pub mod script_limit_ranges {
+    use std::ops::RangeInclusive;
+    pub const MEMORY_BYTES: RangeInclusive<u64> = (16 << 20)..=(1 << 40);
+    pub const FUEL: RangeInclusive<u64> = 1..=u64::MAX;
+    pub const OUTPUT_BYTES: RangeInclusive<u64> = 1024..=(64 << 20);
+    pub const DISK_BYTES: RangeInclusive<u64> = (64 << 10)..=(1 << 40);
+    pub const OPEN_FILES: RangeInclusive<u64> = 16..=65_536;
+    pub const KILL_GRACE_MS: RangeInclusive<u64> = 0..=60_000;
+}
+
+impl ScriptLimits {
+    /// Check every field's range (the error names it, under `script_limits`).
+    pub fn check(&self) -> Result<(), FieldError> {
+        use script_limit_ranges as r;
+        let fields = [
+            ("memory_bytes", self.memory_bytes, r::MEMORY_BYTES),
+            ("fuel", self.fuel, r::FUEL),
+            ("output_bytes", self.output_bytes, r::OUTPUT_BYTES),
+            ("disk_bytes", self.disk_bytes, r::DISK_BYTES),
+            ("open_files", self.open_files, r::OPEN_FILES),
+            ("kill_grace_ms", self.kill_grace_ms, r::KILL_GRACE_MS),
+        ];
+        for (name, v, range) in fields {
+            if let Some(v) = v
+                && !range.contains(&v)
+            {
+                return Err(FieldError::invalid(
+                    format!("script_limits.{name}"),
+                    format!("{v} is out of range {}-{}", range.start(), range.end()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Nothing set.
+    pub fn is_empty(&self) -> bool {
+        *self == ScriptLimits::default()
+    }
+}
+
 /// A job as sent to `POST /api/v1/jobs` and `PUT /api/v1/jobs/{id}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -157,6 +234,9 @@ pub struct JobInput {
     /// `active` (default) fires on schedule; `stopped` fires only when triggered.
     #[serde(default)]
     pub state: Option<JobState>,
+    /// A script job's own limits, lowering the runner's (only with `script`).
+    #[serde(default)]
+    pub script_limits: Option<ScriptLimits>,
 }
 
 /// A child edge as a request gives it: a job id (`on_success`), or the edge form.
@@ -211,6 +291,8 @@ pub struct JobDef {
     pub children: Vec<ChildEdge>,
     pub wait: crate::types::WaitFor,
     pub state: JobState,
+    /// A script job's own limits (`None`: the runner's).
+    pub script_limits: Option<ScriptLimits>,
 }
 
 fn in_range(field: &str, v: i64, lo: i64, hi: i64) -> Result<i64, FieldError> {
@@ -381,6 +463,16 @@ impl JobDef {
         if dedup.len() != children.len() {
             return Err(FieldError::invalid("children", "lists a job more than once"));
         }
+        let script_limits = match (&input.script_limits, &target) {
+            (None, _) => None,
+            (Some(_), Target::Handler(_)) => {
+                return Err(FieldError::invalid("script_limits", "only a script job has script limits"));
+            }
+            (Some(l), Target::Script(_)) => {
+                l.check()?;
+                (!l.is_empty()).then(|| l.clone())
+            }
+        };
         let route = input.route.unwrap_or(Route::RoundRobin);
         Ok(JobDef {
             name,
@@ -399,6 +491,7 @@ impl JobDef {
             children,
             wait: input.wait.unwrap_or(crate::types::WaitFor::All),
             state: input.state.unwrap_or(JobState::Active),
+            script_limits,
         })
     }
 }
@@ -414,6 +507,34 @@ mod tests {
             "schedule": {"kind": "cron", "expression": "0 0 2 * * *", "timezone": "Europe/Berlin"}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn script_limits_are_for_script_jobs_and_checked_field_by_field() {
+        let mut i = input();
+        i.script_limits = Some(ScriptLimits { disk_bytes: Some(1 << 20), ..Default::default() });
+        assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, "script_limits");
+        i.handler = None;
+        i.script = Some("report".into());
+        assert_eq!(
+            JobDef::parse(&i, 0).unwrap().script_limits,
+            Some(ScriptLimits { disk_bytes: Some(1 << 20), ..Default::default() })
+        );
+        i.script_limits = Some(ScriptLimits::default());
+        assert_eq!(JobDef::parse(&i, 0).unwrap().script_limits, None, "nothing set is no limits");
+        for (limits, field) in [
+            (ScriptLimits { memory_bytes: Some(1 << 20), ..Default::default() }, "script_limits.memory_bytes"),
+            (ScriptLimits { fuel: Some(0), ..Default::default() }, "script_limits.fuel"),
+            (ScriptLimits { output_bytes: Some(100), ..Default::default() }, "script_limits.output_bytes"),
+            (ScriptLimits { disk_bytes: Some(1), ..Default::default() }, "script_limits.disk_bytes"),
+            (ScriptLimits { open_files: Some(70_000), ..Default::default() }, "script_limits.open_files"),
+            (ScriptLimits { kill_grace_ms: Some(60_001), ..Default::default() }, "script_limits.kill_grace_ms"),
+        ] {
+            i.script_limits = Some(limits);
+            assert_eq!(JobDef::parse(&i, 0).unwrap_err().field, field);
+        }
+        let unknown = serde_json::from_value::<ScriptLimits>(serde_json::json!({"disk": 1}));
+        assert!(unknown.is_err(), "unknown fields are refused");
     }
 
     #[test]

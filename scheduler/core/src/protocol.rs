@@ -73,6 +73,9 @@ pub struct ScriptRef {
     pub sha256: String,
     /// The job's timeout: the script's wall-clock budget.
     pub timeout_ms: i64,
+    /// The job's own limits: the runner runs it with the smaller of these and its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::job::ScriptLimits>,
 }
 
 /// Which shard of the run this delivery is (`{"index": 0, "total": 1}` for an unsharded run).

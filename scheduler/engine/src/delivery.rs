@@ -61,6 +61,7 @@ impl Engine {
                 version: p.version.version,
                 sha256: p.version.sha256,
                 timeout_ms: job.timeout_ms,
+                limits: job.script_limits.clone(),
             }),
             None => Work::ScriptGone(match job.script_version {
                 Some(v) => format!("script {script_id} has no version {v}"),

@@ -250,6 +250,7 @@ pub(crate) mod tests {
             max_concurrency: None,
             wait: sundial_core::types::WaitFor::All,
             state: JobState::Active,
+            script_limits: None,
             source: JobSource::Api,
             registration_key: None,
             version: 1,

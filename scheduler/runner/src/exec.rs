@@ -183,6 +183,7 @@ fn shell_run(
             runtimes.shell_reason.as_deref().unwrap_or("the shell runtime is off")
         ));
     };
+    let limits = job_limits(d);
     let run = ShellRun {
         shell,
         source: String::from_utf8_lossy(&source.bytes).into_owned(),
@@ -191,8 +192,13 @@ fn shell_run(
         stdin: d.params.to_string().into_bytes(),
         timeout,
         cpu_seconds: None,
-        disk_bytes: None,
-        open_files: None,
+        disk_bytes: limits.disk_bytes,
+        open_files: limits.open_files,
+        memory_bytes: limits.memory_bytes,
+        output_cap_bytes: limits.output_bytes.map(|b| b as usize),
+        kill_grace: limits
+            .kill_grace_ms
+            .map_or(runtimes.kill_grace, |g| Duration::from_millis(g).min(runtimes.kill_grace)),
         cancel: Some(cancel),
         on_output: Some(Arc::new(move |stream, bytes: &[u8]| {
             let level = match stream {
@@ -229,6 +235,11 @@ fn shell_run(
     }
 }
 
+/// The job's own limits, as the delivery names them (none: the runner's).
+fn job_limits(d: &Delivery) -> sundial_core::job::ScriptLimits {
+    d.script.as_ref().and_then(|s| s.limits.clone()).unwrap_or_default()
+}
+
 /// A wasm run's input (a module's or an interpreter's): what the script gets, its limits,
 /// the cancel flag, and its output streamed to the run's log.
 fn wasm_input(
@@ -238,12 +249,21 @@ fn wasm_input(
     cancel: Arc<AtomicBool>,
     sink: LineSink,
 ) -> RunInput {
+    let limits = job_limits(d);
     let mut input = RunInput {
         args: args_of(d),
         env: env_of(d),
         stdin: d.params.to_string().into_bytes(),
         deadline: timeout,
-        fuel: runtimes.fuel,
+        // The runner's limits are the maxima (the runtimes apply them); the job's lower them.
+        fuel: match (runtimes.fuel, limits.fuel) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        },
+        memory_bytes: limits.memory_bytes.map(|m| m as usize),
+        disk_bytes: limits.disk_bytes,
+        open_files: limits.open_files,
+        output_cap_bytes: limits.output_bytes.map(|b| b as usize),
         ..RunInput::default()
     };
     input.cancel = Some(cancel);

@@ -35,6 +35,9 @@ pub struct RuntimesConfig {
     pub open_files: u64,
     /// Memory of a shell run as a whole (its cgroup's limit).
     pub shell_memory_bytes: u64,
+    /// A shell run stopped by its timeout or a cancel gets SIGTERM this long before SIGKILL
+    /// (within its timeout). Zero: SIGKILL at once.
+    pub kill_grace: std::time::Duration,
     /// Run `bash`/`sh` scripts (in bubblewrap). Off unless the operator turns it on.
     pub allow_shell: bool,
     /// Accept a weaker shell sandbox (no cgroup limits) rather than no shell runtime.
@@ -56,6 +59,7 @@ impl RuntimesConfig {
             disk_bytes: 64 * 1024 * 1024,
             open_files: 256,
             shell_memory_bytes: 256 * 1024 * 1024,
+            kill_grace: std::time::Duration::ZERO,
             allow_shell: false,
             shell_accept_weaker: false,
             host_interpreters: false,
@@ -84,6 +88,7 @@ pub struct Runtimes {
     /// `python` and `javascript` run on the host's interpreters in the shell sandbox.
     pub(crate) host_interpreters: bool,
     pub(crate) fuel: Option<u64>,
+    pub(crate) kill_grace: std::time::Duration,
     modules: Mutex<HashMap<String, Arc<CompiledModule>>>,
     offers: Vec<Offer>,
 }
@@ -234,6 +239,7 @@ impl Runtimes {
             shell_reason,
             host_interpreters,
             fuel: cfg.wasm_fuel,
+            kill_grace: cfg.kill_grace,
             modules: Mutex::new(HashMap::new()),
             offers,
         }

@@ -163,6 +163,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../../migrations/sqlite/0017_tenant_quotas.sql"),
     },
     Migration {
+        version: 18,
+        name: "job_script_limits",
+        mysql: include_str!("../../../migrations/mysql/0018_job_script_limits.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0018_job_script_limits.sql"),
+    },
+    Migration {
         version: 19,
         name: "sealed_app_secrets",
         mysql: include_str!("../../../migrations/mysql/0019_sealed_app_secrets.sql"),

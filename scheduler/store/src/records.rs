@@ -114,6 +114,8 @@ pub struct Job {
     /// For a job with several parents: wait for `all` of them in a chain, or `any`.
     pub wait: sundial_core::types::WaitFor,
     pub state: JobState,
+    /// A script job's own limits, lowering its runner's.
+    pub script_limits: Option<sundial_core::job::ScriptLimits>,
     pub source: JobSource,
     /// `app_id:handler` for jobs created by a handler registration; unique.
     pub registration_key: Option<String>,
@@ -232,6 +234,7 @@ impl Job {
             max_concurrency: def.max_concurrency,
             wait: def.wait,
             state: def.state,
+            script_limits: def.script_limits,
             source: JobSource::Api,
             registration_key: None,
             version: 1,

@@ -216,6 +216,10 @@ pub struct Settings {
     /// Files a run may hold open at once (default 256).
     #[arg(long, env = "SUNDIAL_SCRIPT_OPEN_FILES")]
     pub script_open_files: Option<u64>,
+    /// A shell run stopped by its timeout or a cancel gets SIGTERM this many milliseconds
+    /// before SIGKILL, within its timeout (0, the default: SIGKILL at once; at most 60000).
+    #[arg(long, env = "SUNDIAL_SCRIPT_KILL_GRACE_MS")]
+    pub script_kill_grace_ms: Option<u64>,
 }
 
 /// The limits of every script run on a runner (the operator's maxima): `serve`'s built-in
@@ -241,11 +245,16 @@ pub struct ScriptLimitSettings {
     /// Files a run may hold open at once (default 256).
     #[arg(long, env = "SUNDIAL_SCRIPT_OPEN_FILES")]
     pub script_open_files: Option<u64>,
+    /// A shell run stopped by its timeout or a cancel gets SIGTERM this many milliseconds
+    /// before SIGKILL, within its timeout (0, the default: SIGKILL at once; at most 60000).
+    #[arg(long, env = "SUNDIAL_SCRIPT_KILL_GRACE_MS")]
+    pub script_kill_grace_ms: Option<u64>,
 }
 
 impl ScriptLimitSettings {
     /// These limits over `rc`'s defaults (flags and environment first, then `file`), checked.
     pub fn apply(&self, file: &ScriptLimitSettings, rc: &mut sundial_runner::RuntimesConfig) -> anyhow::Result<()> {
+        use sundial_core::job::script_limit_ranges as ranges;
         let pick = |a: Option<u64>, b: Option<u64>, default: u64, name: &str, range: std::ops::RangeInclusive<u64>| {
             let v = a.or(b).unwrap_or(default);
             anyhow::ensure!(range.contains(&v), "{name}: must be {}-{}", range.start(), range.end());
@@ -272,17 +281,24 @@ impl ScriptLimitSettings {
             file.script_output_bytes,
             rc.output_cap_bytes as u64,
             "script_output_bytes",
-            1024..=(64 << 20),
+            ranges::OUTPUT_BYTES,
         )? as usize;
         rc.disk_bytes = pick(
             self.script_disk_bytes,
             file.script_disk_bytes,
             rc.disk_bytes,
             "script_disk_bytes",
-            (64 << 10)..=(1 << 40),
+            ranges::DISK_BYTES,
         )?;
         rc.open_files =
-            pick(self.script_open_files, file.script_open_files, rc.open_files, "script_open_files", 16..=65_536)?;
+            pick(self.script_open_files, file.script_open_files, rc.open_files, "script_open_files", ranges::OPEN_FILES)?;
+        rc.kill_grace = std::time::Duration::from_millis(pick(
+            self.script_kill_grace_ms,
+            file.script_kill_grace_ms,
+            rc.kill_grace.as_millis() as u64,
+            "script_kill_grace_ms",
+            ranges::KILL_GRACE_MS,
+        )?);
         Ok(())
     }
 }
@@ -338,6 +354,7 @@ impl Settings {
             script_output_bytes: self.script_output_bytes,
             script_disk_bytes: self.script_disk_bytes,
             script_open_files: self.script_open_files,
+            script_kill_grace_ms: self.script_kill_grace_ms,
         }
     }
 

@@ -344,6 +344,58 @@ async fn script_limits_hold_and_failures_say_what_happened() {
     }
 }
 
+/// A job lowers its runner's script limits (`script_limits`): the same script that runs
+/// within the runner's limits fails naming the job's lower one; a job's limits are shown on
+/// it, and bad ones are refused naming the field, changing nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_lowers_the_runners_script_limits() {
+    let app = start(None, &[]).await;
+    let fill = "chunk = b'x' * 65536\nwith open('/work/fill', 'wb') as f:\n    for _ in range(32):\n        f.write(chunk)\nprint('{\"filled\": 2097152}')\n";
+    app.script("fill", "python", fill).await;
+    let roomy = app.job("fill-roomy", "fill", json!({})).await;
+    assert_eq!(app.run_to_end(&roomy).await["state"], "succeeded", "2 MiB is within the runner's 64 MiB");
+    let tight = app.job("fill-tight", "fill", json!({"script_limits": {"disk_bytes": 1_048_576}})).await;
+    let (_, job) = app.call(Method::GET, &format!("/api/v1/jobs/{tight}"), None).await;
+    assert_eq!(job["script_limits"], json!({"disk_bytes": 1_048_576}), "{job}");
+    let run = app.run_to_end(&tight).await;
+    assert_eq!(run["state"], "failed", "{run}");
+    assert!(run["message"].as_str().unwrap_or("").contains("disk quota exceeded"), "{run}");
+
+    app.script("count", "python", "n = 0\nfor i in range(10_000_000):\n    n += i\nprint(n)\n").await;
+    let job = app.job("count-fuel", "count", json!({"script_limits": {"fuel": 1_000_000}})).await;
+    let run = app.run_to_end(&job).await;
+    assert!(run["message"].as_str().unwrap_or("").contains("out of fuel"), "{run}");
+
+    app.script("loud", "python", "print('a' * 10000)\n").await;
+    let job = app.job("loud", "loud", json!({"script_limits": {"output_bytes": 2048}})).await;
+    let run = app.run_to_end(&job).await;
+    assert_eq!(run["state"], "succeeded", "{run}");
+    let logged: usize = run["logs"].as_array().unwrap().iter().map(|l| l["message"].as_str().unwrap().len()).sum();
+    assert!((1..=2048).contains(&logged), "at most 2048 bytes of output kept: {logged}");
+
+    // Bad limits: refused, naming the field; nothing is created or changed.
+    let base = json!({"app": "scripts", "script": "fill", "schedule": {"kind": "manual"}});
+    for (limits, field) in [
+        (json!({"disk_bytes": 1}), "script_limits.disk_bytes"),
+        (json!({"memory_bytes": 1024}), "script_limits.memory_bytes"),
+        (json!({"open_files": 1_000_000}), "script_limits.open_files"),
+        (json!({"kill_grace_ms": 3_600_000}), "script_limits.kill_grace_ms"),
+        (json!({"fuel": 0}), "script_limits.fuel"),
+    ] {
+        let mut body = base.clone();
+        body["name"] = json!("bad-limits");
+        body["script_limits"] = limits;
+        let (s, v) = app.call(Method::POST, "/api/v1/jobs", Some(body)).await;
+        assert_eq!((s, v["details"]["field"].as_str()), (422, Some(field)), "{v}");
+    }
+    let body = json!({"name": "bad-limits", "app": "scripts", "handler": "h", "schedule": {"kind": "manual"},
+        "script_limits": {"disk_bytes": 1_048_576}});
+    let (s, v) = app.call(Method::POST, "/api/v1/jobs", Some(body)).await;
+    assert_eq!((s, v["details"]["field"].as_str()), (422, Some("script_limits")), "{v}");
+    let (_, v) = app.call(Method::GET, "/api/v1/jobs?name=bad-limits", None).await;
+    assert_eq!(v["items"], json!([]), "nothing was created: {v}");
+}
+
 /// A cancelled run's script is stopped: with one script slot, the next run gets it at once.
 /// And without `--allow-shell` the shell runtime is refused at upload, saying why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -178,6 +178,7 @@ fn registration_job(app_id: &str, tenant_id: &str, handler: &str, now: i64) -> J
         max_concurrency: None,
         wait: sundial_core::types::WaitFor::All,
         state: JobState::Stopped,
+        script_limits: None,
         source: JobSource::Registration,
         registration_key: Some(format!("{app_id}:{handler}")),
         version: 1,

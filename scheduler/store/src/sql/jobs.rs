@@ -11,7 +11,7 @@ use sundial_core::quota::Quotas;
 use sundial_core::types::JobState;
 
 use super::quotas::{check_jobs, fire_rate_of};
-use super::{IDS, SqlStore, col, fetch_in_with, json_col, parse_col, to_json};
+use super::{IDS, SqlStore, col, fetch_in_with, json_col, json_opt, parse_col, to_json};
 use crate::error::job_conflict;
 use crate::{Job, JobFilter, JobMisfire, JobStore, Page, Result, StoreError};
 
@@ -36,6 +36,10 @@ pub(super) fn job_row(r: &AnyRow) -> Result<Job> {
         max_concurrency: col(r, "max_concurrency")?,
         wait: parse_col(r, "wait_for")?,
         state: parse_col(r, "state")?,
+        script_limits: json_opt(r, "script_limits")?
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("column script_limits: {e}")))?,
         source: parse_col(r, "source")?,
         registration_key: col(r, "registration_key")?,
         version: col(r, "version")?,
@@ -45,7 +49,7 @@ pub(super) fn job_row(r: &AnyRow) -> Result<Job> {
     })
 }
 
-pub(super) const JOB_COLS: &str = "id, tenant_id, app_id, name, description, handler, script_id, script_version, schedule_kind, schedule, params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, wait_for, state, source, registration_key, version, generated_until_ms, created_at_ms, updated_at_ms";
+pub(super) const JOB_COLS: &str = "id, tenant_id, app_id, name, description, handler, script_id, script_version, schedule_kind, schedule, params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, wait_for, state, script_limits, source, registration_key, version, generated_until_ms, created_at_ms, updated_at_ms";
 
 /// Jobs by id as the dispatch transactions last read them in full. A dispatch locks its
 /// jobs' rows reading only `(id, version, updated_at_ms)` and takes the rest from here when
@@ -226,8 +230,8 @@ impl SqlStore {
         check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
         sqlx::query(
             "INSERT INTO jobs (id, tenant_id, app_id, name, description, handler, script_id, script_version, schedule_kind, schedule, \
-             params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, wait_for, state, source, registration_key, version, \
-             generated_until_ms, created_at_ms, updated_at_ms, fire_rate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, wait_for, state, script_limits, source, registration_key, version, \
+             generated_until_ms, created_at_ms, updated_at_ms, fire_rate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&j.id)
         .bind(&j.tenant_id)
@@ -248,6 +252,7 @@ impl SqlStore {
         .bind(j.max_concurrency)
         .bind(j.wait.as_str())
         .bind(j.state.as_str())
+        .bind(j.script_limits.as_ref().map(to_json))
         .bind(j.source.as_str())
         .bind(&j.registration_key)
         .bind(j.version)
@@ -286,7 +291,7 @@ impl SqlStore {
         let r = sqlx::query(
             "UPDATE jobs SET app_id = ?, name = ?, description = ?, handler = ?, script_id = ?, script_version = ?, schedule_kind = ?, schedule = ?, \
              params = ?, route = ?, block_strategy = ?, misfire = ?, failure = ?, timeout_ms = ?, max_concurrency = ?, wait_for = ?, state = ?, \
-             version = ?, generated_until_ms = ?, updated_at_ms = ?, fire_rate = ? WHERE id = ? AND tenant_id = ? AND version = ?",
+             script_limits = ?, version = ?, generated_until_ms = ?, updated_at_ms = ?, fire_rate = ? WHERE id = ? AND tenant_id = ? AND version = ?",
         )
         .bind(&j.app_id)
         .bind(&j.name)
@@ -305,6 +310,7 @@ impl SqlStore {
         .bind(j.max_concurrency)
         .bind(j.wait.as_str())
         .bind(j.state.as_str())
+        .bind(j.script_limits.as_ref().map(to_json))
         .bind(j.version)
         .bind(j.generated_until_ms)
         .bind(j.updated_at_ms)

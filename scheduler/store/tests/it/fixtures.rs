@@ -86,6 +86,7 @@ pub fn job_of(a: &App, name: &str) -> Job {
         max_concurrency: Some(2),
         wait: sundial_core::types::WaitFor::All,
         state: JobState::Active,
+        script_limits: None,
         source: JobSource::Api,
         registration_key: None,
         version: 1,

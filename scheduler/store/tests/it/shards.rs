@@ -92,6 +92,7 @@ async fn sharded_job(s: &S, f: &Fixture, name: &str, children: &[ChildEdge]) -> 
         max_concurrency: None,
         wait: sundial_core::types::WaitFor::All,
         state: JobState::Active,
+        script_limits: None,
         source: JobSource::Api,
         registration_key: None,
         version: 1,
