@@ -326,11 +326,14 @@ impl RunCgroup {
         any
     }
 
-    /// Sends `signal` once to every process in the groups but `except`.
+    /// Sends `signal` once to every process in the groups but bubblewrap's own (`except`, and
+    /// any named `bwrap`: its death would take the sandbox down at once).
     pub(crate) fn signal_once(&self, signal: libc::c_int, except: libc::pid_t) {
         // v1 lists a process in each hierarchy: signal it once.
         let pids: std::collections::BTreeSet<libc::pid_t> = self.dirs.iter().flat_map(|d| read_pids(d)).collect();
-        for pid in pids.into_iter().filter(|p| *p != except) {
+        let is_bwrap =
+            |pid: libc::pid_t| fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "bwrap");
+        for pid in pids.into_iter().filter(|p| *p != except && !is_bwrap(*p)) {
             // SAFETY: plain syscall; the pid was read from our own per-run cgroup.
             unsafe { libc::kill(pid, signal) };
         }

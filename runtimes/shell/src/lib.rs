@@ -578,8 +578,8 @@ impl ShellSandbox {
             && !grace.is_zero()
         {
             let stop = *stop;
-            // Not bwrap itself (its death would SIGKILL the sandbox at once): the processes
-            // inside it. Its pid-1 inside ignores the signal (no handler).
+            // Not bubblewrap's own processes (their death would SIGKILL the sandbox at once):
+            // the script's.
             cg.signal_once(libc::SIGTERM, pid);
             ending = wait_for_exit(pid, Instant::now() + grace, || false).map(|e| match e {
                 // Ended by the SIGTERM, or still running at the end of the grace: either way
@@ -720,9 +720,11 @@ impl ShellSandbox {
 }
 
 /// Runs the script (`$1`, with its arguments) without fd 3, then writes `status free total` (the
-/// free and total blocks of /work) to fd 3 and exits with the script's status.
+/// free and total blocks of /work) to fd 3 and exits with the script's status. A SIGTERM (the
+/// kill grace) is the script's: the launcher catches it (a handler, not an ignore, so the script
+/// starts with the default action and may trap it) and carries on to report.
 const LAUNCHER: &str =
-    r#"i="$1"; shift; "$i" "$@" 3>&-; s=$?; echo "$s $(stat -f -c '%a %b' /work 2>/dev/null)" >&3; exit $s"#;
+    r#"trap : TERM; i="$1"; shift; "$i" "$@" 3>&-; s=$?; echo "$s $(stat -f -c '%a %b' /work 2>/dev/null)" >&3; exit $s"#;
 
 /// Highest signal number (Linux `SIGRTMAX`).
 const MAX_SIGNAL: i32 = 64;

@@ -553,7 +553,8 @@ impl WasmRuntime {
         if is_cancelled(input.cancel.as_ref()) {
             return Err(trap(TrapKind::Cancelled, "cancelled before the run started".into()));
         }
-        let memory_limit = input.memory_bytes.map_or(self.config.default_memory_bytes, |m| m.min(self.config.default_memory_bytes));
+        let memory_limit =
+            input.memory_bytes.map_or(self.config.default_memory_bytes, |m| m.min(self.config.default_memory_bytes));
         if let Some(initial_pages) = module.resources_required().max_initial_memory_size {
             let needed = initial_pages.saturating_mul(WASM_PAGE);
             if needed > memory_limit as u64 {

@@ -316,7 +316,8 @@ async fn measure(
         .collect();
     say(format!("creating {j} jobs ({:?}) over {CREATE_CONNECTIONS} connections", args.phase));
     let started = Instant::now();
-    let job_ids = server::create_jobs(&api, schedules, CREATE_CONNECTIONS, args.hung.then_some(HUNG_TIMEOUT_MS)).await?;
+    let job_ids =
+        server::create_jobs(&api, schedules, CREATE_CONNECTIONS, args.hung.then_some(HUNG_TIMEOUT_MS)).await?;
     let create_secs = started.elapsed().as_secs_f64();
     let t0_ms = now_us() / 1000;
     say(format!("created in {create_secs:.2} s"));

@@ -277,7 +277,12 @@ impl Report {
                 i.p50, i.p99, t.idle.delivered, t.idle.expected, l.p50, l.p99, t.loaded.delivered, t.loaded.expected
             );
             let each = |v: &[f64]| v.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(" ");
-            let _ = writeln!(s, "small, each fire (ms late): alone {}; beside the herd {}", each(&t.idle.each_ms), each(&t.loaded.each_ms));
+            let _ = writeln!(
+                s,
+                "small, each fire (ms late): alone {}; beside the herd {}",
+                each(&t.idle.each_ms),
+                each(&t.loaded.each_ms)
+            );
             let _ = writeln!(
                 s,
                 "small verdict: {} (p99 {:.1} ms ≤ max(1.5 × alone, alone + 50) = {:.1} ms, none missed)",

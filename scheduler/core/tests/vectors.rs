@@ -7,8 +7,7 @@ use sundial_core::signing::{SignatureError, SigningKey, verify};
 
 fn load(name: &str) -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdks/vectors").join(name);
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
-        .unwrap()
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
 }
 
 fn s(v: &Value) -> &str {
@@ -64,7 +63,12 @@ fn delivery_vectors_are_the_bytes_sundial_sends_and_signs() {
         assert_eq!(serde_json::to_string(&d).unwrap(), s(&c["raw_body"]), "{}: the bytes Sundial sends", c["name"]);
         let h = |n: &str| s(&c["headers"][n]);
         let ts: i64 = h("webhook-timestamp").parse().unwrap();
-        assert_eq!(key.sign(h("webhook-id"), ts, s(&c["raw_body"]).as_bytes()), h("webhook-signature"), "{}", c["name"]);
+        assert_eq!(
+            key.sign(h("webhook-id"), ts, s(&c["raw_body"]).as_bytes()),
+            h("webhook-signature"),
+            "{}",
+            c["name"]
+        );
         assert_eq!(h("sundial-run-id"), d.run_id, "{}", c["name"]);
     }
     for a in v["answers"].as_array().unwrap() {

@@ -48,6 +48,11 @@ const CATCH_UP_BEHIND_MS: i64 = crate::misfire::LATE_POP_MS;
 /// draining) keeps filling, so its fresh fires stay on time.
 const FILL_STOP_BEHIND_MS: i64 = 3_000;
 const FILL_STOP_NO_COMMIT_MS: i64 = 2_000;
+/// The most of the timer's capacity one tenant's high-frequency fires take: three quarters.
+fn tenant_share(capacity: usize) -> usize {
+    (capacity / 4 * 3).max(1)
+}
+
 /// Jobs read per store call when taking jobs on.
 const TAKE_ON_CHUNK: usize = 500;
 /// How far before a job's last fire with a row a node taking it over looks for fires left
@@ -360,6 +365,11 @@ impl Engine {
             && self.fire.last_commit_ms.load(Ordering::Relaxed) < now - FILL_STOP_NO_COMMIT_MS;
         let until = now + self.at_dispatch_ahead_ms();
         let mut room = self.cfg.capacity.saturating_sub(self.fire.timer.len());
+        // A tenant holds at most its share of the timer: another tenant's fires always find
+        // room (a hung tenant's serial jobs pile their waiting fires up to the capacity).
+        let share = tenant_share(self.cfg.capacity);
+        let mut held = self.fire.timer.per_tenant();
+        let mut over_share = Vec::new();
         let mut added = Vec::new();
         let mut fell_behind = false;
         {
@@ -379,6 +389,14 @@ impl Engine {
                     fell_behind = true;
                     continue;
                 }
+                let tenant = tenant_key(&h.tenant_id);
+                let count = held.entry(tenant).or_default();
+                if *count >= share {
+                    // Waits here (and, once far enough behind, is caught up by its misfire policy).
+                    over_share.push((at, tenant, job_id));
+                    continue;
+                }
+                *count += 1;
                 let run =
                     Run::pending(&h.tenant_id, &job_id, h.version, format!("s:{at}"), TriggerKind::Schedule, at, now);
                 h.next = h.schedule.next_after(at);
@@ -389,6 +407,10 @@ impl Engine {
                 g.unwritten.insert(run.id.clone(), run.clone());
                 added.push(run);
                 room -= 1;
+            }
+            for (at, tenant, job_id) in over_share {
+                let rank = g.ranks.next(at, tenant);
+                g.heap.push_ranked(at, rank, job_id);
             }
             if let Some(at) = g.heap.next_at() {
                 g.ranks.forget_before(at);

@@ -121,6 +121,79 @@ struct Inner {
     renew_scanned_ms: Option<i64>,
     /// Runs popped so far (each [`Popped::seq`]).
     popped: u64,
+    /// Runs held with their meta, per tenant (a tenant's share of the timer's capacity).
+    per_tenant: HashMap<u64, usize>,
+    /// Entries taken from the heap whose instant has come, per tenant: popped one tenant at a
+    /// time in turn (see [`Ready`]).
+    ready: Ready,
+}
+
+/// Due runs, per tenant, taken out in turns: across instants, not only within one. A node
+/// behind (a hung tenant's serial jobs releasing their queued runs all at once, a stalled
+/// database) holds a backlog of one tenant's runs due earlier than another tenant's fresh
+/// fire; popped by instant alone, that fire waited behind the whole backlog (seconds). Each
+/// tenant's own runs keep their order (instant, then heap order). Entries stay in
+/// [`Inner::due`] until popped: one whose run was moved meanwhile is stale and skipped.
+#[derive(Debug, Default)]
+struct Ready {
+    queues: HashMap<u64, BTreeMap<(i64, u64), String>>,
+    /// Tenants with entries, in turn order.
+    ring: std::collections::VecDeque<u64>,
+    moved: u64,
+}
+
+impl Ready {
+    fn push(&mut self, tenant: u64, at: i64, id: String) {
+        self.moved += 1;
+        let q = self.queues.entry(tenant).or_default();
+        if q.is_empty() {
+            self.ring.push_back(tenant);
+        }
+        q.insert((at, self.moved), id);
+    }
+
+    /// The next tenant's earliest entry due by `horizon` (tenants whose earliest is later
+    /// keep their turn).
+    fn pop_by(&mut self, horizon: i64) -> Option<(i64, String)> {
+        for _ in 0..self.ring.len() {
+            let t = self.ring.pop_front()?;
+            let Some(q) = self.queues.get_mut(&t) else { continue };
+            match q.first_key_value() {
+                Some((&(at, _), _)) if at <= horizon => {
+                    let ((at, _), id) = q.pop_first().expect("peeked");
+                    if q.is_empty() {
+                        self.queues.remove(&t);
+                    } else {
+                        self.ring.push_back(t);
+                    }
+                    return Some((at, id));
+                }
+                Some(_) => self.ring.push_back(t),
+                None => {
+                    self.queues.remove(&t);
+                }
+            }
+        }
+        None
+    }
+
+    /// The earliest instant held, dropping the stale entries in front (`due`: the runs held,
+    /// with their current due times).
+    fn next_at(&mut self, due: &HashMap<String, i64>) -> Option<i64> {
+        let mut earliest = None;
+        self.queues.retain(|_, q| {
+            while let Some(((at, _), id)) = q.first_key_value() {
+                if due.get(id) == Some(at) {
+                    earliest = Some(earliest.map_or(*at, |e: i64| e.min(*at)));
+                    return true;
+                }
+                q.pop_first();
+            }
+            false
+        });
+        self.ring.retain(|t| self.queues.contains_key(t));
+        earliest
+    }
 }
 
 /// The waiting runs are looked through for leases to renew at most this often: under load
@@ -159,14 +232,25 @@ impl Inner {
     }
     fn add_meta(&mut self, run_id: String, meta: Meta) {
         count_add(self.by_job.entry(meta.job_id.clone()).or_default(), meta.scheduled_at_ms);
+        *self.per_tenant.entry(meta.tenant).or_default() += 1;
         if let Some(old) = self.meta.insert(run_id, meta) {
             self.forget_job_fire(&old.job_id, old.scheduled_at_ms);
+            self.forget_tenant_run(old.tenant);
         }
     }
     fn remove_meta(&mut self, run_id: &str) -> Option<Meta> {
         let m = self.meta.remove(run_id)?;
         self.forget_job_fire(&m.job_id, m.scheduled_at_ms);
+        self.forget_tenant_run(m.tenant);
         Some(m)
+    }
+    fn forget_tenant_run(&mut self, tenant: u64) {
+        if let Some(n) = self.per_tenant.get_mut(&tenant) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_tenant.remove(&tenant);
+            }
+        }
     }
     fn forget_job_fire(&mut self, job_id: &str, at: i64) {
         if let Some(fires) = self.by_job.get_mut(job_id) {
@@ -245,6 +329,10 @@ impl Timer {
         let g = self.inner.lock().expect("timer lock");
         g.meta.get(run_id).is_some_and(|m| m.redeliver)
     }
+    /// Runs held per tenant ([`crate::due_heap::tenant_key`]), those being dispatched included.
+    pub fn per_tenant(&self) -> HashMap<u64, usize> {
+        self.inner.lock().expect("timer lock").per_tenant.clone()
+    }
     /// Runs held: scheduled or waiting (not those being dispatched).
     pub fn len(&self) -> usize {
         let g = self.inner.lock().expect("timer lock");
@@ -253,7 +341,14 @@ impl Timer {
     pub fn next_due(&self) -> Option<i64> {
         let mut g = self.inner.lock().expect("timer lock");
         g.skip_stale();
-        g.heap.next_at()
+        let ready = {
+            let Inner { ready, due, .. } = &mut *g;
+            ready.next_at(due)
+        };
+        match (g.heap.next_at(), ready) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
     /// Runs in the heap due at or before `t` (a herd coming up, or a backlog already due).
     pub fn due_by(&self, t: i64) -> usize {
@@ -306,13 +401,22 @@ impl Timer {
             let at = g.not_before(&id, now_ms);
             g.insert(at, id);
         }
-        let mut out = Vec::new();
-        while out.len() < max {
+        // Everything due by now joins its tenant's turn (in heap order: instant, then rank).
+        loop {
             g.skip_stale();
             if g.heap.next_at().is_none_or(|at| at > now_ms) {
                 break;
             }
             let (due_ms, id) = g.heap.pop().expect("peeked");
+            let tenant = g.meta.get(&id).map_or(0, |m| m.tenant);
+            g.ready.push(tenant, due_ms, id);
+        }
+        let mut out = Vec::new();
+        while out.len() < max {
+            let Some((due_ms, id)) = g.ready.pop_by(now_ms) else { break };
+            if g.due.get(&id) != Some(&due_ms) {
+                continue; // moved since (or popped already): stale
+            }
             g.undue(&id);
             let hold_behind = match g.meta.get_mut(&id) {
                 Some(m) if m.pass => {
@@ -346,7 +450,15 @@ impl Timer {
         }
         // Every instant before the earliest still held is over: its ranks can go.
         g.skip_stale();
-        match g.heap.next_at() {
+        let ready = {
+            let Inner { ready, due, .. } = &mut *g;
+            ready.next_at(due)
+        };
+        let held = match (g.heap.next_at(), ready) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match held {
             Some(at) => g.ranks.forget_before(at),
             None => g.ranks.clear(),
         }
@@ -787,6 +899,66 @@ mod tests {
         assert_eq!(rest.len(), 1000 - 255);
         assert_eq!(rest[0], "big255@5000");
         assert_eq!(rest.last().map(String::as_str), Some("big999@5000"));
+    }
+
+    /// Issue 26: a backlog of one tenant's runs due earlier (a node behind) and another
+    /// tenant's fresh fire: the fire goes in the first batch, the backlog keeps its order.
+    #[test]
+    fn a_backlog_of_one_tenant_does_not_hold_back_another_tenants_fire() {
+        let t = Timer::default();
+        for i in 0..1000 {
+            t.push_run(1_000 + i, &run(&format!("late{i}"), 1_000 + i));
+        }
+        let mut small = run("small", 5_000);
+        small.tenant_id = "ten_small".into();
+        t.push_run(5_000, &small);
+        let first = t.pop_due_max(5_000, 10_000, 16, i64::MIN);
+        let ids: Vec<&str> = first.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids[..3], ["late0@1000", "small@5000", "late1@1001"], "tenants take turns across instants");
+        let rest = t.pop_due(5_000, 10_000);
+        assert_eq!(rest.len(), 1000 - 15);
+        assert!(rest.windows(2).all(|w| {
+            let n = |s: &str| s.trim_start_matches("late").split('@').next().unwrap().parse::<u32>().unwrap();
+            n(&w[0]) < n(&w[1])
+        }));
+        assert_eq!(t.len(), 0);
+        assert_eq!(t.next_due(), None);
+    }
+
+    /// Runs held are counted per tenant (what a tenant's share of the capacity is checked
+    /// against), until their dispatch is over.
+    #[test]
+    fn runs_held_are_counted_per_tenant_until_their_dispatch_is_over() {
+        let t = Timer::default();
+        let mut b = run("b", 10);
+        b.tenant_id = "ten_b".into();
+        t.push_run(10, &run("a", 10));
+        t.push_run(11, &run("a", 11));
+        t.push_run(10, &b);
+        let (a, bk) = (tenant_key("ten_1"), tenant_key("ten_b"));
+        assert_eq!(t.per_tenant().get(&a), Some(&2));
+        assert_eq!(t.per_tenant().get(&bk), Some(&1));
+        let popped = t.pop_due(20, 10_000);
+        assert_eq!(t.per_tenant().get(&a), Some(&2), "being dispatched still counts");
+        for id in &popped {
+            t.after_dispatch(id, 20, 30_000);
+        }
+        assert!(t.per_tenant().is_empty(), "{:?}", t.per_tenant());
+    }
+
+    /// Entries due within the dispatch lead, taken into the turns by one pop, are not popped
+    /// by a later pop whose horizon is before them.
+    #[test]
+    fn a_pop_never_takes_a_run_due_after_its_horizon() {
+        let t = Timer::default();
+        t.push_run(100, &run("a", 100));
+        t.push_run(300, &run("b", 300));
+        assert_eq!(t.pop_due_max(300, 10_000, 1, i64::MIN).len(), 1, "a");
+        assert_eq!(t.pop_due(200, 10_000), Vec::<String>::new(), "b is due at 300");
+        assert_eq!(t.next_due(), Some(300));
+        assert_eq!(t.pop_due(300, 10_000), ["b@300"]);
+        assert_eq!(t.pop_due(1_000, 10_000), Vec::<String>::new(), "popped once");
+        assert_eq!(t.next_due(), None);
     }
 
     #[test]

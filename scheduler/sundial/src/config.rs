@@ -290,8 +290,13 @@ impl ScriptLimitSettings {
             "script_disk_bytes",
             ranges::DISK_BYTES,
         )?;
-        rc.open_files =
-            pick(self.script_open_files, file.script_open_files, rc.open_files, "script_open_files", ranges::OPEN_FILES)?;
+        rc.open_files = pick(
+            self.script_open_files,
+            file.script_open_files,
+            rc.open_files,
+            "script_open_files",
+            ranges::OPEN_FILES,
+        )?;
         rc.kill_grace = std::time::Duration::from_millis(pick(
             self.script_kill_grace_ms,
             file.script_kill_grace_ms,

@@ -1331,6 +1331,7 @@ export interface components {
             schedule: components["schemas"]["ScheduleSpec"];
             /** @description Script id or name (GLUE job). Exactly one of `handler` and `script`. */
             script?: string | null;
+            script_limits?: null | components["schemas"]["ScriptLimits"];
             /**
              * Format: int64
              * @description Run this version of the script, not its current one (only with `script`).
@@ -1370,6 +1371,7 @@ export interface components {
             route: components["schemas"]["Route"];
             schedule: components["schemas"]["ScheduleSpec"];
             script_id?: string | null;
+            script_limits?: null | components["schemas"]["ScriptLimits"];
             /**
              * Format: int64
              * @description The script version the job is pinned to; absent: it runs the script's current version.
@@ -1871,6 +1873,45 @@ export interface components {
             /** Format: int64 */
             to: number;
         };
+        /**
+         * @description A script job's own limits, each lowering the runner's (the operator's maxima, `serve`'s
+         *     `script_*` settings): a run gets the smaller of the two; a value above the runner's
+         *     maximum runs at the maximum. Absent fields follow the runner.
+         */
+        ScriptLimits: {
+            /**
+             * Format: int64
+             * @description Disk quota of a run in bytes, 64 KiB to 1 TiB.
+             */
+            disk_bytes?: number | null;
+            /**
+             * Format: int64
+             * @description Fuel (wasm instructions) of a wasm, Python or JavaScript run, at least 1.
+             */
+            fuel?: number | null;
+            /**
+             * Format: int64
+             * @description A shell run stopped (timeout, cancel) gets SIGTERM this many milliseconds before
+             *     SIGKILL, 0 to 60000.
+             */
+            kill_grace_ms?: number | null;
+            /**
+             * Format: int64
+             * @description Memory of a run in bytes (wasm, Python, JavaScript: linear memory; shell: the run's
+             *     cgroup), 16 MiB to 1 TiB.
+             */
+            memory_bytes?: number | null;
+            /**
+             * Format: int64
+             * @description Files a run may hold open at once, 16 to 65536.
+             */
+            open_files?: number | null;
+            /**
+             * Format: int64
+             * @description stdout and stderr are each kept up to this many bytes, 1 KiB to 64 MiB.
+             */
+            output_bytes?: number | null;
+        };
         ScriptList: {
             items: components["schemas"]["ScriptOut"][];
             /** @description Pass as `cursor` to get the next page; absent on the last page. */
@@ -1894,6 +1935,7 @@ export interface components {
         /** @description The script version an attempt of a script job runs. */
         ScriptRef: {
             id: string;
+            limits?: null | components["schemas"]["ScriptLimits"];
             name: string;
             /** @description `wasm`, `python`, `javascript`, `bash` or `sh`. */
             runtime: string;

@@ -93,6 +93,7 @@ from .schedule_preview_request import SchedulePreviewRequest
 from .scheduling_settings import SchedulingSettings
 from .script_create import ScriptCreate
 from .script_diff import ScriptDiff
+from .script_limits import ScriptLimits
 from .script_list import ScriptList
 from .script_out import ScriptOut
 from .script_ref import ScriptRef
@@ -208,6 +209,7 @@ __all__ = (
     "SchedulingSettings",
     "ScriptCreate",
     "ScriptDiff",
+    "ScriptLimits",
     "ScriptList",
     "ScriptOut",
     "ScriptRef",

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..models.fixed_rate_schedule import FixedRateSchedule
     from ..models.child_input_type_1 import ChildInputType1
     from ..models.once_schedule import OnceSchedule
+    from ..models.script_limits import ScriptLimits
     from ..models.misfire_spec import MisfireSpec
     from ..models.job_input_params import JobInputParams
 
@@ -52,6 +53,7 @@ class JobInput:
             KiB.
         route (Union[None, Route, Unset]):
         script (Union[None, Unset, str]): Script id or name (GLUE job). Exactly one of `handler` and `script`.
+        script_limits (Union['ScriptLimits', None, Unset]):
         script_version (Union[None, Unset, int]): Run this version of the script, not its current one (only with
             `script`).
         state (Union[JobState, None, Unset]):
@@ -74,6 +76,7 @@ class JobInput:
     params: Union[Unset, "JobInputParams"] = UNSET
     route: Union[None, Route, Unset] = UNSET
     script: Union[None, Unset, str] = UNSET
+    script_limits: Union["ScriptLimits", None, Unset] = UNSET
     script_version: Union[None, Unset, int] = UNSET
     state: Union[JobState, None, Unset] = UNSET
     timeout_ms: Union[None, Unset, int] = UNSET
@@ -85,6 +88,7 @@ class JobInput:
         from ..models.fixed_rate_schedule import FixedRateSchedule
         from ..models.child_input_type_1 import ChildInputType1
         from ..models.once_schedule import OnceSchedule
+        from ..models.script_limits import ScriptLimits
         from ..models.misfire_spec import MisfireSpec
 
         app = self.app
@@ -177,6 +181,14 @@ class JobInput:
         else:
             script = self.script
 
+        script_limits: Union[None, Unset, dict[str, Any]]
+        if isinstance(self.script_limits, Unset):
+            script_limits = UNSET
+        elif isinstance(self.script_limits, ScriptLimits):
+            script_limits = self.script_limits.to_dict()
+        else:
+            script_limits = self.script_limits
+
         script_version: Union[None, Unset, int]
         if isinstance(self.script_version, Unset):
             script_version = UNSET
@@ -233,6 +245,8 @@ class JobInput:
             field_dict["route"] = route
         if script is not UNSET:
             field_dict["script"] = script
+        if script_limits is not UNSET:
+            field_dict["script_limits"] = script_limits
         if script_version is not UNSET:
             field_dict["script_version"] = script_version
         if state is not UNSET:
@@ -252,6 +266,7 @@ class JobInput:
         from ..models.fixed_rate_schedule import FixedRateSchedule
         from ..models.child_input_type_1 import ChildInputType1
         from ..models.once_schedule import OnceSchedule
+        from ..models.script_limits import ScriptLimits
         from ..models.misfire_spec import MisfireSpec
         from ..models.job_input_params import JobInputParams
 
@@ -452,6 +467,23 @@ class JobInput:
 
         script = _parse_script(d.pop("script", UNSET))
 
+        def _parse_script_limits(data: object) -> Union["ScriptLimits", None, Unset]:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                script_limits_type_1 = ScriptLimits.from_dict(data)
+
+                return script_limits_type_1
+            except:  # noqa: E722
+                pass
+            return cast(Union["ScriptLimits", None, Unset], data)
+
+        script_limits = _parse_script_limits(d.pop("script_limits", UNSET))
+
         def _parse_script_version(data: object) -> Union[None, Unset, int]:
             if data is None:
                 return data
@@ -518,6 +550,7 @@ class JobInput:
             params=params,
             route=route,
             script=script,
+            script_limits=script_limits,
             script_version=script_version,
             state=state,
             timeout_ms=timeout_ms,

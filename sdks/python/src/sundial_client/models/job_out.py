@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..models.cron_schedule import CronSchedule
     from ..models.fixed_rate_schedule import FixedRateSchedule
     from ..models.once_schedule import OnceSchedule
+    from ..models.script_limits import ScriptLimits
     from ..models.misfire_spec import MisfireSpec
 
 
@@ -58,6 +59,7 @@ class JobOut:
         handler (Union[None, Unset, str]):
         max_concurrency (Union[None, Unset, int]):
         script_id (Union[None, Unset, str]):
+        script_limits (Union['ScriptLimits', None, Unset]):
         script_version (Union[None, Unset, int]): The script version the job is pinned to; absent: it runs the script's
             current version.
     """
@@ -85,6 +87,7 @@ class JobOut:
     handler: Union[None, Unset, str] = UNSET
     max_concurrency: Union[None, Unset, int] = UNSET
     script_id: Union[None, Unset, str] = UNSET
+    script_limits: Union["ScriptLimits", None, Unset] = UNSET
     script_version: Union[None, Unset, int] = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -92,6 +95,7 @@ class JobOut:
         from ..models.cron_schedule import CronSchedule
         from ..models.fixed_rate_schedule import FixedRateSchedule
         from ..models.once_schedule import OnceSchedule
+        from ..models.script_limits import ScriptLimits
 
         app_id = self.app_id
 
@@ -158,6 +162,14 @@ class JobOut:
         else:
             script_id = self.script_id
 
+        script_limits: Union[None, Unset, dict[str, Any]]
+        if isinstance(self.script_limits, Unset):
+            script_limits = UNSET
+        elif isinstance(self.script_limits, ScriptLimits):
+            script_limits = self.script_limits.to_dict()
+        else:
+            script_limits = self.script_limits
+
         script_version: Union[None, Unset, int]
         if isinstance(self.script_version, Unset):
             script_version = UNSET
@@ -194,6 +206,8 @@ class JobOut:
             field_dict["max_concurrency"] = max_concurrency
         if script_id is not UNSET:
             field_dict["script_id"] = script_id
+        if script_limits is not UNSET:
+            field_dict["script_limits"] = script_limits
         if script_version is not UNSET:
             field_dict["script_version"] = script_version
 
@@ -208,6 +222,7 @@ class JobOut:
         from ..models.cron_schedule import CronSchedule
         from ..models.fixed_rate_schedule import FixedRateSchedule
         from ..models.once_schedule import OnceSchedule
+        from ..models.script_limits import ScriptLimits
         from ..models.misfire_spec import MisfireSpec
 
         d = dict(src_dict)
@@ -316,6 +331,23 @@ class JobOut:
 
         script_id = _parse_script_id(d.pop("script_id", UNSET))
 
+        def _parse_script_limits(data: object) -> Union["ScriptLimits", None, Unset]:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                script_limits_type_1 = ScriptLimits.from_dict(data)
+
+                return script_limits_type_1
+            except:  # noqa: E722
+                pass
+            return cast(Union["ScriptLimits", None, Unset], data)
+
+        script_limits = _parse_script_limits(d.pop("script_limits", UNSET))
+
         def _parse_script_version(data: object) -> Union[None, Unset, int]:
             if data is None:
                 return data
@@ -347,6 +379,7 @@ class JobOut:
             handler=handler,
             max_concurrency=max_concurrency,
             script_id=script_id,
+            script_limits=script_limits,
             script_version=script_version,
         )
 
