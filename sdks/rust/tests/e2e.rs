@@ -403,3 +403,29 @@ async fn the_management_client_round_trip_and_typed_errors() {
     api.delete_job(&job.id).await.unwrap();
     assert_eq!(api.get_job(&job.id).await.unwrap_err().code(), Some("not_found"));
 }
+
+#[tokio::test]
+async fn a_sharded_run_gets_one_shard_per_executor() {
+    let sundial = Sundial::start();
+    let api = sundial.tenant("rs-shards").await;
+    let app = app(&api, "rs-shards").await;
+    let part = |ctx: Context, _p: Value| async move {
+        Ok(json!({"shard": ctx.shard().index, "of": ctx.shard().total, "webhook_id": ctx.webhook_id()}))
+    };
+    let a = Served::start(builder_for(&sundial, &app).handler("part", part)).await;
+    let b = Served::start(builder_for(&sundial, &app).handler("part", part)).await;
+    let job = api.create_job(&manual_job("rs-sharded", "rs-shards", "part", json!({"route": "sharding"}))).await.unwrap();
+    let done = finished(&api, &api.trigger_job(&job.id, &Trigger::default(), None).await.unwrap().id).await;
+    assert_eq!(done.run.state, RunState::Succeeded, "{done:?}");
+    let id = &done.run.id;
+    assert_eq!(
+        done.run.output,
+        Some(json!([
+            {"shard": 0, "of": 2, "webhook_id": format!("msg_{id}_0_1")},
+            {"shard": 1, "of": 2, "webhook_id": format!("msg_{id}_1_1")},
+        ]))
+    );
+    assert_eq!(done.shards.len(), 2);
+    a.stop().await;
+    b.stop().await;
+}
