@@ -337,10 +337,16 @@ impl Client {
         } else {
             format!("/api/v1{path}")
         };
-        let mut req = self.http.request(method, format!("{}{}", self.base, path)).bearer_auth(&self.key);
+        let mut url = format!("{}{}", self.base, path);
         if !query.is_empty() {
-            req = req.query(query);
+            let mut q = form_urlencoded::Serializer::new(String::new());
+            for (k, v) in query {
+                q.append_pair(k, v);
+            }
+            url.push('?');
+            url.push_str(&q.finish());
         }
+        let mut req = self.http.request(method, url).bearer_auth(&self.key);
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
