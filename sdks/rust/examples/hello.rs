@@ -1,5 +1,5 @@
 use sundial_sdk::{Context, Executor};
-#[derive(serde::Deserialize)] struct Hello { to: String }
+#[rustfmt::skip] #[derive(serde::Deserialize)] struct Hello { to: String }
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let ex = Executor::builder().from_env().handler("hello", |ctx: Context, p: Hello| async move {

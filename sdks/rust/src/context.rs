@@ -210,7 +210,8 @@ impl Context {
     /// run's logs, and it tells Sundial the executor is alive.
     pub async fn progress(&self, done: u64, total: u64, message: impl AsRef<str>) {
         let m = message.as_ref();
-        let text = if m.is_empty() { format!("progress {done}/{total}") } else { format!("progress {done}/{total}: {m}") };
+        let text =
+            if m.is_empty() { format!("progress {done}/{total}") } else { format!("progress {done}/{total}: {m}") };
         self.log_at(Level::Info, text);
         self.flush().await;
     }

@@ -76,7 +76,9 @@ pub enum ExecutorError {
     NoSecret,
     #[error(transparent)]
     BadSecret(#[from] BadSecret),
-    #[error("registering needs an app id (`.app_id(..)` or SUNDIAL_APP_ID) and a scheduler URL (`.scheduler_url(..)` or SUNDIAL_URL)")]
+    #[error(
+        "registering needs an app id (`.app_id(..)` or SUNDIAL_APP_ID) and a scheduler URL (`.scheduler_url(..)` or SUNDIAL_URL)"
+    )]
     NotConfigured,
     #[error("registration refused: HTTP {status} {body}")]
     Refused { status: u16, body: Value },
@@ -415,10 +417,7 @@ impl Executor {
     /// The axum `Router` serving deliveries at `/` and cancels at `/cancel`: merge it, or nest
     /// it (`Router::new().nest("/sundial", ex.router())`, registered as `https://host/sundial`).
     pub fn router(&self) -> Router {
-        Router::new()
-            .route("/", post(delivery_route))
-            .route("/cancel", post(cancel_route))
-            .with_state(self.clone())
+        Router::new().route("/", post(delivery_route)).route("/cancel", post(cancel_route)).with_state(self.clone())
     }
 
     /// Verify and handle one delivery (the framework-free core of [`Executor::router`]).
@@ -697,7 +696,12 @@ impl Executor {
                     return;
                 };
                 let running_runs = Executor { inner: inner.clone() }.running_runs();
-                let body = HeartbeatRequest { executor_id: &id, running: running_runs.len() as i64, running_runs, metadata: None };
+                let body = HeartbeatRequest {
+                    executor_id: &id,
+                    running: running_runs.len() as i64,
+                    running_runs,
+                    metadata: None,
+                };
                 match calls.post("/api/v1/executors/heartbeat", &body).await {
                     Ok((404, _)) => {
                         // Sundial forgot us (offline too long): register again.

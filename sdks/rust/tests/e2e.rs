@@ -54,11 +54,15 @@ async fn registers_gets_fired_answers_sync_and_by_callback_logs_and_retries() {
                 ctx.progress(1, 2, "half way").await;
                 Ok(json!({"greeted": p.to, "attempt": ctx.attempt()}))
             })
-            .handler_with("slow", HandlerOptions::budget(Duration::from_millis(200)), |ctx: Context, _p: Value| async move {
-                tokio::time::sleep(Duration::from_millis(700)).await;
-                ctx.log("done slowly");
-                Ok(json!({"slow": true}))
-            })
+            .handler_with(
+                "slow",
+                HandlerOptions::budget(Duration::from_millis(200)),
+                |ctx: Context, _p: Value| async move {
+                    tokio::time::sleep(Duration::from_millis(700)).await;
+                    ctx.log("done slowly");
+                    Ok(json!({"slow": true}))
+                },
+            )
             .handler("flaky", move |ctx: Context, _p: Value| {
                 let seen = seen.clone();
                 async move {
@@ -107,7 +111,11 @@ async fn registers_gets_fired_answers_sync_and_by_callback_logs_and_retries() {
     assert_eq!(done.run.output, Some(json!(2)));
     assert_eq!(*attempts.lock().unwrap(), vec![1, 2]);
     assert_eq!(done.attempts[0]["state"], "failed");
-    assert!(done.attempts[0]["message"].as_str().unwrap_or("").contains("the upstream said 500"), "{:?}", done.attempts);
+    assert!(
+        done.attempts[0]["message"].as_str().unwrap_or("").contains("the upstream said 500"),
+        "{:?}",
+        done.attempts
+    );
 
     let job = api.create_job(&manual_job("rs-hopeless", "rs-basic", "hopeless", failure.clone())).await.unwrap();
     let done = finished(&api, &api.trigger_job(&job.id, &Trigger::default(), None).await.unwrap().id).await;
@@ -220,12 +228,17 @@ async fn a_child_run_receives_its_parents_output_and_the_chain_params() {
             }),
     )
     .await;
-    let child = api.create_job(&manual_job("rs-load", "rs-chain", "load", json!({"params": {"dry_run": false}}))).await.unwrap();
+    let child = api
+        .create_job(&manual_job("rs-load", "rs-chain", "load", json!({"params": {"dry_run": false}})))
+        .await
+        .unwrap();
     let parent = api
         .create_job(&manual_job("rs-extract", "rs-chain", "extract", json!({"children": [child.id.clone()]})))
         .await
         .unwrap();
-    let root = finished(&api, &api.trigger_job(&parent.id, &params(json!({"day": "2026-11-25"})), None).await.unwrap().id).await;
+    let root =
+        finished(&api, &api.trigger_job(&parent.id, &params(json!({"day": "2026-11-25"})), None).await.unwrap().id)
+            .await;
     assert_eq!(root.run.state, RunState::Succeeded, "{root:?}");
     let child_run = wait_for("the child run to end", Duration::from_secs(15), || {
         let api = api.clone();
@@ -343,10 +356,8 @@ async fn the_management_client_round_trip_and_typed_errors() {
     let mut input = manual_job("rs-job", "rs-a4", "h", json!({"params": {"n": 1}}));
     let job = api.create_job(&input).await.unwrap();
     assert_eq!(api.get_job(&job.id).await.unwrap().name, "rs-job");
-    let listed: Vec<_> = api
-        .jobs(&JobFilter { app: Some("rs-a4".into()), ..Default::default() })
-        .collect::<Vec<_>>()
-        .await;
+    let listed: Vec<_> =
+        api.jobs(&JobFilter { app: Some("rs-a4".into()), ..Default::default() }).collect::<Vec<_>>().await;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].as_ref().unwrap().id, job.id);
     assert_eq!(api.stop_job(&job.id).await.unwrap().state.as_str(), "stopped");
@@ -414,7 +425,8 @@ async fn a_sharded_run_gets_one_shard_per_executor() {
     };
     let a = Served::start(builder_for(&sundial, &app).handler("part", part)).await;
     let b = Served::start(builder_for(&sundial, &app).handler("part", part)).await;
-    let job = api.create_job(&manual_job("rs-sharded", "rs-shards", "part", json!({"route": "sharding"}))).await.unwrap();
+    let job =
+        api.create_job(&manual_job("rs-sharded", "rs-shards", "part", json!({"route": "sharding"}))).await.unwrap();
     let done = finished(&api, &api.trigger_job(&job.id, &Trigger::default(), None).await.unwrap().id).await;
     assert_eq!(done.run.state, RunState::Succeeded, "{done:?}");
     let id = &done.run.id;

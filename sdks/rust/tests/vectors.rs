@@ -11,7 +11,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Request};
 use serde_json::{Value, json};
 use sundial_sdk::protocol::{Answer, AnswerStatus, Delivery};
-use sundial_sdk::verify::{self, VerifyError};
+use sundial_sdk::verify;
 use sundial_sdk::{Context, Error, Executor, HandlerOptions};
 use tokio::sync::mpsc;
 use tower::ServiceExt as _;
@@ -93,7 +93,8 @@ fn resigned(d: &Value, secret: &str, now_of_vector: i64) -> HeaderMap {
     );
     let mut headers = HeaderMap::new();
     for (k, v) in h.as_object().unwrap() {
-        headers.insert(HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v.as_str().unwrap()).unwrap());
+        headers
+            .insert(HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v.as_str().unwrap()).unwrap());
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
     let id = opt(h, "webhook-id").unwrap();
@@ -238,10 +239,14 @@ async fn the_router_verifies_remembers_and_answers() {
             Ok::<_, Error>(n)
         })
         .handler_with("later", HandlerOptions::asynchronous(), |_ctx: Context, _p: Value| async move { Ok(1) })
-        .handler_with("slow", HandlerOptions::budget(Duration::from_millis(100)), |_ctx: Context, _p: Value| async move {
-            tokio::time::sleep(Duration::from_millis(400)).await;
-            Ok(2)
-        })
+        .handler_with(
+            "slow",
+            HandlerOptions::budget(Duration::from_millis(100)),
+            |_ctx: Context, _p: Value| async move {
+                tokio::time::sleep(Duration::from_millis(400)).await;
+                Ok(2)
+            },
+        )
         .build()
         .unwrap();
     let router = ex.router();
@@ -280,21 +285,27 @@ async fn the_router_verifies_remembers_and_answers() {
     assert!(m.starts_with("params do not match handler `order`: id: invalid type"), "{m}");
 
     // Error::no_retry vs an ordinary error.
-    let (_, b) = answer(&router, signed(SECRET, "msg_run_c_0_1", &delivery_body("hopeless", json!({}), "run_c", 1), 0)).await;
+    let (_, b) =
+        answer(&router, signed(SECRET, "msg_run_c_0_1", &delivery_body("hopeless", json!({}), "run_c", 1), 0)).await;
     assert_eq!(b, json!({"status": "failed", "message": "cannot work", "retry": false}));
-    let (_, b) = answer(&router, signed(SECRET, "msg_run_d_0_1", &delivery_body("flaky", json!({}), "run_d", 1), 0)).await;
+    let (_, b) =
+        answer(&router, signed(SECRET, "msg_run_d_0_1", &delivery_body("flaky", json!({}), "run_d", 1), 0)).await;
     assert_eq!(b, json!({"status": "failed", "message": "invalid digit found in string"}));
 
     // Mode async: 202 at once; a budget exceeded: 202; both remembered as such.
-    let (s, _) = answer(&router, signed(SECRET, "msg_run_e_0_1", &delivery_body("later", json!({}), "run_e", 1), 0)).await;
+    let (s, _) =
+        answer(&router, signed(SECRET, "msg_run_e_0_1", &delivery_body("later", json!({}), "run_e", 1), 0)).await;
     assert_eq!(s, 202);
-    let (s, _) = answer(&router, signed(SECRET, "msg_run_f_0_1", &delivery_body("slow", json!({}), "run_f", 1), 0)).await;
+    let (s, _) =
+        answer(&router, signed(SECRET, "msg_run_f_0_1", &delivery_body("slow", json!({}), "run_f", 1), 0)).await;
     assert_eq!(s, 202);
-    let (s, _) = answer(&router, signed(SECRET, "msg_run_f_0_1", &delivery_body("slow", json!({}), "run_f", 1), 0)).await;
+    let (s, _) =
+        answer(&router, signed(SECRET, "msg_run_f_0_1", &delivery_body("slow", json!({}), "run_f", 1), 0)).await;
     assert_eq!(s, 202, "the repeat gets the first answer");
 
     // A handler it does not serve, or retired: 410.
-    let (s, b) = answer(&router, signed(SECRET, "msg_run_g_0_1", &delivery_body("nope", json!({}), "run_g", 1), 0)).await;
+    let (s, b) =
+        answer(&router, signed(SECRET, "msg_run_g_0_1", &delivery_body("nope", json!({}), "run_g", 1), 0)).await;
     assert_eq!((s, b["code"].as_str()), (410, Some("handler_retired")));
     ex.retire("order");
     let (s, b) = answer(&router, signed(SECRET, "msg_run_h_0_1", &body, 0)).await;
@@ -303,7 +314,8 @@ async fn the_router_verifies_remembers_and_answers() {
 
     // Draining: new deliveries 503, a repeat still gets its first answer.
     ex.drain();
-    let (s, b) = answer(&router, signed(SECRET, "msg_run_i_0_1", &delivery_body("flaky", json!({}), "run_i", 1), 0)).await;
+    let (s, b) =
+        answer(&router, signed(SECRET, "msg_run_i_0_1", &delivery_body("flaky", json!({}), "run_i", 1), 0)).await;
     assert_eq!((s, b["code"].as_str()), (503, Some("executor_offline")));
     let repeat = answer(&router, signed(SECRET, "msg_run_a_0_1", &body, 0)).await;
     assert_eq!(repeat, first);
@@ -329,7 +341,8 @@ async fn a_cancel_reaches_the_running_handler_and_one_before_its_delivery_is_rem
         .build()
         .unwrap();
     let router = ex.router();
-    let (s, _) = answer(&router, signed(SECRET, "msg_run_w_0_1", &delivery_body("wait", json!({}), "run_w", 1), 0)).await;
+    let (s, _) =
+        answer(&router, signed(SECRET, "msg_run_w_0_1", &delivery_body("wait", json!({}), "run_w", 1), 0)).await;
     assert_eq!(s, 202, "answer_later");
     assert_eq!(ex.running_runs(), vec!["run_w".to_string()]);
     let cancel = |run: &str| {
@@ -346,7 +359,8 @@ async fn a_cancel_reaches_the_running_handler_and_one_before_its_delivery_is_rem
     // A cancel that arrives before its delivery: the handler starts already cancelled.
     let (s, _) = answer(&router, cancel("run_v")).await;
     assert_eq!(s, 200);
-    let (s, _) = answer(&router, signed(SECRET, "msg_run_v_0_1", &delivery_body("wait", json!({}), "run_v", 1), 0)).await;
+    let (s, _) =
+        answer(&router, signed(SECRET, "msg_run_v_0_1", &delivery_body("wait", json!({}), "run_v", 1), 0)).await;
     assert!(s == 202 || s == 200, "{s}"); // it may be done before the answer_later() is seen
     let got = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
     assert_eq!(got, ("run_v".to_string(), true));
