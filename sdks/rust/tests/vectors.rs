@@ -383,3 +383,30 @@ fn the_readme_executor_is_the_compiled_example_in_ten_lines() {
     let lines = example.lines().filter(|l| !l.trim().is_empty()).count();
     assert!(lines <= 10, "{lines} lines");
 }
+
+#[tokio::test]
+async fn a_repeat_arriving_while_the_first_still_runs_gets_the_same_answer() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let ex = Executor::builder()
+        .secret(SECRET)
+        .handler("slowish", move |_ctx: Context, _p: Value| {
+            let c = c.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                Ok(c.fetch_add(1, Ordering::SeqCst) + 1)
+            }
+        })
+        .build()
+        .unwrap();
+    let router = ex.router();
+    let body = delivery_body("slowish", json!({}), "run_s", 1);
+    let (r, b) = (router.clone(), body.clone());
+    let first = tokio::spawn(async move { answer(&r, signed(SECRET, "msg_run_s_0_1", &b, 0)).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let second = answer(&router, signed(SECRET, "msg_run_s_0_1", &body, 0)).await;
+    let first = first.await.unwrap();
+    assert_eq!(first, (200, json!({"status": "succeeded", "output": 1})));
+    assert_eq!(second, first);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
