@@ -39,14 +39,14 @@ fn signing_vectors_sign_and_verify_as_sundial_does() {
             c["now"].as_i64().unwrap(),
         );
         let want = c["error"].as_str();
-        let matches = match (&got, want) {
-            (Ok(()), None) => true,
-            (Err(SignatureError::MissingHeader(_)), Some("missing_header")) => true,
-            (Err(SignatureError::BadTimestamp), Some("bad_timestamp")) => true,
-            (Err(SignatureError::Stale), Some("stale_timestamp" | "future_timestamp")) => true,
-            (Err(SignatureError::NoMatch), Some("bad_signature")) => true,
-            _ => false,
-        };
+        let matches = matches!(
+            (&got, want),
+            (Ok(()), None)
+                | (Err(SignatureError::MissingHeader(_)), Some("missing_header"))
+                | (Err(SignatureError::BadTimestamp), Some("bad_timestamp"))
+                | (Err(SignatureError::Stale), Some("stale_timestamp" | "future_timestamp"))
+                | (Err(SignatureError::NoMatch), Some("bad_signature"))
+        );
         assert!(matches, "verify case {}: Sundial says {got:?}, the vector {want:?}", c["name"]);
         assert_eq!(got.is_ok(), c["ok"].as_bool().unwrap(), "verify case {}", c["name"]);
     }
