@@ -723,8 +723,7 @@ impl ShellSandbox {
 /// free and total blocks of /work) to fd 3 and exits with the script's status. A SIGTERM (the
 /// kill grace) is the script's: the launcher catches it (a handler, not an ignore, so the script
 /// starts with the default action and may trap it) and carries on to report.
-const LAUNCHER: &str =
-    r#"trap : TERM; i="$1"; shift; "$i" "$@" 3>&-; s=$?; echo "$s $(stat -f -c '%a %b' /work 2>/dev/null)" >&3; exit $s"#;
+const LAUNCHER: &str = r#"trap : TERM; i="$1"; shift; "$i" "$@" 3>&-; s=$?; echo "$s $(stat -f -c '%a %b' /work 2>/dev/null)" >&3; exit $s"#;
 
 /// Highest signal number (Linux `SIGRTMAX`).
 const MAX_SIGNAL: i32 = 64;
