@@ -1,1 +1,0 @@
-"""Contains methods for accessing the API"""

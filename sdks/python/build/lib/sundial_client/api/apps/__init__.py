@@ -1,1 +1,0 @@
-"""Contains endpoint functions for accessing the API"""

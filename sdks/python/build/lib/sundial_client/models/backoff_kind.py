@@ -1,9 +1,0 @@
-from enum import Enum
-
-
-class BackoffKind(str, Enum):
-    EXPONENTIAL = "exponential"
-    FIXED = "fixed"
-
-    def __str__(self) -> str:
-        return str(self.value)

@@ -1,8 +1,0 @@
-from enum import Enum
-
-
-class OnceScheduleKind(str, Enum):
-    ONCE = "once"
-
-    def __str__(self) -> str:
-        return str(self.value)
