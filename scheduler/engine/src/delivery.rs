@@ -490,13 +490,7 @@ impl Engine {
     /// in use (see [`crate::bulkhead`]). It fails `saturated` and the failure policy decides.
     async fn fail_unsent(&self, run: Run, job: &Job, why: Saturated) -> Result<()> {
         tracing::debug!(run_id = %run.id, job_id = %job.id, app_id = %job.app_id, %why, "attempt not sent");
-        let result = ExecutorResult {
-            retry: true,
-            succeeded: false,
-            reason: FailReason::Saturated,
-            output: None,
-            message: Some(why.to_string()),
-        };
+        let result = ExecutorResult::saturated(&why);
         let target = AttemptTarget { executor_id: None, address: None, trail: serde_json::json!([]) };
         self.record(run, job, result, target, false).await
     }

@@ -248,13 +248,7 @@ impl Engine {
                 self.store
                     .shard_attempt_set_target(&run.id, shard.shard_index, shard.attempt, None, None, &trail)
                     .await?;
-                let result = ExecutorResult {
-                    retry: true,
-                    succeeded: false,
-                    reason: FailReason::Saturated,
-                    output: None,
-                    message: Some(why.to_string()),
-                };
+                let result = ExecutorResult::saturated(&why);
                 self.after_finish(job, run, shard.shard_index, shard.attempt, result).await?;
                 return Ok(Sent { retired: false });
             }

@@ -36,6 +36,20 @@ pub struct ExecutorResult {
     pub retry: bool,
 }
 
+impl ExecutorResult {
+    /// Not sent: the app's or tenant's share of the delivery slots stayed in use
+    /// ([`crate::bulkhead`]); the failure policy decides (a retry may find room).
+    pub(crate) fn saturated(why: &crate::bulkhead::Saturated) -> Self {
+        ExecutorResult {
+            retry: true,
+            succeeded: false,
+            reason: FailReason::Saturated,
+            output: None,
+            message: Some(why.to_string()),
+        }
+    }
+}
+
 /// The HTTP client for deliveries and cancels, with the clock that stamps signatures and
 /// the operator's outbound address policy ([`OutboundPolicy`]): names are resolved by
 /// [`PolicyResolver`], which drops refused addresses at connect time (so a name that
