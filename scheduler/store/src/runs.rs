@@ -301,4 +301,8 @@ pub trait RunStore: Send + Sync {
     async fn run_attempts(&self, run_id: &str) -> Result<Vec<Attempt>>;
     async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()>;
     async fn run_logs(&self, run_id: &str, limit: i64) -> Result<Vec<RunLog>>;
+    /// The run's log lines with an id (`RunLog::id`, the line's sequence number) above
+    /// `after_id`, in id order, at most `limit`: a reader following a log passes the last id it
+    /// read.
+    async fn run_logs_after(&self, run_id: &str, after_id: i64, limit: i64) -> Result<Vec<RunLog>>;
 }

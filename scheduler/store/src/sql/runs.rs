@@ -873,8 +873,14 @@ impl RunStore for SqlStore {
     }
 
     async fn run_logs(&self, run_id: &str, limit: i64) -> Result<Vec<RunLog>> {
-        sqlx::query("SELECT * FROM run_logs WHERE run_id = ? ORDER BY id LIMIT ?")
+        self.run_logs_after(run_id, 0, limit).await
+    }
+
+    async fn run_logs_after(&self, run_id: &str, after_id: i64, limit: i64) -> Result<Vec<RunLog>> {
+        // `ix_run_logs_run (run_id, id)` serves the range and the order.
+        sqlx::query("SELECT * FROM run_logs WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?")
             .bind(run_id)
+            .bind(after_id)
             .bind(limit)
             .fetch_all(&self.pool)
             .await?

@@ -17,6 +17,7 @@ for_each_database!(
     claims_prefer_owned_buckets_and_take_others_after_the_grace,
     peeked_fires_are_read_without_a_claim_and_dispatched_from_pending,
     late_fires_are_settled_in_bulk,
+    logs_are_read_after_a_sequence_number_in_order,
 );
 
 pub async fn runs_are_unique_per_fire_key(s: S) {
@@ -402,4 +403,42 @@ pub async fn late_fires_are_settled_in_bulk(s: S) {
         assert_eq!(got.message.as_deref(), Some("missed; misfire policy skip"));
     }
     assert_eq!(s.run_expire_many(&ids, "node_a", "again", NOW).await.unwrap(), 0, "already final: nothing changes");
+}
+
+pub async fn logs_are_read_after_a_sequence_number_in_order(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let j = job(&s, &a, "j").await;
+    let (r1, r2) = (run_of(&j, "s:1", 1000), run_of(&j, "s:2", 2000));
+    s.run_insert(&r1).await.unwrap();
+    s.run_insert(&r2).await.unwrap();
+    let lines = |from: i64, n: i64| -> Vec<(i64, String, String)> {
+        (from..from + n).map(|i| (NOW + i, "info".to_string(), format!("line {i}"))).collect()
+    };
+    s.run_log_append(&r1.id, 1, &lines(0, 3)).await.unwrap();
+    s.run_log_append(&r2.id, 1, &lines(100, 2)).await.unwrap(); // another run's lines interleave
+    s.run_log_append(&r1.id, 2, &lines(3, 2)).await.unwrap();
+    // Page through r1's log two lines at a time from the start: every line once, in order,
+    // none of r2's.
+    let mut after = 0;
+    let mut read = Vec::new();
+    loop {
+        let page = s.run_logs_after(&r1.id, after, 2).await.unwrap();
+        assert!(page.len() <= 2);
+        let Some(last) = page.last() else { break };
+        assert!(last.id > after, "ids grow");
+        after = last.id;
+        read.extend(page.into_iter().map(|l| (l.attempt, l.message, l.run_id)));
+    }
+    let want: Vec<(i64, String, String)> =
+        [(1, 0), (1, 1), (1, 2), (2, 3), (2, 4)].map(|(a, i)| (a, format!("line {i}"), r1.id.clone())).into();
+    assert_eq!(read, want);
+    // After the last id: nothing, and a later append is what the next read returns.
+    assert!(s.run_logs_after(&r1.id, after, 10).await.unwrap().is_empty());
+    s.run_log_append(&r1.id, 2, &lines(5, 1)).await.unwrap();
+    let next = s.run_logs_after(&r1.id, after, 10).await.unwrap();
+    assert_eq!(next.iter().map(|l| l.message.as_str()).collect::<Vec<_>>(), ["line 5"]);
+    // `run_logs` is the read from the start.
+    assert_eq!(s.run_logs(&r1.id, 100).await.unwrap().len(), 6);
+    assert_eq!(s.run_logs_after(&r1.id, 0, 100).await.unwrap(), s.run_logs(&r1.id, 100).await.unwrap());
 }
