@@ -69,7 +69,7 @@ pub fn router(state: AppState) -> Router {
         .route("/chains/{chain_id}", get(chains::get))
         .route("/chains/{chain_id}/cancel", post(runs::cancel_chain))
         .route("/runs/{id}/result", post(executors::result))
-        .route("/runs/{id}/logs", post(executors::logs))
+        .route("/runs/{id}/logs", get(runs::logs).post(executors::logs))
         .route("/runs/{id}/script", post(executors::run_script))
         .route("/apps/{id}/executors", get(executors::list))
         .route("/executors/register", post(executors::register))

@@ -99,7 +99,7 @@ pub const JSON_OBJECT: &[(&str, &str)] = &[
         scripts::get_version, scripts::diff, scripts::restore,
         jobs::create, jobs::list, jobs::get, jobs::replace, jobs::delete, jobs::start, jobs::stop, jobs::preview, jobs::preview_schedule,
         jobs::trigger,
-        runs::list, runs::get, runs::cancel, runs::retry, runs::cancel_chain, chains::get,
+        runs::list, runs::get, runs::logs, runs::cancel, runs::retry, runs::cancel_chain, chains::get,
         executors::register, executors::heartbeat, executors::deregister, executors::result, executors::logs, executors::run_script, executors::list,
         settings::get, settings::put, settings::nodes,
         health::healthz, health::readyz,

@@ -641,11 +641,65 @@ impl From<sundial_store::RunShard> for ShardOut {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LogOut {
+    /// The line's sequence number: grows with every line stored (across all runs, so not
+    /// dense within one); pass the last one read as `after` to `GET /runs/{id}/logs`.
+    pub seq: i64,
     pub shard: i64,
     pub attempt: i64,
     pub at: String,
     pub level: String,
     pub message: String,
+}
+
+impl From<sundial_store::RunLog> for LogOut {
+    fn from(l: sundial_store::RunLog) -> Self {
+        LogOut {
+            seq: l.id,
+            shard: l.shard_index,
+            attempt: l.attempt,
+            at: rfc3339_utc(l.at_ms),
+            level: l.level,
+            message: l.message,
+        }
+    }
+}
+
+/// The most log lines one `GET /runs/{id}/logs` returns, and how many without `limit`.
+pub const MAX_LOG_LIMIT: i64 = 1000;
+pub const DEFAULT_LOG_LIMIT: i64 = 100;
+
+/// `GET /runs/{id}/logs`: the lines after `after`, at most `limit`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct RunLogsQuery {
+    /// Lines after this sequence number: the `seq` of the last line read (a page's
+    /// `next_after`); absent or 0, from the first line.
+    #[param(minimum = 0)]
+    pub after: Option<i64>,
+    /// Lines per page, 1-1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<i64>,
+}
+
+/// A page of a run's log, for reading it whole or following it while the run goes on.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({"items": [{"seq": 41, "shard": 0, "attempt": 1, "at": "2026-03-28T12:00:01.250Z", "level": "info", "message": "exported 120 rows"}],
+    "next_after": 41, "has_more": false, "run_state": "running", "run_finished": false}))]
+pub struct RunLogPage {
+    /// In `seq` order.
+    pub items: Vec<LogOut>,
+    /// Pass as `after` for the lines that follow: the last item's `seq`, or the `after`
+    /// given when no line came (a follower keeps polling with it; unlike `next_cursor`
+    /// elsewhere it is there on the last page too).
+    pub next_after: i64,
+    /// More lines are stored already: ask again at once with `next_after`.
+    pub has_more: bool,
+    /// The run's state, read before the lines.
+    pub run_state: RunState,
+    /// `run_state` is final (`succeeded`, `failed`, `cancelled`, `expired`, `skipped`): with
+    /// `has_more` false the log is complete, but for trailing lines an executor may still
+    /// send during the short grace after a run ends.
+    pub run_finished: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]

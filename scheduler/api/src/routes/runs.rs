@@ -67,20 +67,44 @@ pub async fn get(
     let run = st.store.run_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
     let attempts = st.store.run_attempts(&run.id).await?.into_iter().map(AttemptOut::from).collect();
     let shards = st.store.shard_list(&run.id).await?.into_iter().map(ShardOut::from).collect();
-    let logs = st
-        .store
-        .run_logs(&run.id, 1000)
-        .await?
-        .into_iter()
-        .map(|l| LogOut {
-            shard: l.shard_index,
-            attempt: l.attempt,
-            at: sundial_core::time::rfc3339_utc(l.at_ms),
-            level: l.level,
-            message: l.message,
-        })
-        .collect();
+    let logs = st.store.run_logs(&run.id, 1000).await?.into_iter().map(LogOut::from).collect();
     Ok(axum::Json(RunDetail { run: run.into(), shards, attempts, logs }))
+}
+
+/// A run's log lines after `after` (a line's `seq`), oldest first, with the run's state:
+/// read a whole log page by page, or follow a run as it goes (poll with `next_after` until
+/// `run_finished` and not `has_more`). Any role of the run's tenant.
+#[utoipa::path(get, path = "/api/v1/runs/{id}/logs", operation_id = "list_run_logs", tag = "runs",
+    params(("id" = String, Path), RunLogsQuery),
+    responses((status = 200, body = RunLogPage), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn logs(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Path(id): Path<String>,
+    Query(q): Query<RunLogsQuery>,
+) -> ApiResult<axum::Json<RunLogPage>> {
+    let limit = q.limit.unwrap_or(DEFAULT_LOG_LIMIT);
+    if !(1..=MAX_LOG_LIMIT).contains(&limit) {
+        return Err(ApiError::field("limit", "invalid_field", format!("{limit} is out of range 1-{MAX_LOG_LIMIT}")));
+    }
+    let after = q.after.unwrap_or(0);
+    if after < 0 {
+        return Err(ApiError::field("after", "invalid_field", format!("{after} is not a line's `seq` (0 or more)")));
+    }
+    // The state before the lines: a final state read first means every line stored
+    // before it ended is in what follows.
+    let run = st.store.run_get(&caller.tenant_id, &id).await?.ok_or_else(|| ApiError::not_found("run"))?;
+    let mut rows = st.store.run_logs_after(&run.id, after, limit + 1).await?;
+    let has_more = rows.len() as i64 > limit;
+    rows.truncate(limit as usize);
+    let next_after = rows.last().map_or(after, |l| l.id);
+    Ok(axum::Json(RunLogPage {
+        items: rows.into_iter().map(LogOut::from).collect(),
+        next_after,
+        has_more,
+        run_state: run.state,
+        run_finished: run.state.is_terminal(),
+    }))
 }
 
 /// Cancel a run that has not finished (editor). A delivered attempt gets a signed

@@ -46,6 +46,8 @@ crate::on_both_databases!(
     a_retried_step_of_a_chain_fires_its_children_once,
     a_child_job_stopped_mid_chain_is_not_fired_and_releases_the_fan_in,
     fires_beyond_the_timers_room_and_a_tenants_share_lose_nothing,
+    a_runs_log_is_followed_page_by_page_until_the_run_ends,
+    the_log_endpoint_refuses_bad_input_and_other_tenants,
 );
 
 struct Setup {
@@ -1986,4 +1988,113 @@ async fn fires_beyond_the_timers_room_and_a_tenants_share_lose_nothing(app: &Tes
             assert!(covered.contains(&at), "job {job_id}: the fire at {at} has no run");
         }
     }
+}
+
+/// `GET /runs/{id}/logs`: pages after a `seq`, `next_after` to resume from (also on the
+/// last page), the run's state with each page; lines sent later are what the next poll gets.
+async fn a_runs_log_is_followed_page_by_page_until_the_run_ends(app: &TestApp) {
+    let s = setup(app).await;
+    s.exec.always(Answer::Accept);
+    let job = app.job(&s.key, manual("follow", json!({}))).await;
+    let (_, run) = app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({})).await;
+    let run_id = run["id"].as_str().unwrap().to_string();
+    let logs = format!("/api/v1/runs/{run_id}/logs");
+    // Before any line: an empty page that says where to resume and that the run goes on.
+    let (st, v) = app.get(&logs, &s.key).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(
+        (v["items"].clone(), v["next_after"].clone(), v["has_more"].clone(), v["run_finished"].clone()),
+        (json!([]), json!(0), json!(false), json!(false)),
+        "{v}"
+    );
+    app.engine.tick().await.unwrap();
+    let lines =
+        |from: usize, n: usize| (from..from + n).map(|i| json!({"message": format!("line {i}")})).collect::<Vec<_>>();
+    let (st, _) = callback(app, &s, &logs, "l1", json!({"attempt": 1, "lines": lines(0, 5)})).await;
+    assert_eq!(st, StatusCode::OK);
+    // Two lines a page: 2 + 2 + 1, each page resuming where the last ended.
+    let mut after = 0;
+    let mut read = Vec::new();
+    for want_more in [true, true, false] {
+        let (st, v) = app.get(&format!("{logs}?after={after}&limit=2"), &s.key).await;
+        assert_eq!(st, StatusCode::OK, "{v}");
+        assert_eq!((v["has_more"].clone(), v["run_state"].clone()), (json!(want_more), json!("running")), "{v}");
+        let items = v["items"].as_array().unwrap();
+        assert_eq!(v["next_after"], items.last().unwrap()["seq"], "{v}");
+        after = v["next_after"].as_i64().unwrap();
+        read.extend(items.iter().map(|l| l["message"].as_str().unwrap().to_string()));
+    }
+    assert_eq!(read, (0..5).map(|i| format!("line {i}")).collect::<Vec<_>>());
+    // Polling at the end: nothing new, the same resume point.
+    let (_, v) = app.get(&format!("{logs}?after={after}"), &s.key).await;
+    assert_eq!((v["items"].clone(), v["next_after"].clone()), (json!([]), json!(after)), "{v}");
+    // More lines, then the result: the next poll has exactly the new lines and the end.
+    let (st, _) = callback(app, &s, &logs, "l2", json!({"attempt": 1, "lines": lines(5, 2)})).await;
+    assert_eq!(st, StatusCode::OK);
+    let path = format!("/api/v1/runs/{run_id}/result");
+    let (st, _) = callback(app, &s, &path, "r1", json!({"attempt": 1, "status": "succeeded"})).await;
+    assert_eq!(st, StatusCode::OK);
+    let (_, v) = app.get(&format!("{logs}?after={after}"), &s.key).await;
+    let msgs: Vec<&str> = v["items"].as_array().unwrap().iter().map(|l| l["message"].as_str().unwrap()).collect();
+    assert_eq!(msgs, ["line 5", "line 6"]);
+    assert_eq!(
+        (v["has_more"].clone(), v["run_state"].clone(), v["run_finished"].clone()),
+        (json!(false), json!("succeeded"), json!(true)),
+        "{v}"
+    );
+    // The run's detail carries the same `seq`s; a viewer may read the log.
+    let detail = run_detail(app, &s.key, &run_id).await;
+    let (_, all) = app.get(&format!("{logs}?limit=1000"), &s.key).await;
+    let seqs = |v: &Value| v.as_array().unwrap().iter().map(|l| l["seq"].as_i64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(seqs(&detail["logs"]), seqs(&all["items"]));
+    assert_eq!(seqs(&all["items"]).len(), 7);
+    let viewer = app.key(&s.key, "viewer").await;
+    let (st, v) = app.get(&logs, &viewer).await;
+    assert_eq!((st, v["items"].as_array().map(Vec::len)), (StatusCode::OK, Some(7)), "{v}");
+}
+
+/// Bad `after` and `limit`, unknown parameters, an unknown run and another tenant's run are
+/// refused with the field named; nobody without a key reads a log.
+async fn the_log_endpoint_refuses_bad_input_and_other_tenants(app: &TestApp) {
+    let s = setup(app).await;
+    s.exec.always(Answer::Accept);
+    let job = app.job(&s.key, manual("secret-log", json!({}))).await;
+    let (_, run) = app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &s.key, json!({})).await;
+    let run_id = run["id"].as_str().unwrap().to_string();
+    app.engine.tick().await.unwrap();
+    let logs = format!("/api/v1/runs/{run_id}/logs");
+    let (st, _) =
+        callback(app, &s, &logs, "l1", json!({"attempt": 1, "lines": [{"message": "password=hunter2"}]})).await;
+    assert_eq!(st, StatusCode::OK);
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    for (query, field) in [
+        ("after=abc", "after"),
+        ("after=-1", "after"),
+        ("after=1.5", "after"),
+        ("limit=0", "limit"),
+        ("limit=1001", "limit"),
+        ("limit=-3", "limit"),
+        ("limit=ten", "limit"),
+    ] {
+        let got = app.get(&format!("{logs}?{query}"), &s.key).await;
+        assert_error(&got, unprocessable, "invalid_field", Some(field));
+    }
+    assert_error(&app.get(&format!("{logs}?cursor=5"), &s.key).await, unprocessable, "unknown_field", Some("cursor"));
+    assert_error(&app.get(&format!("{logs}?follow=1"), &s.key).await, unprocessable, "unknown_field", Some("follow"));
+    let (st, v) = app.get(&format!("{logs}?limit=1000&after=0"), &s.key).await;
+    assert_eq!((st, v["items"].as_array().map(Vec::len)), (StatusCode::OK, Some(1)), "the bounds themselves: {v}");
+    // Another tenant (admin or not) sees no such run, exactly as for an id that does not exist.
+    let other = app.tenant("globex").await;
+    let got = app.get(&logs, &other.admin).await;
+    assert_error(&got, StatusCode::NOT_FOUND, "not_found", None);
+    assert!(!got.1.to_string().contains("hunter2"), "{}", got.1);
+    assert_eq!(got.1["message"], app.get("/api/v1/runs/run_nope/logs", &other.admin).await.1["message"]);
+    assert_error(&app.get("/api/v1/runs/run_nope/logs", &s.key).await, StatusCode::NOT_FOUND, "not_found", None);
+    // The operator key is not a tenant's; no key, a wrong key: refused.
+    let (st, _) = app.get(&logs, &app.operator_key).await;
+    assert!(st == StatusCode::FORBIDDEN || st == StatusCode::NOT_FOUND, "{st}");
+    let (st, v) = app.call("GET", &logs, None, None).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED, "{v}");
+    let (st, _) = app.get(&logs, "sk_wrong").await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
 }

@@ -187,6 +187,7 @@ fn operation_ids_are_unique_and_stable_and_every_operation_is_summarised() {
         "list_jobs",
         "list_keys",
         "list_nodes",
+        "list_run_logs",
         "list_runs",
         "list_runtimes",
         "list_script_versions",

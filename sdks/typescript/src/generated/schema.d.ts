@@ -409,7 +409,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * A run's log lines after `after` (a line's `seq`), oldest first, with the run's state:
+         *     read a whole log page by page, or follow a run as it goes (poll with `next_after` until
+         *     `run_finished` and not `has_more`). Any role of the run's tenant.
+         */
+        get: operations["list_run_logs"];
         put?: never;
         /**
          * Log lines (and a liveness signal) from the executor working on a run. Signed.
@@ -1444,6 +1449,12 @@ export interface components {
             attempt: number;
             level: string;
             message: string;
+            /**
+             * Format: int64
+             * @description The line's sequence number: grows with every line stored (across all runs, so not
+             *     dense within one); pass the last one read as `after` to `GET /runs/{id}/logs`.
+             */
+            seq: number;
             /** Format: int64 */
             shard: number;
         };
@@ -1732,6 +1743,46 @@ export interface components {
             items: components["schemas"]["RunOut"][];
             /** @description Pass as `cursor` to get the next page; absent on the last page. */
             next_cursor?: string | null;
+        };
+        /**
+         * @description A page of a run's log, for reading it whole or following it while the run goes on.
+         * @example {
+         *       "has_more": false,
+         *       "items": [
+         *         {
+         *           "at": "2026-03-28T12:00:01.250Z",
+         *           "attempt": 1,
+         *           "level": "info",
+         *           "message": "exported 120 rows",
+         *           "seq": 41,
+         *           "shard": 0
+         *         }
+         *       ],
+         *       "next_after": 41,
+         *       "run_finished": false,
+         *       "run_state": "running"
+         *     }
+         */
+        RunLogPage: {
+            /** @description More lines are stored already: ask again at once with `next_after`. */
+            has_more: boolean;
+            /** @description In `seq` order. */
+            items: components["schemas"]["LogOut"][];
+            /**
+             * Format: int64
+             * @description Pass as `after` for the lines that follow: the last item's `seq`, or the `after`
+             *     given when no line came (a follower keeps polling with it; unlike `next_cursor`
+             *     elsewhere it is there on the last page too).
+             */
+            next_after: number;
+            /**
+             * @description `run_state` is final (`succeeded`, `failed`, `cancelled`, `expired`, `skipped`): with
+             *     `has_more` false the log is complete, but for trailing lines an executor may still
+             *     send during the short grace after a run ends.
+             */
+            run_finished: boolean;
+            /** @description The run's state, read before the lines. */
+            run_state: components["schemas"]["RunState"];
         };
         RunOut: {
             /** Format: int64 */
@@ -4144,6 +4195,73 @@ export interface operations {
             };
             /** @description The object's state or version does not allow it, or its name is taken (`details.field` is `name`), or a quota of the tenant would be passed (`quota_exceeded`: `details.quota`, `details.limit`, `details.usage`) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field or query parameter is invalid or unknown: `details.field` names it and `details.problem` says why */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `quota_exceeded`: this API key's requests per second (`max_api_requests_per_second`) are used up; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the key's next request is accepted */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_run_logs: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Lines after this sequence number: the `seq` of the last line read (a page's
+                 *     `next_after`); absent or 0, from the first line.
+                 */
+                after?: number | null;
+                /** @description Lines per page, 1-1000 (default 100). */
+                limit?: number | null;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunLogPage"];
+                };
+            };
+            /** @description No valid API key, or for executor calls no valid signature (`bad_signature`, `replayed`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such object in this tenant */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -83,6 +83,7 @@ from .role import Role
 from .route import Route
 from .run_detail import RunDetail
 from .run_list import RunList
+from .run_log_page import RunLogPage
 from .run_out import RunOut
 from .run_out_params_type_0 import RunOutParamsType0
 from .run_script import RunScript
@@ -199,6 +200,7 @@ __all__ = (
     "Route",
     "RunDetail",
     "RunList",
+    "RunLogPage",
     "RunOut",
     "RunOutParamsType0",
     "RunScript",

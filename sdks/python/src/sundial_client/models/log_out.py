@@ -20,6 +20,8 @@ class LogOut:
         attempt (int):
         level (str):
         message (str):
+        seq (int): The line's sequence number: grows with every line stored (across all runs, so not
+            dense within one); pass the last one read as `after` to `GET /runs/{id}/logs`.
         shard (int):
     """
 
@@ -27,6 +29,7 @@ class LogOut:
     attempt: int
     level: str
     message: str
+    seq: int
     shard: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -39,6 +42,8 @@ class LogOut:
 
         message = self.message
 
+        seq = self.seq
+
         shard = self.shard
 
         field_dict: dict[str, Any] = {}
@@ -49,6 +54,7 @@ class LogOut:
                 "attempt": attempt,
                 "level": level,
                 "message": message,
+                "seq": seq,
                 "shard": shard,
             }
         )
@@ -66,6 +72,8 @@ class LogOut:
 
         message = d.pop("message")
 
+        seq = d.pop("seq")
+
         shard = d.pop("shard")
 
         log_out = cls(
@@ -73,6 +81,7 @@ class LogOut:
             attempt=attempt,
             level=level,
             message=message,
+            seq=seq,
             shard=shard,
         )
 
