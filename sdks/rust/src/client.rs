@@ -2,6 +2,8 @@
 //! server's wire types are public (`sundial_core`) and as `serde_json::Value` underneath
 //! otherwise (every output type keeps the fields it does not name in `extra`).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
@@ -167,11 +169,30 @@ pub struct Run {
 /// One log line of a run.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct LogEntry {
+    /// The line's sequence number (grows with every line stored); resume a read after it.
+    #[serde(default)]
+    pub seq: i64,
     pub shard: i64,
     pub attempt: i64,
     pub at: String,
     pub level: String,
     pub message: String,
+}
+
+/// `GET /api/v1/runs/{id}/logs`: a page of a run's log and the run's state.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct RunLogPage {
+    /// In `seq` order.
+    pub items: Vec<LogEntry>,
+    /// Where the next read starts (`after`): the last item's `seq`, or the `after` given.
+    pub next_after: i64,
+    /// More lines are stored already.
+    pub has_more: bool,
+    /// The run's state, read before the lines.
+    pub run_state: RunState,
+    /// `run_state` is final: with `has_more` false, the log is complete (but for lines an
+    /// executor may still send in the short grace after the end).
+    pub run_finished: bool,
 }
 
 /// `GET /api/v1/runs/{id}`: the run with its attempts, shards and first 1000 log lines.
@@ -284,41 +305,71 @@ fn limit_query(limit: Option<i64>) -> Query {
     q
 }
 
-/// A Sundial node and an API key.
+/// Sundial nodes (one or several of a cluster) and an API key.
+///
+/// With several nodes, a call that gets no connection, or `503` (a node starting, draining
+/// or cut off from its database), is made again at the next node; the node that last
+/// answered is asked first. Nothing else is repeated elsewhere: a call that reached a node
+/// and timed out may have been carried out there.
 #[derive(Clone)]
 pub struct Client {
-    base: String,
+    bases: Arc<[String]>,
+    /// The index in `bases` of the node that last answered.
+    current: Arc<AtomicUsize>,
     key: String,
     http: reqwest::Client,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("base", &self.base).finish_non_exhaustive()
+        f.debug_struct("Client").field("bases", &self.bases).finish_non_exhaustive()
     }
 }
 
 impl Client {
     /// `base_url`: a node, e.g. `http://127.0.0.1:7700`; `api_key`: a tenant key (`sk_…`).
     pub fn new(base_url: impl Into<String>, api_key: impl Into<String>) -> Self {
+        Client::with_nodes([base_url.into()], api_key)
+    }
+
+    /// Several nodes of one cluster, tried in order when one does not answer (see
+    /// [`Client`]). Blank entries are skipped; with none left, `http://127.0.0.1:7700`.
+    pub fn with_nodes<I, S>(base_urls: I, api_key: impl Into<String>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut bases: Vec<String> = base_urls
+            .into_iter()
+            .map(|u| u.into().trim().trim_end_matches('/').to_string())
+            .filter(|u| !u.is_empty())
+            .collect();
+        if bases.is_empty() {
+            bases.push("http://127.0.0.1:7700".into());
+        }
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .connect_timeout(Duration::from_secs(5))
             .build()
             .expect("an HTTP client with default TLS settings");
-        Client { base: base_url.into().trim_end_matches('/').to_string(), key: api_key.into(), http }
+        Client { bases: bases.into(), current: Arc::new(AtomicUsize::new(0)), key: api_key.into(), http }
     }
 
-    /// From `SUNDIAL_URL` (default `http://127.0.0.1:7700`; the first of a comma-separated
-    /// list) and `SUNDIAL_API_KEY`.
+    /// From `SUNDIAL_URL` (default `http://127.0.0.1:7700`; a comma-separated list is
+    /// several nodes) and `SUNDIAL_API_KEY`.
     pub fn from_env() -> Self {
         let url = std::env::var("SUNDIAL_URL").unwrap_or_default();
-        let url = url.split(',').map(str::trim).find(|u| !u.is_empty()).unwrap_or("http://127.0.0.1:7700").to_string();
-        Client::new(url, std::env::var("SUNDIAL_API_KEY").unwrap_or_default())
+        Client::with_nodes(url.split(','), std::env::var("SUNDIAL_API_KEY").unwrap_or_default())
     }
 
+    /// The node asked first: the one that last answered.
     pub fn base_url(&self) -> &str {
-        &self.base
+        &self.bases[self.current.load(Ordering::Relaxed) % self.bases.len()]
+    }
+
+    /// Every node this client knows, in the order given.
+    pub fn base_urls(&self) -> &[String] {
+        &self.bases
     }
 
     /// Any operation: `method` on `/api/v1{path}` (or an absolute path starting `/api/`,
@@ -337,25 +388,44 @@ impl Client {
         } else {
             format!("/api/v1{path}")
         };
-        let mut url = format!("{}{}", self.base, path);
+        let mut path_query = path;
         if !query.is_empty() {
             let mut q = form_urlencoded::Serializer::new(String::new());
             for (k, v) in query {
                 q.append_pair(k, v);
             }
-            url.push('?');
-            url.push_str(&q.finish());
+            path_query.push('?');
+            path_query.push_str(&q.finish());
         }
-        let mut req = self.http.request(method, url).bearer_auth(&self.key);
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        if let Some(b) = body {
-            req = req.header("content-type", "application/json").body(b.to_json());
-        }
-        let resp = req.send().await?;
-        let status = resp.status().as_u16();
-        let bytes = resp.bytes().await?;
+        let body = body.map(|b| b.to_json());
+        let first = self.current.load(Ordering::Relaxed);
+        let n = self.bases.len();
+        let mut tried = 0;
+        let (status, bytes) = loop {
+            let i = (first + tried) % n;
+            tried += 1;
+            let mut req =
+                self.http.request(method.clone(), format!("{}{}", self.bases[i], path_query)).bearer_auth(&self.key);
+            for (k, v) in headers {
+                req = req.header(*k, *v);
+            }
+            if let Some(b) = &body {
+                req = req.header("content-type", "application/json").body(b.clone());
+            }
+            let last = tried >= n;
+            match req.send().await {
+                Err(e) if e.is_connect() && !last => continue,
+                Err(e) => return Err(e.into()),
+                Ok(resp) if resp.status().as_u16() == 503 && !last => continue,
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    if status != 503 {
+                        self.current.store(i, Ordering::Relaxed);
+                    }
+                    break (status, resp.bytes().await?);
+                }
+            }
+        };
         if !(200..300).contains(&status) {
             let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
             let text = String::from_utf8_lossy(&bytes).into_owned();
@@ -532,6 +602,88 @@ impl Client {
     /// The run's log lines (the first 1000, as `GET /runs/{id}` returns them).
     pub async fn run_logs(&self, id: &str) -> ClientResult<Vec<LogEntry>> {
         Ok(self.get_run(id).await?.logs)
+    }
+    /// A page of the run's log: the lines after `after` (a line's `seq`; 0 for the start),
+    /// at most `limit` (1-1000; the server's default, 100, without), and the run's state.
+    pub async fn run_logs_after(&self, id: &str, after: i64, limit: Option<i64>) -> ClientResult<RunLogPage> {
+        let mut q = limit_query(limit);
+        q.push(("after", after.to_string()));
+        self.get(&format!("/runs/{}/logs", enc(id)), &q).await
+    }
+    /// Follow a run's log from after `after`: every line once, as the run writes them
+    /// (polling every `every` while nothing is new), ending when the run has finished and
+    /// every line is read. The first error ends it too.
+    ///
+    /// Lines come in `seq` order. On MySQL two appends in flight at once (the shards of a
+    /// sharded run) may commit out of `seq` order, so a poll can pass over a line that
+    /// commits just after it; once the run has finished the log is read once more from
+    /// `after`, and any line not yet given comes then.
+    pub fn follow_run_logs(&self, id: &str, after: i64, every: Duration) -> BoxStream<'static, ClientResult<LogEntry>> {
+        #[derive(PartialEq)]
+        enum Phase {
+            Following,
+            /// The run has finished: the second reading, from the first `after`.
+            Checking,
+            Done,
+        }
+        struct St {
+            client: Client,
+            id: String,
+            start: i64,
+            after: i64,
+            buffered: std::vec::IntoIter<LogEntry>,
+            seen: std::collections::HashSet<i64>,
+            /// Ask again without waiting (the last page was full, or none was read yet).
+            now: bool,
+            phase: Phase,
+        }
+        let st = St {
+            client: self.clone(),
+            id: id.to_string(),
+            start: after,
+            after,
+            buffered: Vec::new().into_iter(),
+            seen: std::collections::HashSet::new(),
+            now: true,
+            phase: Phase::Following,
+        };
+        futures_util::stream::unfold(st, move |mut st| async move {
+            loop {
+                for line in st.buffered.by_ref() {
+                    if st.seen.insert(line.seq) {
+                        return Some((Ok(line), st));
+                    }
+                }
+                match st.phase {
+                    Phase::Done => return None,
+                    Phase::Following if !st.now => tokio::time::sleep(every).await,
+                    _ => {}
+                }
+                match st.client.run_logs_after(&st.id, st.after, Some(1000)).await {
+                    Ok(page) => {
+                        st.after = page.next_after;
+                        st.now = page.has_more;
+                        st.buffered = page.items.into_iter();
+                        if !page.has_more {
+                            st.phase = match st.phase {
+                                Phase::Following if page.run_finished => {
+                                    st.after = st.start;
+                                    Phase::Checking
+                                }
+                                Phase::Following => Phase::Following,
+                                _ => Phase::Done,
+                            };
+                        }
+                    }
+                    Err(e) => {
+                        st.phase = Phase::Done;
+                        st.buffered = Vec::new().into_iter();
+                        return Some((Err(e), st));
+                    }
+                }
+            }
+        })
+        .boxed()
     }
     /// Poll the run until `done` says so (e.g. `|r| r.run.state.is_terminal()`), every
     /// `every`, for at most `within`; the last state read.

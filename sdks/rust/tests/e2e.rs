@@ -441,3 +441,98 @@ async fn a_sharded_run_gets_one_shard_per_executor() {
     a.stop().await;
     b.stop().await;
 }
+
+#[derive(Deserialize)]
+struct Lines {
+    n: usize,
+}
+
+/// Several nodes: one refusing connections and one answering `503` are passed over; a run's log
+/// is read page by page after a `seq`, and followed to the run's end, every line once in order.
+#[tokio::test]
+async fn the_client_fails_over_between_nodes_and_follows_a_runs_log() {
+    let sundial = Sundial::start();
+    let admin = sundial.tenant("rs-follow").await;
+    // A node that is there but unavailable: every call is 503.
+    let unavailable = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let unavailable_url = format!("http://{}", unavailable.local_addr().unwrap());
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = hits.clone();
+    let busy = axum::Router::new().fallback(move || {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async { (axum::http::StatusCode::SERVICE_UNAVAILABLE, "draining") }
+    });
+    tokio::spawn(async move { axum::serve(unavailable, busy).await.unwrap() });
+    let key = {
+        let v: Value = admin.post("/keys", &json!({"name": "follow", "role": "admin"})).await.unwrap();
+        v["key"].as_str().unwrap().to_string()
+    };
+    let api = Client::with_nodes([DEAD_URL, unavailable_url.as_str(), sundial.base.as_str()], &key);
+    let app = app(&api, "rs-follow").await;
+    assert_eq!(api.base_url(), sundial.base, "the node that answered is asked first from now on");
+    assert_eq!(hits.load(Ordering::SeqCst), 1, "the 503 node was asked once, then passed over");
+    api.apps().try_collect::<Vec<_>>().await.unwrap();
+    assert_eq!(hits.load(Ordering::SeqCst), 1, "and not again while the live node answers");
+    let only_down = Client::with_nodes([DEAD_URL, unavailable_url.as_str()], &key);
+    let e = only_down.get_app("rs-follow").await.unwrap_err();
+    assert_eq!(e.status(), Some(503), "the last node's answer: {e}");
+
+    let go = Arc::new(tokio::sync::Notify::new());
+    let gate = go.clone();
+    let served = Served::start(builder_for(&sundial, &app).handler_with(
+        "lines",
+        HandlerOptions::asynchronous(),
+        move |ctx: Context, p: Lines| {
+            let gate = gate.clone();
+            async move {
+                ctx.log("first");
+                ctx.flush().await;
+                gate.notified().await;
+                for i in 0..p.n {
+                    ctx.log(format!("line {i}"));
+                    if i % 10 == 9 {
+                        ctx.flush().await;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+                Ok(json!({"lines": p.n}))
+            }
+        },
+    ))
+    .await;
+    let job = api.create_job(&manual_job("follow-me", "rs-follow", "lines", json!({}))).await.unwrap();
+    let run = api.trigger_job(&job.id, &params(json!({"n": 35})), None).await.unwrap();
+    let mut follow = api.follow_run_logs(&run.id, 0, Duration::from_millis(50));
+    let first = follow.next().await.unwrap().unwrap();
+    assert_eq!(first.message, "first");
+    let page = api.run_logs_after(&run.id, 0, Some(10)).await.unwrap();
+    assert_eq!(
+        (page.items.len(), page.has_more, page.run_finished, page.next_after),
+        (1, false, false, first.seq),
+        "{page:?}"
+    );
+    go.notify_one();
+    let rest: Vec<String> = tokio::time::timeout(Duration::from_secs(30), follow.map_ok(|l| l.message).try_collect())
+        .await
+        .expect("the follow ends with the run")
+        .unwrap();
+    assert_eq!(rest, (0..35).map(|i| format!("line {i}")).collect::<Vec<_>>());
+    // The finished log, ten lines a page.
+    let (mut after, mut pages, mut all) = (0, 0, Vec::new());
+    loop {
+        let page = api.run_logs_after(&run.id, after, Some(10)).await.unwrap();
+        pages += 1;
+        after = page.next_after;
+        all.extend(page.items.into_iter().map(|l| l.message));
+        assert!(page.run_finished && page.run_state == RunState::Succeeded);
+        if !page.has_more {
+            break;
+        }
+    }
+    assert_eq!((all.len(), pages), (36, 4));
+    let e = api.run_logs_after(&run.id, 0, Some(0)).await.unwrap_err();
+    assert_eq!((e.status(), e.code(), e.field()), (Some(422), Some("invalid_field"), Some("limit")));
+    let e = api.run_logs_after("run_nope", 0, None).await.unwrap_err();
+    assert_eq!((e.status(), e.code()), (Some(404), Some("not_found")));
+    served.stop().await;
+}
