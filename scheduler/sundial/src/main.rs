@@ -1,8 +1,10 @@
 //! `sundial`: the one binary. `serve` runs a node (API, scheduling engine and a built-in
 //! script runner), `runner` runs a script runner for one app on its own, `migrate`
-//! applies database migrations, `openapi` prints the OpenAPI document.
+//! applies database migrations, `openapi` prints the OpenAPI document; `jobs`, `runs`,
+//! `apps` and `scripts` are the command line client of a running node (`cli`).
 //! (Benchmarks drive this binary from outside: the `sundial-bench` crate.)
 
+mod cli;
 mod config;
 mod http;
 mod runner;
@@ -51,6 +53,8 @@ enum Command {
     Rekey(Settings),
     /// Print the OpenAPI document.
     Openapi,
+    #[command(flatten)]
+    Client(cli::Cmd),
 }
 
 fn init_tracing(cfg: &Resolved) {
@@ -267,9 +271,11 @@ async fn shutdown_signal() {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> anyhow::Result<std::process::ExitCode> {
     let cli = Cli::parse();
     match cli.command {
+        // The client commands have exit codes of their own (`cli`).
+        Command::Client(cmd) => return Ok(cli::run(cmd).await),
         Command::Serve(s) => {
             let cfg = s.resolve()?;
             init_tracing(&cfg);
@@ -294,4 +300,5 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
     }
+    .map(|()| std::process::ExitCode::SUCCESS)
 }
