@@ -177,6 +177,8 @@ async fn executor(node: &Node, app_id: &str, secret: &str) -> Exec {
             }
         })
         .handler_with("slow", HandlerOptions::asynchronous(), |ctx: Context, _p: Value| async move {
+            ctx.log("waiting for a cancel");
+            ctx.flush().await;
             tokio::select! {
                 _ = ctx.cancelled() => Err::<Value, _>(Error::new("cancelled")),
                 _ = tokio::time::sleep(Duration::from_secs(60)) => Ok(json!({})),
@@ -380,6 +382,19 @@ async fn the_command_line_drives_jobs_runs_apps_and_scripts_end_to_end() {
     let slow_run = cli.run(&["jobs", "trigger", slow["id"].as_str().unwrap(), "-o", "json"]).await.ok().json();
     let slow_run = slow_run["id"].as_str().unwrap().to_string();
     until_state(&cli, &slow_run, &["running"]).await;
+    // Following a run that does not end: Ctrl-C (SIGINT) ends the command, exit 130.
+    let mut follow = cli.cmd(&["runs", "logs", &slow_run, "--follow"]);
+    follow.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut follow = follow.spawn().unwrap();
+    let mut lines = BufReader::new(follow.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.expect("a first line").unwrap();
+    assert!(first.is_some_and(|l| l.ends_with("waiting for a cancel")));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(follow.try_wait().unwrap().is_none(), "still following a running run");
+    // SAFETY: a signal to the child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(follow.id().unwrap() as i32, libc::SIGINT) }, 0);
+    let ended = tokio::time::timeout(Duration::from_secs(10), follow.wait()).await.expect("Ctrl-C ends it").unwrap();
+    assert_eq!(ended.code(), Some(130), "{ended:?}");
     let cancelled = cli.run(&["runs", "cancel", &slow_run, "-o", "json"]).await.ok().json();
     assert_eq!(cancelled["state"], "cancelled");
     let waited = cli.run(&["runs", "wait", &slow_run]).await;

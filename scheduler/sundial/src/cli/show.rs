@@ -1,6 +1,7 @@
 //! What the command line prints: aligned tables with a header, or the API's JSON.
 
 use serde_json::Value;
+use sundial_core::clock::{Clock as _, SystemClock};
 
 /// An aligned table: a header and rows, columns two spaces apart, the last not padded.
 pub struct Table {
@@ -76,8 +77,8 @@ pub fn when(v: &Value) -> String {
 pub fn duration(start: &Value, end: &Value) -> String {
     let parse = |v: &Value| v.as_str().and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
     let Some(start) = parse(start) else { return "-".into() };
-    let end = parse(end).map_or_else(chrono::Utc::now, |e| e.with_timezone(&chrono::Utc));
-    let ms = (end - start.with_timezone(&chrono::Utc)).num_milliseconds().max(0);
+    let end_ms = parse(end).map_or_else(|| SystemClock.now_ms(), |e| e.timestamp_millis());
+    let ms = (end_ms - start.timestamp_millis()).max(0);
     if ms < 1000 {
         format!("{ms}ms")
     } else if ms < 60_000 {
