@@ -33,6 +33,9 @@ pub struct Settings {
     /// Maximum database connections (MySQL; SQLite always uses one).
     #[arg(long, env = "SUNDIAL_DB_MAX_CONNECTIONS")]
     pub db_max_connections: Option<u32>,
+    /// Log every database statement slower than this (WARN, with its text and time); 0: off.
+    #[arg(long, env = "SUNDIAL_DB_SLOW_STATEMENT_MS")]
+    pub db_slow_statement_ms: Option<u64>,
     /// Key that encrypts the app signing secrets at rest: base64 or hex of 32 random bytes.
     /// Previous keys may follow, comma-separated: they only decrypt (key rotation). Default
     /// on SQLite: `secret.key` beside the database, generated on first start; required on MySQL.
@@ -314,6 +317,7 @@ pub struct Resolved {
     pub listen: String,
     pub database_url: String,
     pub db_max_connections: u32,
+    pub db_slow_statement_ms: u64,
     pub admin_key: Option<String>,
     /// Where the keys sealing the app secrets come from.
     pub secret_key: KeySource,
@@ -561,6 +565,7 @@ impl Settings {
             listen: self.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.into()),
             database_url,
             db_max_connections: self.db_max_connections.or(file.db_max_connections).unwrap_or(10),
+            db_slow_statement_ms: self.db_slow_statement_ms.or(file.db_slow_statement_ms).unwrap_or(1000),
             admin_key: self.admin_key.or(file.admin_key),
             secret_key,
             log_json,

@@ -73,6 +73,8 @@ fn init_tracing(cfg: &Resolved) {
 async fn open_store(cfg: &Resolved, clock: &dyn Clock, keys: Option<KeyRing>) -> anyhow::Result<SqlStore> {
     let mut opts = ConnectOptions::new(&cfg.database_url);
     opts.max_connections = cfg.db_max_connections;
+    opts.slow_statement =
+        (cfg.db_slow_statement_ms > 0).then(|| std::time::Duration::from_millis(cfg.db_slow_statement_ms));
     opts.secret_keys = keys;
     SqlStore::open(&opts, clock.now_ms())
         .await
@@ -240,6 +242,8 @@ async fn rekey(cfg: &Resolved) -> anyhow::Result<()> {
     let keys = secret_key::load(&cfg.secret_key).context("loading the secret key")?;
     let mut opts = ConnectOptions::new(&cfg.database_url);
     opts.max_connections = cfg.db_max_connections;
+    opts.slow_statement =
+        (cfg.db_slow_statement_ms > 0).then(|| std::time::Duration::from_millis(cfg.db_slow_statement_ms));
     opts.secret_keys = Some(keys.ring.clone());
     let opening = || format!("opening database {}", redact(&cfg.database_url));
     let store = SqlStore::connect(&opts).await.with_context(opening)?;

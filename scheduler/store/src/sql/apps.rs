@@ -166,7 +166,7 @@ impl AppStore for SqlStore {
         .bind(tenant_id)
         .bind(id_or_name)
         .bind(id_or_name)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.reader())
         .await?
         .as_ref()
         .map(|r| self.app_row(r))
@@ -182,7 +182,7 @@ impl AppStore for SqlStore {
         .bind(&page.after)
         .bind(&page.after)
         .bind(page.limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await?
         .iter()
         .map(|r| self.app_row(r))
@@ -243,7 +243,7 @@ impl AppStore for SqlStore {
              FROM apps WHERE id = ?",
         )
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.reader())
         .await?
         .as_ref()
         .map(|r| self.app_row(r))
@@ -357,7 +357,7 @@ impl AppStore for SqlStore {
     async fn executor_list(&self, app_id: &str) -> Result<Vec<Executor>> {
         sqlx::query("SELECT * FROM executors WHERE app_id = ? ORDER BY registered_at_ms, id")
             .bind(app_id)
-            .fetch_all(&self.pool)
+            .fetch_all(self.reader())
             .await?
             .iter()
             .map(executor_row)

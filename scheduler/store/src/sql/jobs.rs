@@ -416,7 +416,7 @@ impl JobStore for SqlStore {
         sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {JOB_COLS} FROM jobs WHERE id = ? AND tenant_id = ?")))
             .bind(id)
             .bind(tenant_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.reader())
             .await?
             .as_ref()
             .map(job_row)
@@ -459,7 +459,7 @@ impl JobStore for SqlStore {
         .bind(&page.after)
         .bind(&page.after)
         .bind(page.limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await?
         .iter()
         .map(job_row)
@@ -522,7 +522,7 @@ impl JobStore for SqlStore {
     async fn job_children(&self, job_id: &str) -> Result<Vec<ChildEdge>> {
         sqlx::query("SELECT child_job_id, fire_on FROM job_children WHERE parent_job_id = ? ORDER BY child_job_id")
             .bind(job_id)
-            .fetch_all(&self.pool)
+            .fetch_all(self.reader())
             .await?
             .iter()
             .map(|r| Ok(ChildEdge { job_id: col(r, "child_job_id")?, on: parse_col(r, "fire_on")? }))
@@ -543,7 +543,7 @@ impl JobStore for SqlStore {
         sqlx::query(
             "SELECT id, version FROM jobs WHERE state = 'active' AND schedule_kind IN ('cron', 'fixed_rate') ORDER BY id",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await?
         .iter()
         .map(|r| Ok((col(r, "id")?, col(r, "version")?)))
@@ -557,7 +557,7 @@ impl JobStore for SqlStore {
         )))
         .bind(horizon_end_ms)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await?
         .iter()
         .map(job_row)

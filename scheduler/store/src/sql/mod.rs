@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::ConnectOptions as _;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::{Any, AnyPool, Executor as _, Row, Transaction};
 
 use crate::{DbStore, Dialect, KeyRing, RekeyReport, Result, StoreError, migrate};
@@ -54,6 +55,8 @@ pub struct ConnectOptions {
     /// as given and refuses sealed ones: for tools that never read apps (`sundial migrate`);
     /// `sundial serve` always gives keys.
     pub secret_keys: Option<KeyRing>,
+    /// Statements slower than this are logged at WARN with their text and time; `None`: off.
+    pub slow_statement: Option<Duration>,
 }
 
 impl ConnectOptions {
@@ -64,13 +67,20 @@ impl ConnectOptions {
             lock_sqlite_file: true,
             migrate_lock_wait: migrate::DEFAULT_LOCK_WAIT,
             secret_keys: None,
+            slow_statement: Some(Duration::from_secs(1)),
         }
     }
 }
 
 #[derive(Debug)]
 pub struct SqlStore {
+    /// Every write, and every read of a transaction. SQLite: the one writer connection.
     pool: AnyPool,
+    /// SQLite (a file): connections that only read, beside the writer (WAL lets them read
+    /// while it writes). Reads outside transactions go here ([`SqlStore::reader`]), so the one
+    /// writer connection is not held by the API's lists, the claim's peeks or the engine's
+    /// job scans while dispatches wait for it. `None`: reads share `pool` (MySQL, in-memory).
+    read_pool: Option<AnyPool>,
     dialect: Dialect,
     /// Jobs as the dispatch transactions last read them (see `runs/batch.rs`, `lock_jobs`).
     jobs_seen: jobs::JobsSeen,
@@ -78,6 +88,31 @@ pub struct SqlStore {
     /// Seals and opens app secrets (`sql/apps.rs`).
     secrets: Option<KeyRing>,
     _lock: Option<File>,
+}
+
+/// SQLite connections that only read, beside the one writer.
+const SQLITE_READERS: u32 = 2;
+
+/// Settings of every SQLite connection, the writer's and the readers'.
+async fn sqlite_session(conn: &mut sqlx::AnyConnection) -> std::result::Result<(), sqlx::Error> {
+    conn.execute("PRAGMA busy_timeout = 5000").await?;
+    // The default page cache (2 MiB) holds a small part of a busy node's runs: id lookups
+    // then read their pages through system calls. 64 MiB of cache per connection, and
+    // reads through a memory map of up to 256 MiB (address space, not memory).
+    conn.execute("PRAGMA cache_size = -65536").await?;
+    conn.execute("PRAGMA mmap_size = 268435456").await?;
+    conn.execute("PRAGMA temp_store = MEMORY").await?;
+    Ok(())
+}
+
+/// Connection options of a URL, with the slow-statement log set (sqlx's regular statement
+/// log stays at DEBUG).
+fn any_options(url: &str, slow: Option<Duration>) -> Result<AnyConnectOptions> {
+    let opts = AnyConnectOptions::from_str(url)?;
+    Ok(match slow {
+        Some(d) => opts.log_slow_statements(log::LevelFilter::Warn, d),
+        None => opts.log_slow_statements(log::LevelFilter::Off, Duration::MAX),
+    })
 }
 
 /// The file of a `sqlite://PATH` (or `sqlite:PATH`) URL, without its query; `None` for
@@ -133,10 +168,11 @@ impl SqlStore {
                         Ok(())
                     })
                 })
-                .connect(&url)
+                .connect_with(any_options(&url, opts.slow_statement)?)
                 .await?;
             return Ok(SqlStore {
                 pool,
+                read_pool: None,
                 dialect: Dialect::MySql,
                 jobs_seen: Default::default(),
                 migrate_lock_wait: opts.migrate_lock_wait,
@@ -175,8 +211,8 @@ impl SqlStore {
             None
         };
         let url = if memory { "sqlite::memory:".to_string() } else { format!("sqlite://{path}?mode=rwc") };
-        // One connection: SQLite has one writer, and one connection means no
-        // SQLITE_BUSY and a natural queue. WAL keeps readers of other processes unblocked.
+        // One writer connection: SQLite has one writer, and one connection means no
+        // SQLITE_BUSY and a natural queue. WAL lets the readers below read while it writes.
         let pool = AnyPoolOptions::new()
             .max_connections(1)
             .min_connections(1)
@@ -186,14 +222,32 @@ impl SqlStore {
                 Box::pin(async move {
                     conn.execute("PRAGMA journal_mode = WAL").await?;
                     conn.execute("PRAGMA synchronous = NORMAL").await?;
-                    conn.execute("PRAGMA busy_timeout = 5000").await?;
-                    Ok(())
+                    sqlite_session(conn).await
                 })
             })
-            .connect(&url)
+            .connect_with(any_options(&url, opts.slow_statement)?)
             .await?;
+        let read_pool = if memory {
+            None // another connection to `:memory:` would be another, empty, database
+        } else {
+            Some(
+                AnyPoolOptions::new()
+                    .max_connections(SQLITE_READERS)
+                    .idle_timeout(None)
+                    .max_lifetime(None)
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            sqlite_session(conn).await?;
+                            conn.execute("PRAGMA query_only = ON").await?;
+                            Ok(())
+                        })
+                    })
+                    .connect_lazy_with(any_options(&url, opts.slow_statement)?),
+            )
+        };
         Ok(SqlStore {
             pool,
+            read_pool,
             dialect: Dialect::Sqlite,
             jobs_seen: Default::default(),
             migrate_lock_wait: opts.migrate_lock_wait,
@@ -230,7 +284,15 @@ impl SqlStore {
     }
 
     pub async fn close(&self) {
+        if let Some(r) = &self.read_pool {
+            r.close().await;
+        }
         self.pool.close().await;
+    }
+
+    /// Where a read outside a transaction goes: SQLite's readers, else the pool.
+    fn reader(&self) -> &AnyPool {
+        self.read_pool.as_ref().unwrap_or(&self.pool)
     }
 
     /// A write transaction. SQLite takes the write lock at BEGIN (IMMEDIATE), so a
@@ -460,13 +522,13 @@ impl DbStore for SqlStore {
     }
 
     async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1").execute(self.reader()).await?;
         Ok(())
     }
 
     async fn db_now_ms(&self) -> Result<i64> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {} AS now_ms", self.now_expr())))
-            .fetch_one(&self.pool)
+            .fetch_one(self.reader())
             .await?;
         col(&row, "now_ms")
     }

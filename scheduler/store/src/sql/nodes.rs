@@ -80,7 +80,7 @@ impl NodeStore for SqlStore {
 
     async fn node_list(&self) -> Result<Vec<Node>> {
         sqlx::query("SELECT * FROM nodes ORDER BY started_at_ms, id")
-            .fetch_all(&self.pool)
+            .fetch_all(self.reader())
             .await?
             .iter()
             .map(|r| {
@@ -103,7 +103,7 @@ impl NodeStore for SqlStore {
     async fn node_live_ids(&self, alive_since_ms: i64) -> Result<Vec<String>> {
         sqlx::query("SELECT id FROM nodes WHERE state = 'alive' AND heartbeat_at_ms >= ? ORDER BY id")
             .bind(alive_since_ms)
-            .fetch_all(&self.pool)
+            .fetch_all(self.reader())
             .await?
             .iter()
             .map(|r| col(r, "id"))
@@ -142,7 +142,7 @@ impl NodeStore for SqlStore {
     async fn setting_get(&self, name: &str) -> Result<Option<String>> {
         sqlx::query("SELECT value FROM settings WHERE name = ?")
             .bind(name)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.reader())
             .await?
             .as_ref()
             .map(|r| col(r, "value"))

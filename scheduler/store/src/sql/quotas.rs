@@ -84,7 +84,7 @@ impl QuotaStore for SqlStore {
     async fn quota_get(&self, tenant_id: &str) -> Result<QuotaOverrides> {
         match sqlx::query("SELECT quotas FROM tenant_quotas WHERE tenant_id = ?")
             .bind(tenant_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.reader())
             .await?
         {
             Some(r) => json_col(&r, "quotas"),
@@ -107,7 +107,7 @@ impl QuotaStore for SqlStore {
 
     async fn quota_all(&self) -> Result<Vec<(String, QuotaOverrides)>> {
         sqlx::query("SELECT tenant_id, quotas FROM tenant_quotas ORDER BY tenant_id")
-            .fetch_all(&self.pool)
+            .fetch_all(self.reader())
             .await?
             .iter()
             .map(|r| Ok((col(r, "tenant_id")?, json_col(r, "quotas")?)))
@@ -125,13 +125,13 @@ impl QuotaStore for SqlStore {
         )))
         .bind(tenant_id)
         .bind(tenant_id)
-        .fetch_one(&self.pool)
+        .fetch_one(self.reader())
         .await?;
         let log_bytes_today =
             sqlx::query("SELECT log_bytes FROM tenant_daily_usage WHERE tenant_id = ? AND day_ms = ?")
                 .bind(tenant_id)
                 .bind(quota::day_of(now_ms))
-                .fetch_optional(&self.pool)
+                .fetch_optional(self.reader())
                 .await?
                 .map(|r| col(&r, "log_bytes"))
                 .transpose()?
@@ -141,7 +141,7 @@ impl QuotaStore for SqlStore {
              AND source = 'registration' GROUP BY app_id) per_app",
         )
         .bind(tenant_id)
-        .fetch_one(&self.pool)
+        .fetch_one(self.reader())
         .await?;
         // Through each job's open runs (`ix_runs_open`), not every run of the tenant.
         let inflight = sqlx::query(
@@ -149,7 +149,7 @@ impl QuotaStore for SqlStore {
              WHERE j.tenant_id = ? AND r.state IN ('dispatching', 'running')",
         )
         .bind(tenant_id)
-        .fetch_one(&self.pool)
+        .fetch_one(self.reader())
         .await?;
         Ok(TenantUsage {
             jobs,
@@ -171,7 +171,7 @@ impl QuotaStore for SqlStore {
         let total: i64 = col(
             &sqlx::query("SELECT COUNT(*) AS n FROM jobs WHERE app_id = ? AND source = 'registration'")
                 .bind(app_id)
-                .fetch_one(&self.pool)
+                .fetch_one(self.reader())
                 .await?,
             "n",
         )?;
@@ -180,7 +180,7 @@ impl QuotaStore for SqlStore {
         for h in handlers {
             let found = sqlx::query("SELECT 1 FROM jobs WHERE registration_key = ?")
                 .bind(format!("{app_id}:{h}"))
-                .fetch_optional(&self.pool)
+                .fetch_optional(self.reader())
                 .await?
                 .is_some();
             present += i64::from(found);
@@ -188,7 +188,7 @@ impl QuotaStore for SqlStore {
         let tenant_jobs = col(
             &sqlx::query("SELECT COUNT(*) AS n FROM jobs WHERE tenant_id = ?")
                 .bind(tenant_id)
-                .fetch_one(&self.pool)
+                .fetch_one(self.reader())
                 .await?,
             "n",
         )?;

@@ -221,7 +221,7 @@ impl RunStore for SqlStore {
         sqlx::query("SELECT * FROM runs WHERE id = ? AND tenant_id = ?")
             .bind(id)
             .bind(tenant_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.reader())
             .await?
             .as_ref()
             .map(run_row)
@@ -237,7 +237,7 @@ impl RunStore for SqlStore {
         .bind(chain_id)
         .bind(chain_id)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await?
         .iter()
         .map(run_row)
@@ -250,7 +250,7 @@ impl RunStore for SqlStore {
             return Ok(None);
         }
         // The jobs, edges and joins in one read transaction (the runs were read just before).
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.reader().begin().await?;
         let view = super::chains::view(&mut tx, chain_id, runs).await?;
         tx.commit().await?;
         Ok(Some(view))
@@ -260,7 +260,7 @@ impl RunStore for SqlStore {
         sqlx::query("SELECT * FROM runs WHERE job_id = ? AND fire_key = ?")
             .bind(job_id)
             .bind(fire_key)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.reader())
             .await?
             .as_ref()
             .map(run_row)
@@ -293,7 +293,7 @@ impl RunStore for SqlStore {
         .bind(c_ms)
         .bind(&c_id)
         .bind(page.limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await?
         .iter()
         .map(run_row)
@@ -466,7 +466,7 @@ impl RunStore for SqlStore {
         .bind(&p.after_id)
         .bind(p.owned_buckets as i64)
         .bind(p.limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await?
         .iter()
         .map(run_row)
@@ -611,7 +611,7 @@ impl RunStore for SqlStore {
             for (job, from, to) in chunk {
                 q = q.bind(job).bind(format!("s:{from:013}")).bind(format!("s:{to:013}"));
             }
-            for r in q.fetch_all(&self.pool).await? {
+            for r in q.fetch_all(self.reader()).await? {
                 let key: String = col(&r, "fire_key")?;
                 out.entry(col(&r, "job_id")?).or_default().push(fire_key_ms(&key)?);
             }
@@ -786,7 +786,7 @@ impl RunStore for SqlStore {
         .bind(now_ms)
         .bind(buckets as i64)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await?
         .iter()
         .map(run_row)
@@ -804,7 +804,7 @@ impl RunStore for SqlStore {
         .bind(silent_before_ms)
         .bind(buckets as i64)
         .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await?
         .iter()
         .map(run_row)
@@ -818,14 +818,14 @@ impl RunStore for SqlStore {
             "SELECT attempt, updated_at_ms FROM runs WHERE id = ? AND state = 'dispatching' AND shard_total IS NULL",
         )
         .bind(run_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.reader())
         .await?
         .map(|r| Ok::<_, crate::StoreError>((col::<i64>(&r, "attempt")?, col::<i64>(&r, "updated_at_ms")?)))
         .transpose()?;
         let mut out: Vec<Attempt> =
             sqlx::query("SELECT * FROM attempts WHERE run_id = ? ORDER BY shard_index, attempt")
                 .bind(run_id)
-                .fetch_all(&self.pool)
+                .fetch_all(self.reader())
                 .await?
                 .iter()
                 .map(|r| {
@@ -882,7 +882,7 @@ impl RunStore for SqlStore {
             .bind(run_id)
             .bind(after_id)
             .bind(limit)
-            .fetch_all(&self.pool)
+            .fetch_all(self.reader())
             .await?
             .iter()
             .map(|r| {

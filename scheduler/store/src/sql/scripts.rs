@@ -54,7 +54,7 @@ impl SqlStore {
         .bind(tenant_id)
         .bind(script_id)
         .bind(version)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.reader())
         .await?
         .as_ref()
         .map(|r| version_row(r, with_source))
@@ -128,7 +128,7 @@ impl ScriptStore for SqlStore {
         .bind(tenant_id)
         .bind(id_or_name)
         .bind(id_or_name)
-        .fetch_optional(&self.pool)
+        .fetch_optional(self.reader())
         .await?
         .as_ref()
         .map(script_row)
@@ -143,7 +143,7 @@ impl ScriptStore for SqlStore {
         .bind(&page.after)
         .bind(&page.after)
         .bind(page.limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await?
         .iter()
         .map(script_row)
@@ -192,7 +192,7 @@ impl ScriptStore for SqlStore {
         .bind(after)
         .bind(after)
         .bind(page.limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await?
         .iter()
         .map(|r| version_row(r, false))

@@ -42,7 +42,7 @@ impl TenantStore for SqlStore {
     async fn tenant_get(&self, id: &str) -> Result<Option<Tenant>> {
         sqlx::query("SELECT id, name, created_at_ms FROM tenants WHERE id = ?")
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.reader())
             .await?
             .as_ref()
             .map(tenant_row)
@@ -54,7 +54,7 @@ impl TenantStore for SqlStore {
             .bind(&page.after)
             .bind(&page.after)
             .bind(page.limit)
-            .fetch_all(&self.pool)
+            .fetch_all(self.reader())
             .await?
             .iter()
             .map(tenant_row)
@@ -83,7 +83,7 @@ impl TenantStore for SqlStore {
     async fn api_key_by_hash(&self, key_hash: &str) -> Result<Option<ApiKey>> {
         sqlx::query("SELECT id, tenant_id, name, role, key_hash, display_prefix, created_at_ms FROM api_keys WHERE key_hash = ?")
             .bind(key_hash)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.reader())
             .await?
             .as_ref()
             .map(api_key_row)
@@ -100,7 +100,7 @@ impl TenantStore for SqlStore {
         .bind(&page.after)
         .bind(&page.after)
         .bind(page.limit)
-        .fetch_all(&self.pool)
+        .fetch_all(self.reader())
         .await?
         .iter()
         .map(api_key_row)
@@ -111,7 +111,7 @@ impl TenantStore for SqlStore {
         sqlx::query("SELECT id, tenant_id, name, role, key_hash, display_prefix, created_at_ms FROM api_keys WHERE id = ? AND tenant_id = ?")
             .bind(id)
             .bind(tenant_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.reader())
             .await?
             .as_ref()
             .map(api_key_row)
@@ -125,7 +125,7 @@ impl TenantStore for SqlStore {
         .bind(tenant_id)
         .bind(tenant_id)
         .bind(role.as_str())
-        .fetch_one(&self.pool)
+        .fetch_one(self.reader())
         .await?;
         col(&row, "n")
     }
