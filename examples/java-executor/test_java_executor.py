@@ -311,6 +311,7 @@ def test_a_triggered_run_succeeds_with_the_handlers_output(sundial, tenant_key, 
     assert done["output"] == {"echo": params, "by": "java", "attempt": 1}, done
     [exe] = executors_of(sundial, tenant_key, app)
     assert done["attempts"][0]["executor_id"] == exe["id"], done["attempts"]
+    executor.wait_line(f"run {run['id']} attempt 1: java.hello(")
     assert executor.count(f"run {run['id']} attempt 1: java.hello(") == 1, executor.output()
 
 
@@ -351,6 +352,8 @@ def test_a_repeated_webhook_id_gets_the_first_answer(app, executor):
     s2, a2, _ = post_signed(executor.url, app["secret"], delivery(params={"n": 2}, run_id=run_id), msg_id=msg_id)
     assert (s1, s2) == (200, 200)
     assert a1 == a2 == {"status": "succeeded", "output": {"echo": {"n": 1}, "by": "java", "attempt": 1}}, (a1, a2)
+    # The executor's stdout is read by another thread: wait for the first line before counting.
+    executor.wait_line(f"run {run_id} attempt 1: java.hello(")
     assert executor.count(f"run {run_id} attempt 1: java.hello(") == 1, executor.output()
     # A new attempt has a new id and runs.
     s3, a3, _ = post_signed(executor.url, app["secret"], delivery(params={"n": 3}, run_id=run_id, attempt=2))
