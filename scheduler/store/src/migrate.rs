@@ -2,7 +2,7 @@
 //! applied in version order and recorded in `sundial_migrations` (version, name,
 //! applied_at_ms, checksum).
 //!
-//! The rules (ARCHITECTURE.md, decision (d)):
+//! The rules (docs/decisions.md, "Migrations: our own runner"):
 //!
 //! - **Each file is sent whole**, in one multi-statement call (`sqlx::raw_sql`, which works
 //!   on the `Any` connection for both MySQL and SQLite): the database's own parser splits
