@@ -49,7 +49,7 @@ const CATCH_UP_BEHIND_MS: i64 = crate::misfire::LATE_POP_MS;
 const FILL_STOP_BEHIND_MS: i64 = 3_000;
 const FILL_STOP_NO_COMMIT_MS: i64 = 2_000;
 /// The most of the timer's capacity one tenant's high-frequency fires take: three quarters.
-fn tenant_share(capacity: usize) -> usize {
+pub(crate) fn tenant_share(capacity: usize) -> usize {
     (capacity / 4 * 3).max(1)
 }
 

@@ -170,6 +170,12 @@ impl Engine {
             }
         }
         let now = committed;
+        // Before any `Blocked` below is parked: a run of its job sent in this same batch wakes it.
+        for (run_id, d) in &decisions {
+            if matches!(d, DispatchDecision::Dispatch { .. }) {
+                self.fire.timer.delivering(run_id);
+            }
+        }
         let mut handles = Vec::new();
         // The batches popped before this one hand their runs over first (instant_gate.rs).
         turn.wait().await;
@@ -186,7 +192,7 @@ impl Engine {
                     // Polls again; the decision renewed its claim for `lease_ms`. Held back by its
                     // block strategy, not missed: the misfire policy does not apply to the wait.
                     self.fire.timer.settled(&run_id);
-                    self.fire.timer.push(now + 500, run_id.clone());
+                    self.fire.timer.push(now + crate::timer::BLOCKED_POLL_MS, run_id.clone());
                     self.fire.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
                     continue;
                 }

@@ -1,7 +1,7 @@
 //! The scheduling engine: what makes runs happen.
 //!
-//! One [`Engine`] per node runs five loops, each a thin wrapper around a step
-//! function that tests call directly with an injected clock:
+//! One [`Engine`] per node runs nine loops ([`Engine::start`]), each a thin wrapper around a
+//! step function that tests call directly with an injected clock; the main ones:
 //! - [`Engine::generate_once`]: write runs for the horizon ahead (pre-generation);
 //! - [`Engine::claim_once`]: claim due runs into the in-memory timer, applying the misfire policy;
 //! - [`Engine::fire_due`]: pop due runs from the timer and dispatch them;

@@ -78,6 +78,8 @@ struct Meta {
     redeliver: bool,
     /// A fresh schedule fire (`pending`/`queued`): subject to its job's misfire policy when late.
     schedule: bool,
+    /// Sent by this node, its delivery not over yet ([`Timer::delivering`]).
+    delivering: bool,
 }
 
 /// A run taken from the timer: its id, the instant it was due, and whether it is a fresh
@@ -117,12 +119,17 @@ struct Inner {
     waiting: HashMap<String, BTreeSet<(i64, String)>>,
     /// Jobs whose parked run was mid-check when a run of the job went: it checks again at once.
     woken: HashSet<String>,
+    /// Per job: its runs this node has sent and is still delivering. A parked run of such a
+    /// job need not poll: the end of that delivery wakes it ([`QUIET_POLLS`]).
+    delivering: HashMap<String, usize>,
     /// When `waiting` was last looked through for leases to renew ([`RENEW_SCAN_MS`]).
     renew_scanned_ms: Option<i64>,
     /// Runs popped so far (each [`Popped::seq`]).
     popped: u64,
     /// Runs held with their meta, per tenant (a tenant's share of the timer's capacity).
     per_tenant: HashMap<u64, usize>,
+    /// The tenant ids behind [`Meta::tenant`] keys (for the store: whose runs to pass over).
+    tenant_ids: HashMap<u64, String>,
     /// Entries taken from the heap whose instant has come, per tenant: popped one tenant at a
     /// time in turn (see [`Ready`]).
     ready: Ready,
@@ -201,6 +208,17 @@ impl Ready {
 /// length before it ends, far more ahead than this).
 const RENEW_SCAN_MS: i64 = 250;
 
+/// How often a run held back (`Blocked`) checks its job again, in the database.
+pub(crate) const BLOCKED_POLL_MS: i64 = 500;
+
+/// ... while this node is delivering a run of its job (at most; a third of its claim's
+/// lease if that is shorter, so the check renews it in time). The end of that delivery wakes
+/// it at once ([`Timer::after_dispatch`]): a hung executor's serial jobs, each holding a
+/// backlog behind a delivery that waits out its timeout, would otherwise run a dispatch
+/// transaction each every 500 ms for nothing — thousands a second on the one SQLite writer,
+/// ahead of every other tenant's fires.
+const QUIET_POLLS: i64 = 10_000;
+
 fn count_add(m: &mut BTreeMap<i64, usize>, k: i64) {
     *m.entry(k).or_default() += 1;
 }
@@ -234,15 +252,29 @@ impl Inner {
         count_add(self.by_job.entry(meta.job_id.clone()).or_default(), meta.scheduled_at_ms);
         *self.per_tenant.entry(meta.tenant).or_default() += 1;
         if let Some(old) = self.meta.insert(run_id, meta) {
+            if old.delivering {
+                self.delivery_over(&old.job_id);
+            }
             self.forget_job_fire(&old.job_id, old.scheduled_at_ms);
             self.forget_tenant_run(old.tenant);
         }
     }
     fn remove_meta(&mut self, run_id: &str) -> Option<Meta> {
         let m = self.meta.remove(run_id)?;
+        if m.delivering {
+            self.delivery_over(&m.job_id);
+        }
         self.forget_job_fire(&m.job_id, m.scheduled_at_ms);
         self.forget_tenant_run(m.tenant);
         Some(m)
+    }
+    fn delivery_over(&mut self, job_id: &str) {
+        if let Some(n) = self.delivering.get_mut(job_id) {
+            *n -= 1;
+            if *n == 0 {
+                self.delivering.remove(job_id);
+            }
+        }
     }
     fn forget_tenant_run(&mut self, tenant: u64) {
         if let Some(n) = self.per_tenant.get_mut(&tenant) {
@@ -301,15 +333,20 @@ impl Timer {
         if run.state == RunState::Pending && g.meta.contains_key(&run.id) {
             return;
         }
+        let tenant = tenant_key(&run.tenant_id);
+        if !g.tenant_ids.contains_key(&tenant) {
+            g.tenant_ids.insert(tenant, run.tenant_id.clone());
+        }
         let meta = Meta {
             job_id: run.job_id.clone(),
-            tenant: tenant_key(&run.tenant_id),
+            tenant,
             scheduled_at_ms: run.scheduled_at_ms,
             holdable: matches!(run.state, RunState::Pending | RunState::Queued),
             lease_until_ms: run.lease_until_ms.unwrap_or(i64::MAX),
             pass: false,
             redeliver: run.state == RunState::Dispatching,
             schedule: run.trigger == TriggerKind::Schedule && matches!(run.state, RunState::Pending | RunState::Queued),
+            delivering: false,
         };
         g.add_meta(run.id.clone(), meta);
         if !g.due.contains_key(&run.id) && !g.is_waiting(&run.id) {
@@ -324,6 +361,18 @@ impl Timer {
             m.schedule = false;
         }
     }
+    /// The run's dispatch decided to send it: this node delivers it now, until
+    /// [`Timer::after_dispatch`]. Until then its job's parked run polls only slowly.
+    pub fn delivering(&self, run_id: &str) {
+        let mut g = self.inner.lock().expect("timer lock");
+        let Some(m) = g.meta.get_mut(run_id) else { return };
+        if m.delivering {
+            return;
+        }
+        m.delivering = true;
+        let job = m.job_id.clone();
+        *g.delivering.entry(job).or_default() += 1;
+    }
     /// Was the run claimed `dispatching`, so that its dispatch redelivers it?
     pub fn redelivers(&self, run_id: &str) -> bool {
         let g = self.inner.lock().expect("timer lock");
@@ -332,6 +381,12 @@ impl Timer {
     /// Runs held per tenant ([`crate::due_heap::tenant_key`]), those being dispatched included.
     pub fn per_tenant(&self) -> HashMap<u64, usize> {
         self.inner.lock().expect("timer lock").per_tenant.clone()
+    }
+    /// The tenant holding `share` runs or more, if any (with a share of more than half the
+    /// capacity, at most one can).
+    pub fn tenant_over(&self, share: usize) -> Option<String> {
+        let g = self.inner.lock().expect("timer lock");
+        g.per_tenant.iter().find(|(_, n)| **n >= share).and_then(|(t, _)| g.tenant_ids.get(t).cloned())
     }
     /// Runs held: scheduled or waiting (not those being dispatched).
     pub fn len(&self) -> usize {
@@ -470,6 +525,10 @@ impl Timer {
     pub fn after_dispatch(&self, run_id: &str, now_ms: i64, lease_until_ms: i64) {
         let mut g = self.inner.lock().expect("timer lock");
         let Some(job) = g.meta.get(run_id).map(|m| m.job_id.clone()) else { return };
+        if let Some(m) = g.meta.get_mut(run_id).filter(|m| m.delivering) {
+            m.delivering = false;
+            g.delivery_over(&job);
+        }
         if g.due.contains_key(run_id) {
             if let Some(m) = g.meta.get_mut(run_id) {
                 m.lease_until_ms = lease_until_ms;
@@ -481,9 +540,17 @@ impl Timer {
             }
             // A run of its job went while this one's check was under way (the wake below could
             // not move it then): it checks again now rather than after its poll interval.
-            if g.woken.remove(&job) {
+            let woken = g.woken.remove(&job);
+            if woken {
                 let at = g.not_before(run_id, now_ms);
                 g.insert(at, run_id.to_string());
+            } else if g.delivering.contains_key(&job) {
+                // What blocks it is most likely the run of its job this node is delivering, whose
+                // end wakes it: it polls only to renew its claim until then.
+                let quiet = now_ms + QUIET_POLLS.min((lease_until_ms - now_ms) / 3).max(BLOCKED_POLL_MS);
+                if g.due.get(run_id).is_some_and(|&d| d < quiet) {
+                    g.insert(quiet, run_id.to_string());
+                }
             }
             // Blocked: it polls again by itself. The job's other blocked runs wait behind one
             // poller: the earliest scheduled of them.
@@ -571,6 +638,9 @@ impl Engine {
         let behind = self.fire.timer.next_due().is_some_and(|d| d < now - self.cfg.affinity_grace_ms);
         let own_backstop = now - if behind { self.cfg.lease_ms } else { self.cfg.affinity_grace_ms };
         Counters::add(&self.counters.claim_calls, 1);
+        // A tenant over its share of the timer (its runs pile up: a hung executor's serial
+        // jobs) is not claimed for: what room is left is the other tenants'.
+        let skip_tenant = self.fire.timer.tenant_over(crate::at_dispatch::tenant_share(self.cfg.capacity));
         let claimed = self
             .store
             .run_claim(&ClaimParams {
@@ -583,6 +653,7 @@ impl Engine {
                 owned_buckets: owned,
                 foreign_due_before_ms: now - self.cfg.affinity_grace_ms,
                 own_fires_due_before_ms: Some(own_backstop),
+                skip_tenant: skip_tenant.clone(),
             })
             .await?;
         let limit = room.min(self.cfg.claim_batch.max(1));
@@ -599,7 +670,7 @@ impl Engine {
         let mut queued = self.take_into_timer(claimed).await;
         let room = self.cfg.capacity.saturating_sub(self.fire.timer.len()).min(self.cfg.claim_batch.max(1));
         if include_schedule && room > 0 {
-            let peeked = self.peek(owned, now, room).await?;
+            let peeked = self.peek(owned, now, room, skip_tenant).await?;
             full |= peeked.len() == room;
             Counters::add(&self.counters.peeked, peeked.len() as u64);
             queued += self.take_into_timer(peeked).await;
@@ -618,7 +689,7 @@ impl Engine {
     /// [`Engine::insert_claim_margin_ms`] already claimed by itself; and anything left `pending`
     /// past the grace (a node that died, a dispatch that failed) is claimed by any node's
     /// claim, as a backstop.
-    async fn peek(&self, owned: u64, now: i64, room: usize) -> Result<Vec<Run>> {
+    async fn peek(&self, owned: u64, now: i64, room: usize, skip_tenant: Option<String>) -> Result<Vec<Run>> {
         let (after_ms, after_id) = {
             let mut c = self.membership.peek_cursor.lock().expect("cursor lock");
             if c.mask != owned {
@@ -634,6 +705,7 @@ impl Engine {
                 due_before_ms: now + self.cfg.claim_window_ms,
                 owned_buckets: owned,
                 limit: room as i64,
+                skip_tenant,
             })
             .await?;
         if let Some(last) = runs.last() {
@@ -1044,6 +1116,55 @@ mod tests {
         t.after_dispatch("j@1000", 1_600, 31_600);
         assert_eq!(t.pop_due(1_999, 10_000), Vec::<String>::new());
         assert_eq!(t.pop_due(2_000, 10_000), ["j@2000"]);
+    }
+
+    /// A hung executor's serial job: its run is sent and waits out its timeout, its next fire
+    /// is held back. The held fire does not check the database every 500 ms for nothing (a
+    /// thousand such jobs made thousands of dispatch transactions a second, ahead of every
+    /// other tenant's fires on SQLite's one writer): it checks a third of a lease later, to
+    /// renew its claim, and goes as soon as the delivery ends.
+    #[test]
+    fn a_run_held_behind_a_delivery_under_way_here_polls_slowly_and_goes_when_it_ends() {
+        let t = Timer::default();
+        t.push_run(0, &run("j", 0));
+        t.push_run(1_000, &run("j", 1_000));
+        assert_eq!(t.pop_due(0, 10_000), ["j@0"]);
+        t.delivering("j@0"); // sent: the executor does not answer
+        assert_eq!(t.pop_due(1_000, 10_000), ["j@1000"]);
+        t.push(1_000 + BLOCKED_POLL_MS, "j@1000".into()); // Blocked
+        t.after_dispatch("j@1000", 1_000, 31_000);
+        assert_eq!(t.next_due(), Some(11_000), "checks again a third of its lease later");
+        assert_eq!(t.pop_due(10_999, 10_000), Vec::<String>::new());
+        t.after_dispatch("j@0", 5_000, 35_000); // the delivery ends (timed out)
+        assert_eq!(t.pop_due(5_000, 10_000), ["j@1000"], "woken at once");
+    }
+
+    /// Held back by a run this node is not delivering (answered `202`, or sent by another
+    /// node): nothing here would wake it, so it polls at the usual pace.
+    #[test]
+    fn a_run_held_behind_a_run_not_delivered_here_polls_every_half_second() {
+        let t = Timer::default();
+        t.push_run(0, &run("j", 0));
+        t.push_run(1_000, &run("j", 1_000));
+        assert_eq!(t.pop_due(0, 10_000), ["j@0"]);
+        t.delivering("j@0");
+        t.after_dispatch("j@0", 10, 30_010); // answered 202: its delivery is over, the run is not
+        assert_eq!(t.pop_due(1_000, 10_000), ["j@1000"]);
+        t.push(1_000 + BLOCKED_POLL_MS, "j@1000".into());
+        t.after_dispatch("j@1000", 1_000, 31_000);
+        assert_eq!(t.next_due(), Some(1_500));
+        // A run whose delivery is marked twice, or dropped from the timer mid-delivery, leaves
+        // no count behind that would quiet its job's next held run.
+        t.push_run(2_000, &run("k", 2_000));
+        t.push_run(3_000, &run("k", 3_000));
+        assert_eq!(t.pop_due(2_000, 10_000), ["j@1000", "k@2000"]);
+        t.delivering("k@2000");
+        t.delivering("k@2000");
+        t.after_dispatch("k@2000", 2_010, 32_010);
+        assert_eq!(t.pop_due(3_000, 10_000), ["k@3000"]);
+        t.push(3_000 + BLOCKED_POLL_MS, "k@3000".into());
+        t.after_dispatch("k@3000", 3_000, 33_000);
+        assert_eq!(t.pop_due(3_500, 10_000), ["k@3000"]);
     }
 
     #[test]

@@ -42,6 +42,11 @@ pub struct ClaimParams {
     /// (the backstop for a fire the peek missed). `None`: they are claimed once due by
     /// `due_before_ms`. Retries and triggered runs are claimed as always.
     pub own_fires_due_before_ms: Option<i64>,
+    /// A tenant holding more than its share of the node's timer: its triggered, schedule and
+    /// retry runs are left for later (recovery of expired claims still takes them), so that
+    /// every other tenant's runs find room. At most one tenant can be over a share of more
+    /// than half the timer.
+    pub skip_tenant: Option<String>,
 }
 
 /// Read (without claiming) the pending schedule fires of a node's buckets, in
@@ -56,6 +61,9 @@ pub struct PeekParams {
     /// Bit `b` = bucket `b` (as [`ClaimParams::owned_buckets`]).
     pub owned_buckets: u64,
     pub limit: i64,
+    /// As [`ClaimParams::skip_tenant`]: its fires are passed over (the claim's backstop takes
+    /// them once the tenant is back within its share).
+    pub skip_tenant: Option<String>,
 }
 
 /// A run a node hands to [`RunStore::run_dispatch_many`].

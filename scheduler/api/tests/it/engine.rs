@@ -46,6 +46,7 @@ crate::on_both_databases!(
     a_retried_step_of_a_chain_fires_its_children_once,
     a_child_job_stopped_mid_chain_is_not_fired_and_releases_the_fan_in,
     fires_beyond_the_timers_room_and_a_tenants_share_lose_nothing,
+    a_tenant_past_its_share_of_the_timer_is_passed_over_by_the_claim,
     a_runs_log_is_followed_page_by_page_until_the_run_ends,
     the_log_endpoint_refuses_bad_input_and_other_tenants,
 );
@@ -796,6 +797,7 @@ async fn a_dead_nodes_claims_are_recovered_and_redelivered_with_the_same_webhook
             owned_buckets: sundial_core::affinity::ALL_BUCKETS,
             foreign_due_before_ms: app.clock.now_ms(),
             own_fires_due_before_ms: None,
+            skip_tenant: None,
         })
         .await
         .unwrap();
@@ -1988,6 +1990,46 @@ async fn fires_beyond_the_timers_room_and_a_tenants_share_lose_nothing(app: &Tes
             assert!(covered.contains(&at), "job {job_id}: the fire at {at} has no run");
         }
     }
+}
+
+/// A tenant whose runs fill its share of a node's timer (three quarters: a hung executor's
+/// serial jobs pile up there) is passed over by the claim, so another tenant's run still finds
+/// room; its own runs wait as rows (`store/it/runs.rs` checks they are claimed again).
+async fn a_tenant_past_its_share_of_the_timer_is_passed_over_by_the_claim(app: &TestApp) {
+    use std::sync::Arc;
+    use sundial_engine::{Engine, EngineConfig};
+    let s = setup(app).await;
+    let big = app.job(&s.key, manual("big", json!({}))).await;
+    for _ in 0..10 {
+        let (st, v) =
+            app.post(&format!("/api/v1/jobs/{}/trigger", big["id"].as_str().unwrap()), &s.key, json!({})).await;
+        assert_eq!(st, StatusCode::CREATED, "{v}");
+    }
+    app.clock.advance(10);
+    let small = app.tenant("small").await;
+    let (st, _) = app.post("/api/v1/apps", &small.admin, json!({"name": "billing"})).await;
+    assert_eq!(st, StatusCode::CREATED);
+    let job = app.job(&small.admin, manual("small", json!({}))).await;
+    let (st, run) =
+        app.post(&format!("/api/v1/jobs/{}/trigger", job["id"].as_str().unwrap()), &small.admin, json!({})).await;
+    assert_eq!(st, StatusCode::CREATED, "{run}");
+    let run_id = run["id"].as_str().unwrap();
+
+    let mut cfg = EngineConfig::new("node_share");
+    cfg.capacity = 8; // a share of 6
+    cfg.claim_batch = 2;
+    let engine = Engine::new(app.db.store(), Arc::new(app.clock.clone()), cfg, Arc::new(Default::default()));
+    // Two by two, oldest first: the big tenant's runs until it holds its share, then the
+    // small tenant's, though the big tenant's older runs are still due and there is room.
+    let mut took = Vec::new();
+    for _ in 0..5 {
+        took.push(engine.claim_once().await.unwrap());
+    }
+    assert_eq!(took, [2, 2, 2, 1, 0]);
+    assert_eq!(engine.timer_len(), 7);
+    assert_eq!(run_detail(app, &small.admin, run_id).await["state"], "queued", "claimed by the node");
+    let waiting = runs(app, &s.key, big["id"].as_str().unwrap()).await;
+    assert_eq!(waiting.iter().filter(|r| r["state"] == "pending").count(), 4, "the rest wait, as rows");
 }
 
 /// `GET /runs/{id}/logs`: pages after a `seq`, `next_after` to resume from (also on the

@@ -476,6 +476,7 @@ async fn a_redelivered_sharded_run_resends_only_unanswered_shards_with_the_same_
             owned_buckets: sundial_core::affinity::ALL_BUCKETS,
             foreign_due_before_ms: now,
             own_fires_due_before_ms: None,
+            skip_tenant: None,
         })
         .await
         .unwrap();

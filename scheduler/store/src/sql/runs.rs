@@ -321,10 +321,16 @@ impl RunStore for SqlStore {
         // mask keeps the text constant.
         // Like the orphans below, found by plain reads and locked by id (still `pending`), so
         // that no locking range scan holds the entry past its end: the next schedule fire to be
-        let triggered_sql =
-            "SELECT id FROM runs WHERE wake_kind = 'triggered' AND wake_at_ms <= ? ORDER BY wake_at_ms LIMIT ?";
-        let schedule_sql = "SELECT id FROM runs WHERE wake_kind = 'schedule' AND wake_at_ms <= ? \
-             AND wake_at_ms <= CASE WHEN ((? >> bucket) & 1) = 1 THEN ? ELSE ? END ORDER BY wake_at_ms LIMIT ?";
+        // A tenant over its share of the node's timer is passed over (one more condition,
+        // only then: it reads each candidate's row).
+        let skip = if p.skip_tenant.is_some() { " AND tenant_id <> ?" } else { "" };
+        let triggered_sql = format!(
+            "SELECT id FROM runs WHERE wake_kind = 'triggered' AND wake_at_ms <= ?{skip} ORDER BY wake_at_ms LIMIT ?"
+        );
+        let schedule_sql = format!(
+            "SELECT id FROM runs WHERE wake_kind = 'schedule' AND wake_at_ms <= ? \
+             AND wake_at_ms <= CASE WHEN ((? >> bucket) & 1) = 1 THEN ? ELSE ? END{skip} ORDER BY wake_at_ms LIMIT ?"
+        );
         let lock_pending_sql =
             format!("SELECT * FROM runs{} WHERE id IN ({}) AND state = 'pending'{lock}", self.hint(Ix::Primary), IDS);
         let mask = p.owned_buckets as i64;
@@ -366,8 +372,11 @@ impl RunStore for SqlStore {
         }
         let room = p.limit - claimed.len() as i64;
         if room > 0 {
-            let ids: Vec<String> = sqlx::query(triggered_sql)
-                .bind(p.due_before_ms)
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(triggered_sql)).bind(p.due_before_ms);
+            if let Some(t) = &p.skip_tenant {
+                q = q.bind(t);
+            }
+            let ids: Vec<String> = q
                 .bind(room)
                 .fetch_all(&mut *tx)
                 .await?
@@ -390,11 +399,15 @@ impl RunStore for SqlStore {
             } else {
                 own_due.max(p.foreign_due_before_ms)
             };
-            let ids: Vec<String> = sqlx::query(schedule_sql)
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(schedule_sql))
                 .bind(scan_to)
                 .bind(mask)
                 .bind(own_due)
-                .bind(p.foreign_due_before_ms)
+                .bind(p.foreign_due_before_ms);
+            if let Some(t) = &p.skip_tenant {
+                q = q.bind(t);
+            }
+            let ids: Vec<String> = q
                 .bind(room)
                 .fetch_all(&mut *tx)
                 .await?
@@ -411,20 +424,19 @@ impl RunStore for SqlStore {
             let retry_sql = format!(
                 "SELECT * FROM runs WHERE wake_kind = 'retry' AND wake_at_ms <= ? \
                  AND (owner_node IS NULL OR lease_until_ms < ?) \
-                 AND (owner_node IS NOT NULL OR trigger_kind <> 'schedule' OR next_attempt_at_ms <= ? OR ((? >> bucket) & 1) = 1) \
-                 ORDER BY wake_at_ms LIMIT ?{lock}"
+                 AND (owner_node IS NOT NULL OR trigger_kind <> 'schedule' OR next_attempt_at_ms <= ? OR ((? >> bucket) & 1) = 1)\
+                 {skip} ORDER BY wake_at_ms LIMIT ?{lock}"
             );
-            let retrying: Vec<Run> = sqlx::query(sqlx::AssertSqlSafe(retry_sql))
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(retry_sql))
                 .bind(p.due_before_ms)
                 .bind(p.now_ms)
                 .bind(p.foreign_due_before_ms)
-                .bind(mask)
-                .bind(room)
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(run_row)
-                .collect::<Result<_>>()?;
+                .bind(mask);
+            if let Some(t) = &p.skip_tenant {
+                q = q.bind(t);
+            }
+            let retrying: Vec<Run> =
+                q.bind(room).fetch_all(&mut *tx).await?.iter().map(run_row).collect::<Result<_>>()?;
             claimed.extend(retrying);
         }
         // Few statement texts: ids go in chunks, each list sized to a power of two (`in_list`).
@@ -456,21 +468,21 @@ impl RunStore for SqlStore {
     async fn run_peek(&self, p: &PeekParams) -> Result<Vec<Run>> {
         // (wake_at_ms, id) > cursor, in the order of `ix_runs_wake` (whose entries carry the
         // primary key): a range scan that starts where the last one stopped.
-        sqlx::query(
+        let skip = if p.skip_tenant.is_some() { " AND tenant_id <> ?" } else { "" };
+        let sql = format!(
             "SELECT * FROM runs WHERE wake_kind = 'schedule' AND wake_at_ms >= ? AND wake_at_ms <= ? \
-             AND (wake_at_ms > ? OR id > ?) AND ((? >> bucket) & 1) = 1 ORDER BY wake_at_ms, id LIMIT ?",
-        )
-        .bind(p.after_ms)
-        .bind(p.due_before_ms)
-        .bind(p.after_ms)
-        .bind(&p.after_id)
-        .bind(p.owned_buckets as i64)
-        .bind(p.limit)
-        .fetch_all(self.reader())
-        .await?
-        .iter()
-        .map(run_row)
-        .collect()
+             AND (wake_at_ms > ? OR id > ?) AND ((? >> bucket) & 1) = 1{skip} ORDER BY wake_at_ms, id LIMIT ?"
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(p.after_ms)
+            .bind(p.due_before_ms)
+            .bind(p.after_ms)
+            .bind(&p.after_id)
+            .bind(p.owned_buckets as i64);
+        if let Some(t) = &p.skip_tenant {
+            q = q.bind(t);
+        }
+        q.bind(p.limit).fetch_all(self.reader()).await?.iter().map(run_row).collect()
     }
 
     async fn run_expire_many(&self, run_ids: &[String], node_id: &str, message: &str, now_ms: i64) -> Result<u64> {

@@ -16,6 +16,7 @@ for_each_database!(
     reaper_scans_see_only_running_runs,
     claims_prefer_owned_buckets_and_take_others_after_the_grace,
     peeked_fires_are_read_without_a_claim_and_dispatched_from_pending,
+    a_tenant_over_its_share_is_passed_over_by_claim_and_peek,
     late_fires_are_settled_in_bulk,
     logs_are_read_after_a_sequence_number_in_order,
 );
@@ -202,6 +203,60 @@ pub async fn claims_prefer_owned_buckets_and_take_others_after_the_grace(s: S) {
     assert!(s.node_live_ids(db_now + 60_000).await.unwrap().is_empty(), "silent since then: not live");
 }
 
+/// A tenant holding more than its share of a node's timer (a hung executor's serial jobs
+/// piling up their fires) is passed over by the claim and the peek: the other tenants' fires,
+/// triggered runs and retries due later than its own are still taken.
+pub async fn a_tenant_over_its_share_is_passed_over_by_claim_and_peek(s: S) {
+    let (big, small) = (tenant(&s, "big").await, tenant(&s, "small").await);
+    let (ab, as_) = (app(&s, &big, "a").await, app(&s, &small, "a").await);
+    let (jb, js) = (job(&s, &ab, "j").await, job(&s, &as_, "j").await);
+    let mut big_runs = Vec::new();
+    for i in 0..5 {
+        let r = run_of(&jb, &format!("s:{i}"), NOW - 100 + i);
+        assert!(s.run_insert(&r).await.unwrap());
+        big_runs.push(r.id);
+    }
+    let big_manual = Run::pending(&big.id, &jb.id, jb.version, "m:1".into(), TriggerKind::Manual, NOW - 100, NOW);
+    assert!(s.run_insert(&big_manual).await.unwrap());
+    let fire = run_of(&js, "s:1", NOW);
+    assert!(s.run_insert(&fire).await.unwrap());
+    let manual = Run::pending(&small.id, &js.id, js.version, "m:1".into(), TriggerKind::Manual, NOW, NOW);
+    assert!(s.run_insert(&manual).await.unwrap());
+    let ids = |runs: &[Run]| {
+        let mut v: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
+        v.sort();
+        v
+    };
+    let peek = |skip: Option<&str>| PeekParams {
+        after_ms: NOW - 2_000,
+        after_id: String::new(),
+        due_before_ms: NOW + 5_000,
+        owned_buckets: ALL_BUCKETS,
+        limit: 2,
+        skip_tenant: skip.map(str::to_string),
+    };
+    // Limited to two, the big tenant's earlier fires fill the peek; passed over, they leave it
+    // to the small tenant's fire.
+    assert!(s.run_peek(&peek(None)).await.unwrap().iter().all(|r| r.tenant_id == big.id));
+    assert_eq!(ids(&s.run_peek(&peek(Some(&big.id))).await.unwrap()), [fire.id.clone()]);
+    // The same with the claim, limited to two: triggered runs and fires, the small tenant's only.
+    let mut c = claim("node_a", NOW);
+    c.due_before_ms = NOW + 5_000;
+    c.limit = 2;
+    c.skip_tenant = Some(big.id.clone());
+    let mut want = vec![fire.id.clone(), manual.id.clone()];
+    want.sort();
+    assert_eq!(ids(&s.run_claim(&c).await.unwrap()), want);
+    // Nothing is left but the big tenant's: passed over, nothing; back within its share, all of it.
+    assert_eq!(s.run_claim(&c).await.unwrap(), []);
+    c.skip_tenant = None;
+    c.limit = 10;
+    let mut want = big_runs.clone();
+    want.push(big_manual.id.clone());
+    want.sort();
+    assert_eq!(ids(&s.run_claim(&c).await.unwrap()), want);
+}
+
 /// The claim-free path: a node reads its buckets' pending fires with `run_peek` (a plain
 /// read after a cursor) and the dispatch transaction takes them from `pending`.
 pub async fn peeked_fires_are_read_without_a_claim_and_dispatched_from_pending(s: S) {
@@ -227,6 +282,7 @@ pub async fn peeked_fires_are_read_without_a_claim_and_dispatched_from_pending(s
         due_before_ms: NOW + 5_000,
         owned_buckets: owned,
         limit,
+        skip_tenant: None,
     };
     let ids = |runs: &[Run]| runs.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
     let mut in_order = fires.clone();

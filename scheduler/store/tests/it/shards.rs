@@ -115,6 +115,7 @@ fn claim(node: &str, now: i64) -> ClaimParams {
         owned_buckets: sundial_core::affinity::ALL_BUCKETS,
         foreign_due_before_ms: now,
         own_fires_due_before_ms: None,
+        skip_tenant: None,
     }
 }
 
