@@ -373,7 +373,14 @@ async fn measure(
         r.job = names.get(r.job as usize).and_then(|n| index.get(n.as_str())).copied().unwrap_or(u32::MAX);
     }
     let outcome = analyse(&recs, &offsets, w, deadline_us);
-    let small_tenant = small.map(|(small, idle)| small::SmallReport::new(idle, small.seen(w)));
+    let small_tenant = match small {
+        Some((small, idle)) => {
+            let mut r = small::SmallReport::new(idle, small.seen(w));
+            r.not_succeeded = small.not_succeeded(w).await;
+            Some(r)
+        }
+        None => None,
+    };
     drop(recs);
     say(format!("delivered {}/{}; reading the database's account of the window", outcome.delivered, outcome.expected));
     let missing: Vec<(String, i64)> = outcome.missing.iter().map(|(j, t)| (job_ids[*j].clone(), *t)).collect();

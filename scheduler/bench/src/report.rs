@@ -290,6 +290,12 @@ impl Report {
                 l.p99,
                 t.bound_ms
             );
+            for (at, ms) in &t.loaded.late {
+                let _ = writeln!(s, "small, late: scheduled {at}, {ms:.0} ms late");
+            }
+            for r in &t.not_succeeded {
+                let _ = writeln!(s, "small, not succeeded: {r}");
+            }
         }
         let _ = writeln!(s, "sundial:   {}", self.sundial_exit);
         if let Some(log) = &self.sundial_log {

@@ -14,6 +14,8 @@ use crate::sink::Sink;
 /// The small tenant's sink.
 pub struct Small {
     sink: Sink,
+    api: Api,
+    job_id: String,
 }
 
 /// The small tenant's figures in one window.
@@ -24,6 +26,8 @@ pub struct Seen {
     pub lateness_ms: Pct,
     /// Each fire's lateness, in the window's order (ms).
     pub each_ms: Vec<f64>,
+    /// The fires more than 50 ms late: scheduled at (RFC 3339), lateness (ms).
+    pub late: Vec<(String, f64)>,
 }
 
 #[derive(Debug, Serialize)]
@@ -35,6 +39,8 @@ pub struct SmallReport {
     /// `max(1.5 × idle p99, idle p99 + 50)`.
     pub bound_ms: f64,
     pub pass: bool,
+    /// The server's account of the window's fires that did not succeed.
+    pub not_succeeded: Vec<String>,
 }
 
 impl Small {
@@ -45,13 +51,42 @@ impl Small {
         let api = operator.with_key(tenant["admin_key"].as_str().unwrap_or_default());
         let app = api.create("/api/v1/apps", &json!({"name": "small", "endpoints": [sink.url()]})).await?;
         sink.set_key(sign::Key::parse(app["secret"].as_str().unwrap_or_default())?);
-        api.create(
-            "/api/v1/jobs",
-            &json!({"name": "small-0", "app": "small", "handler": "small.tick",
-                    "schedule": {"kind": "cron", "expression": "* * * * * *"}}),
-        )
-        .await?;
-        Ok(Small { sink })
+        let job = api
+            .create(
+                "/api/v1/jobs",
+                &json!({"name": "small-0", "app": "small", "handler": "small.tick",
+                        "schedule": {"kind": "cron", "expression": "* * * * * *"}}),
+            )
+            .await?;
+        let job_id = job["id"].as_str().unwrap_or_default().to_string();
+        Ok(Small { sink, api, job_id })
+    }
+
+    /// The server's account of the small job's fires in `w` that did not end `succeeded`
+    /// (state, attempt, reason): where a missed fire went.
+    pub async fn not_succeeded(&self, w: Window) -> Vec<String> {
+        let page = match self.api.get(&format!("/api/v1/runs?job_id={}&limit=200", self.job_id)).await {
+            Ok(p) => p,
+            Err(e) => return vec![format!("(could not list the small job's runs: {e})")],
+        };
+        let mut out = Vec::new();
+        for r in page["items"].as_array().into_iter().flatten() {
+            let at = r["scheduled_at"].as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+            let Some(at) = at.map(|t| t.timestamp_millis()) else { continue };
+            if !w.contains(at) || r["state"] == "succeeded" {
+                continue;
+            }
+            out.push(format!(
+                "+{:.0} s {} attempt {} {} {}",
+                (at - w.start_ms) as f64 / 1000.0,
+                r["state"].as_str().unwrap_or("?"),
+                r["attempt"],
+                r["reason"].as_str().unwrap_or(""),
+                r["message"].as_str().unwrap_or("")
+            ));
+        }
+        out.sort();
+        out
     }
 
     /// What the sink received for fires scheduled in `w` (and takes them out).
@@ -63,7 +98,9 @@ impl Small {
         let mut each: Vec<(i64, f64)> =
             recs.iter().map(|r| (r.scheduled_ms, r.received_us as f64 / 1000.0 - r.scheduled_ms as f64)).collect();
         each.sort_by_key(|e| e.0);
+        let late = each.iter().filter(|e| e.1 > 50.0).map(|e| (crate::sink::rfc3339_ms(e.0), e.1)).collect();
         Seen {
+            late,
             each_ms: each.into_iter().map(|(_, l)| (l * 10.0).round() / 10.0).collect(),
             expected: w.fires(0).count() as u64,
             delivered: fires.len() as u64,
@@ -76,7 +113,7 @@ impl SmallReport {
     pub fn new(idle: Seen, loaded: Seen) -> SmallReport {
         let bound_ms = (1.5 * idle.lateness_ms.p99).max(idle.lateness_ms.p99 + 50.0);
         let pass = loaded.delivered == loaded.expected && loaded.lateness_ms.p99 <= bound_ms;
-        SmallReport { idle, loaded, bound_ms, pass }
+        SmallReport { idle, loaded, bound_ms, pass, not_succeeded: Vec::new() }
     }
 }
 
