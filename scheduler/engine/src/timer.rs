@@ -334,9 +334,7 @@ impl Timer {
             return;
         }
         let tenant = tenant_key(&run.tenant_id);
-        if !g.tenant_ids.contains_key(&tenant) {
-            g.tenant_ids.insert(tenant, run.tenant_id.clone());
-        }
+        g.tenant_ids.entry(tenant).or_insert_with(|| run.tenant_id.clone());
         let meta = Meta {
             job_id: run.job_id.clone(),
             tenant,

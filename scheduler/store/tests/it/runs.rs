@@ -238,7 +238,7 @@ pub async fn a_tenant_over_its_share_is_passed_over_by_claim_and_peek(s: S) {
     // Limited to two, the big tenant's earlier fires fill the peek; passed over, they leave it
     // to the small tenant's fire.
     assert!(s.run_peek(&peek(None)).await.unwrap().iter().all(|r| r.tenant_id == big.id));
-    assert_eq!(ids(&s.run_peek(&peek(Some(&big.id))).await.unwrap()), [fire.id.clone()]);
+    assert_eq!(ids(&s.run_peek(&peek(Some(&big.id))).await.unwrap()), std::slice::from_ref(&fire.id));
     // The same with the claim, limited to two: triggered runs and fires, the small tenant's only.
     let mut c = claim("node_a", NOW);
     c.due_before_ms = NOW + 5_000;
