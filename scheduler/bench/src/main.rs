@@ -27,10 +27,14 @@
 //! **`sundial-bench scripts`** (module `scripts`): script jobs run by the built-in runner —
 //! wasm runs/s end to end as a ratio of webhook runs/s to the sink, and one-at-a-time
 //! latency of wasm, Python and JavaScript hello scripts against a webhook run, same process.
+//!
+//! **`sundial-bench executors`** (module `executors`): deliveries per second one executor
+//! process sustains through an SDK, beside the same executor written without one.
 
 mod baseline;
 mod cpu;
 mod db;
+mod executors;
 mod measure;
 mod report;
 mod scripts;
@@ -158,6 +162,12 @@ fn main() -> anyhow::Result<()> {
                 }
             }
         });
+    }
+    // `sundial-bench executors …`: one executor process's deliveries/s, SDK and bare (see `executors`).
+    if std::env::args().nth(1).as_deref() == Some("executors") {
+        let args = executors::ExecutorsArgs::parse_from(std::env::args().skip(1));
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+        return rt.block_on(executors::run(args));
     }
     let args = Args::parse();
     anyhow::ensure!(args.jobs > 0, "--jobs must be at least 1");
