@@ -179,6 +179,7 @@ impl Engine {
         let mut handles = Vec::new();
         // The batches popped before this one hand their runs over first (instant_gate.rs).
         turn.wait().await;
+        let stages = Stages { popped_at_ms, began_ms: began, committed_ms: committed, turn_ms: self.now_ms() };
         for (run_id, decision) in decisions {
             let (run, job, webhook_id, covered, routing) = match decision {
                 DispatchDecision::Dispatch { run, job, webhook_id, covered, routing } => {
@@ -222,6 +223,7 @@ impl Engine {
                     let early = Duration::from_millis(early.min(e.cfg.max_dispatch_lead_ms.max(0)) as u64);
                     let _ = e.fire.gate.enter(due_ms, seq, early).await;
                 }
+                let gate_ms = e.now_ms();
                 // The app's and tenant's share of the slots first (a sharded run's shards each
                 // take theirs): a hung executor holds only its own app's share.
                 let share = if job.route == Route::Sharding || run.shard_total.is_some() {
@@ -242,6 +244,7 @@ impl Engine {
                         }
                     }
                 };
+                let share_ms = e.now_ms();
                 let slot = match e.delivery_slot(&mut run, due_ms, job.timeout_ms).await {
                     Ok(p) => p,
                     Err(err) => {
@@ -251,7 +254,9 @@ impl Engine {
                         return;
                     }
                 };
-                e.load.note_sent(e.now_ms() - due_ms);
+                let sent_ms = e.now_ms();
+                e.load.note_sent(sent_ms - due_ms);
+                stages.note_late(&run_id, due_ms, [gate_ms, share_ms, sent_ms]);
                 let slot = Slot { _global: slot, _share: share };
                 if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref(), slot).await {
                     tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
@@ -499,5 +504,36 @@ impl Engine {
         let result = ExecutorResult::saturated(&why);
         let target = AttemptTarget { executor_id: None, address: None, trail: serde_json::json!([]) };
         self.record(run, job, result, target, false).await
+    }
+}
+
+/// When a dispatched batch passed each step, for saying why one of its deliveries left late
+/// (`SUNDIAL_LOG=info,sundial_engine::lateness=debug`).
+#[derive(Debug, Clone, Copy)]
+struct Stages {
+    popped_at_ms: i64,
+    began_ms: i64,
+    committed_ms: i64,
+    turn_ms: i64,
+}
+
+impl Stages {
+    /// One line for a delivery sent more than [`crate::LATENESS_NOTED_MS`] after its
+    /// instant: how long each step before the send took (engine clock, ms after the instant).
+    fn note_late(&self, run_id: &str, due_ms: i64, [gate_ms, share_ms, sent_ms]: [i64; 3]) {
+        if sent_ms - due_ms > crate::LATENESS_NOTED_MS {
+            tracing::debug!(
+                target: "sundial_engine::lateness",
+                run_id,
+                late_ms = sent_ms - due_ms,
+                popped = self.popped_at_ms - due_ms,
+                began = self.began_ms - due_ms,
+                committed = self.committed_ms - due_ms,
+                turn = self.turn_ms - due_ms,
+                gate = gate_ms - due_ms,
+                share = share_ms - due_ms,
+                "delivery sent late; when each step ended, in ms after its instant (then a delivery slot)"
+            );
+        }
     }
 }

@@ -42,6 +42,9 @@ pub use transport::{CancelTarget, Canceller, DeliveryClient, ExecutorResult};
 
 /// Dispatch transactions in flight at once per node.
 const DISPATCH_SLOTS: usize = 2;
+/// A delivery sent this long after its instant, or a timer waiting this long for a dispatch
+/// slot or staging permits, is explained in one debug line (target `sundial_engine::lateness`).
+pub(crate) const LATENESS_NOTED_MS: i64 = 200;
 /// How often the herd part of the dispatch lead is recounted, at most.
 const HERD_RECOUNT_MS: i64 = 20;
 /// Runs per dispatch transaction at most.

@@ -785,8 +785,12 @@ impl Engine {
             if self.cancel_token().is_cancelled() {
                 break;
             }
+            let asked = self.now_ms();
             let slot = self.fire.batch_slots.clone().acquire_owned().await.expect("the semaphore is never closed");
             let popped_at = self.now_ms();
+            if popped_at - asked > crate::LATENESS_NOTED_MS {
+                tracing::debug!(target: "sundial_engine::lateness", waited_ms = popped_at - asked, "the timer waited for a dispatch slot");
+            }
             // Runs whose instant has come are committed only while a delivery slot is free, so
             // none waits long for one after its commit (its deadline runs from then); runs due
             // later (the dispatch lead) are committed ahead whatever the slots, since they wait
@@ -802,6 +806,10 @@ impl Engine {
             Counters::add(&self.counters.dispatched, due.len() as u64);
             let turn = self.fire.turns.take();
             let permits = self.staged_permits(due.len()).await;
+            let staged_ms = self.now_ms() - popped_at;
+            if staged_ms > crate::LATENESS_NOTED_MS {
+                tracing::debug!(target: "sundial_engine::lateness", waited_ms = staged_ms, runs = due.len(), "the timer waited for staging permits");
+            }
             let e = self.clone();
             let h = self.fire.deliveries.spawn(async move {
                 e.dispatch_popped(due, permits, wait, popped_at, turn).await;
