@@ -256,7 +256,7 @@ impl Engine {
                 };
                 let sent_ms = e.now_ms();
                 e.load.note_sent(sent_ms - due_ms);
-                stages.note_late(&run_id, due_ms, [gate_ms, share_ms, sent_ms]);
+                stages.note_late(&run_id, (due_ms, run.scheduled_at_ms), [gate_ms, share_ms, sent_ms]);
                 let slot = Slot { _global: slot, _share: share };
                 if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref(), slot).await {
                     tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
@@ -383,6 +383,10 @@ impl Engine {
             for target in &plan.targets {
                 let Some(app) = app else { break 'replan };
                 tried += 1;
+                let posted_at = self.now_ms();
+                if posted_at - run.scheduled_at_ms > crate::LATENESS_NOTED_MS {
+                    tracing::debug!(target: "sundial_engine::lateness", run_id = %run.id, late_ms = posted_at - run.scheduled_at_ms, "posting late");
+                }
                 let remaining = (run.deadline_ms.unwrap_or(now + job.timeout_ms) - self.now_ms()).max(1);
                 let resp = self
                     .calls
@@ -396,6 +400,12 @@ impl Engine {
                         Duration::from_millis(remaining as u64),
                     )
                     .await;
+                let answered_at = self.now_ms();
+                if answered_at - posted_at > crate::LATENESS_NOTED_MS
+                    && resp.as_ref().is_ok_and(|r| r.status().is_success())
+                {
+                    tracing::debug!(target: "sundial_engine::lateness", run_id = %run.id, took_ms = answered_at - posted_at, "a successful exchange took long");
+                }
                 self.fire.routes.lock().await.record_use(&job.id, &target.id, self.now_ms());
                 match read_answer(resp, self.cfg.max_answer_bytes, self.cfg.max_output_bytes).await {
                     Answer::Offline => {
@@ -519,13 +529,17 @@ struct Stages {
 
 impl Stages {
     /// One line for a delivery sent more than [`crate::LATENESS_NOTED_MS`] after its
-    /// instant: how long each step before the send took (engine clock, ms after the instant).
-    fn note_late(&self, run_id: &str, due_ms: i64, [gate_ms, share_ms, sent_ms]: [i64; 3]) {
-        if sent_ms - due_ms > crate::LATENESS_NOTED_MS {
+    /// instant in the timer or its scheduled time: when each step before the send ended
+    /// (engine clock, ms after the instant). An instant well after the scheduled time is a
+    /// run that waited in the timer (held back `Blocked` behind its job's previous run, or
+    /// a retry).
+    fn note_late(&self, run_id: &str, (due_ms, scheduled_ms): (i64, i64), [gate_ms, share_ms, sent_ms]: [i64; 3]) {
+        if sent_ms - due_ms.min(scheduled_ms) > crate::LATENESS_NOTED_MS {
             tracing::debug!(
                 target: "sundial_engine::lateness",
                 run_id,
-                late_ms = sent_ms - due_ms,
+                late_ms = sent_ms - scheduled_ms,
+                instant_after_scheduled = due_ms - scheduled_ms,
                 popped = self.popped_at_ms - due_ms,
                 began = self.began_ms - due_ms,
                 committed = self.committed_ms - due_ms,

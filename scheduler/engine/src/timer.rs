@@ -788,7 +788,7 @@ impl Engine {
             let asked = self.now_ms();
             let slot = self.fire.batch_slots.clone().acquire_owned().await.expect("the semaphore is never closed");
             let popped_at = self.now_ms();
-            if popped_at - asked > crate::LATENESS_NOTED_MS {
+            if popped_at - asked > crate::LATENESS_NOTED_MS / 4 {
                 tracing::debug!(target: "sundial_engine::lateness", waited_ms = popped_at - asked, "the timer waited for a dispatch slot");
             }
             // Runs whose instant has come are committed only while a delivery slot is free, so
@@ -902,12 +902,21 @@ impl Engine {
                     _ = tokio::time::sleep(Duration::from_millis(sleep_ms as u64)) => {}
                     _ = self.fire.due_sooner.notified() => {}
                 }
+                let overslept = self.now_ms() - now - sleep_ms;
+                if overslept > crate::LATENESS_NOTED_MS / 4 {
+                    tracing::debug!(target: "sundial_engine::lateness", overslept_ms = overslept, "the timer woke late (a busy runtime)");
+                }
             }
+            let turn_began = self.now_ms();
             if self.cancel_token().is_cancelled() {
                 return;
             }
             self.fire_due(false).await;
             self.load.maybe_report(self.now_ms(), || self.fire.timer.due_by(self.now_ms()));
+            let turn_took = self.now_ms() - turn_began;
+            if turn_took > crate::LATENESS_NOTED_MS / 4 {
+                tracing::debug!(target: "sundial_engine::lateness", took_ms = turn_took, "a turn of the timer took long");
+            }
         }
     }
 
