@@ -23,7 +23,7 @@ use tokio::net::TcpListener;
 use crate::config::{Resolved, Settings};
 
 /// mimalloc instead of glibc's allocator: under load glibc's malloc and free (with its
-/// chunk consolidation) took about a third of the process's CPU (docs/benchmarks.md).
+/// chunk consolidation) took about a third of the process's CPU (docs/benchmarks-history.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

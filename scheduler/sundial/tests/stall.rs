@@ -53,7 +53,7 @@ const THRESHOLD_MS: i64 = 5_000;
 /// window (5 s) plus the insert-claim margin (clock-skew bound 2 s + insert commit 1 s).
 const FOUND_AHEAD_MS: i64 = 5_000 + 2_000 + 1_000;
 /// The on-time span starts this long after the resume. The target is 10 s, measured
-/// by `sundial-bench --stall-db-at` on the release build (6 s at J = 2,000, docs/benchmarks.md).
+/// by `sundial-bench --stall-db-at` on the release build (6 s at J = 2,000, docs/benchmarks-history.md).
 /// This test runs the debug build, where what bounds the recovery is the step time of each
 /// `serial` job's chain of kept fires (dispatch, delivery, result, wake: 0.2–0.6 s a step in
 /// debug, with fresh fires joining the chain every second): 3–9 s here, 12–16 s seen on a

@@ -146,7 +146,7 @@ impl SqlStore {
             let pool = AnyPoolOptions::new()
                 .max_connections(opts.max_connections)
                 // No ping on every checkout: it was a third of the hot path's round trips
-                // (docs/benchmarks.md). A connection that died fails its query, is dropped,
+                // (docs/benchmarks-history.md). A connection that died fails its query, is dropped,
                 // and the loops retry with backoff.
                 .test_before_acquire(false)
                 .acquire_timeout(Duration::from_secs(10))
