@@ -361,6 +361,9 @@ pub struct JobOut {
     /// When the job has several parents: fire once per chain after `all` of them, or `any`.
     pub wait: sundial_core::types::WaitFor,
     pub state: JobState,
+    /// When the job fires next on its own (RFC 3339 UTC), from its schedule and the server's
+    /// time: null when it is stopped, `manual`, or its schedule has no fire left.
+    pub next_fire_at: Option<String>,
     /// A script job's own limits, lowering its runner's (absent: the runner's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub script_limits: Option<sundial_core::job::ScriptLimits>,
@@ -381,7 +384,10 @@ pub struct ChildEdgeOut {
 }
 
 impl JobOut {
-    pub fn new(j: Job, children: Vec<sundial_core::job::ChildEdge>) -> Self {
+    /// The job as the API shows it at `now_ms` (which its next fire is computed from).
+    pub fn new(j: Job, children: Vec<sundial_core::job::ChildEdge>, now_ms: i64) -> Self {
+        let next_fire_at =
+            sundial_core::job::next_fire_at(&j.schedule, j.created_at_ms, j.state, now_ms).map(rfc3339_utc);
         JobOut {
             id: j.id,
             name: j.name,
@@ -401,6 +407,7 @@ impl JobOut {
             children: children.into_iter().map(|c| ChildEdgeOut { job: c.job_id, on: c.on }).collect(),
             wait: j.wait,
             state: j.state,
+            next_fire_at,
             script_limits: j.script_limits,
             source: j.source,
             version: j.version,

@@ -496,10 +496,77 @@ impl JobDef {
     }
 }
 
+/// When a job fires next on its own: the first fire of its schedule at or after `now_ms`.
+/// `None` when the job is stopped, fires only when triggered (`manual`), or its schedule has
+/// no fire left (a one-shot time or a window end already past). `created_at_ms` is the
+/// fixed-rate anchor when the spec has none (stored specs carry theirs).
+pub fn next_fire_at(schedule: &ScheduleSpec, created_at_ms: i64, state: JobState, now_ms: i64) -> Option<i64> {
+    if state == JobState::Stopped {
+        return None;
+    }
+    Schedule::parse(schedule, created_at_ms).ok()?.next_after(now_ms.saturating_sub(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::{parse_rfc3339, rfc3339_utc};
     use crate::types::ScheduleKind;
+
+    fn spec(v: serde_json::Value) -> ScheduleSpec {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn at(s: &str) -> i64 {
+        parse_rfc3339("t", s).unwrap()
+    }
+
+    /// The next fire after `now` as RFC 3339 UTC, or `none`.
+    fn next(schedule: &ScheduleSpec, state: JobState, now: &str) -> String {
+        next_fire_at(schedule, at("2026-01-01T00:00:00Z"), state, at(now)).map_or("none".into(), rfc3339_utc)
+    }
+
+    #[test]
+    fn the_next_fire_of_a_cron_job_is_read_in_its_time_zone() {
+        let nightly =
+            spec(serde_json::json!({"kind": "cron", "expression": "0 30 2 * * *", "timezone": "Europe/Berlin"}));
+        // 02:30 in Berlin is 01:30 UTC in winter (UTC+1) …
+        assert_eq!(next(&nightly, JobState::Active, "2026-03-27T12:00:00Z"), "2026-03-28T01:30:00.000Z");
+        // … and, on the spring-forward night, 02:30 does not exist: the fire is at 03:00 CEST (01:00 UTC).
+        assert_eq!(next(&nightly, JobState::Active, "2026-03-28T12:00:00Z"), "2026-03-29T01:00:00.000Z");
+        // … then 00:30 UTC in summer (UTC+2).
+        assert_eq!(next(&nightly, JobState::Active, "2026-03-30T12:00:00Z"), "2026-03-31T00:30:00.000Z");
+        // A fire exactly now is the next one.
+        assert_eq!(next(&nightly, JobState::Active, "2026-03-31T00:30:00Z"), "2026-03-31T00:30:00.000Z");
+    }
+
+    #[test]
+    fn the_next_fire_of_a_fixed_rate_job_counts_from_its_anchor() {
+        let every =
+            spec(serde_json::json!({"kind": "fixed_rate", "every_ms": 60000, "anchor": "2026-01-01T00:00:10Z"}));
+        assert_eq!(next(&every, JobState::Active, "2026-02-01T08:00:11Z"), "2026-02-01T08:01:10.000Z");
+        assert_eq!(next(&every, JobState::Active, "2025-12-31T00:00:00Z"), "2026-01-01T00:00:10.000Z");
+        // No anchor in the spec: the job's creation time is.
+        let unanchored = spec(serde_json::json!({"kind": "fixed_rate", "every_ms": 3600000}));
+        assert_eq!(next(&unanchored, JobState::Active, "2026-01-01T05:30:00Z"), "2026-01-01T06:00:00.000Z");
+    }
+
+    #[test]
+    fn a_stopped_job_a_manual_job_and_a_schedule_with_nothing_left_have_no_next_fire() {
+        let every = spec(serde_json::json!({"kind": "fixed_rate", "every_ms": 60000}));
+        assert_eq!(next(&every, JobState::Stopped, "2026-02-01T08:00:00Z"), "none", "a stopped job");
+        assert_ne!(next(&every, JobState::Active, "2026-02-01T08:00:00Z"), "none");
+        assert_eq!(
+            next(&spec(serde_json::json!({"kind": "manual"})), JobState::Active, "2026-02-01T08:00:00Z"),
+            "none"
+        );
+        let once = spec(serde_json::json!({"kind": "once", "at": "2026-02-01T09:00:00Z"}));
+        assert_eq!(next(&once, JobState::Active, "2026-02-01T08:00:00Z"), "2026-02-01T09:00:00.000Z");
+        assert_eq!(next(&once, JobState::Active, "2026-02-01T09:00:00.001Z"), "none", "a one-shot in the past");
+        let ended =
+            spec(serde_json::json!({"kind": "fixed_rate", "every_ms": 60000, "end_at": "2026-01-02T00:00:00Z"}));
+        assert_eq!(next(&ended, JobState::Active, "2026-01-03T00:00:00Z"), "none", "a window already closed");
+    }
 
     fn input() -> JobInput {
         serde_json::from_value(serde_json::json!({

@@ -7,12 +7,14 @@ use std::time::Duration;
 use sundial_core::route::{Candidate, TrailEntry};
 use sundial_core::run_state::FailReason;
 use sundial_core::time::rfc3339_utc;
-use sundial_core::types::{ExecutorState, JobState, Route};
+use sundial_core::types::{ExecutorState, JobState, Route, RunState};
 use sundial_store::{AppRouting, AttemptTarget, DispatchDecision, FinishOutcome, Job, Run, ToDispatch};
 
 use crate::bulkhead::{Bulkheads, Saturated, Share};
 use crate::outcome::finish_params;
-use crate::transport::{Answer, ExecutorResult, candidates, delivery_body, is_registered, read_answer};
+use crate::transport::{
+    Answer, CancelTarget, ExecutorResult, OpenExchange, candidates, delivery_body, is_registered, read_answer,
+};
 use crate::{Counters, Engine, Result};
 
 /// What an HTTP exchange holds while it is open: one of the node's delivery slots and its
@@ -24,6 +26,9 @@ pub(crate) struct Slot {
 
 /// A dispatch transaction slower than this moves its runs' deadlines by its duration.
 const DISPATCH_SLOW_MS: i64 = 250;
+
+/// The exchange watch looks at exchanges open at least this long (most answer sooner).
+pub(crate) const WATCH_AFTER_MS: i64 = 1_000;
 
 /// What an attempt of a job runs.
 pub(crate) enum Work {
@@ -388,6 +393,17 @@ impl Engine {
                     tracing::debug!(target: "sundial_engine::lateness", run_id = %run.id, late_ms = posted_at - run.scheduled_at_ms, "posting late");
                 }
                 let remaining = (run.deadline_ms.unwrap_or(now + job.timeout_ms) - self.now_ms()).max(1);
+                // Open until the answer is read (the guard leaves on every path): a cancel of
+                // this run finds the exchange's address here before any is stored.
+                let _open = self.calls.cancels.exchanges().open(
+                    &run.id,
+                    OpenExchange {
+                        app: app.clone(),
+                        address: target.address.clone(),
+                        attempt: run.attempt,
+                        opened_at_ms: self.now_ms(),
+                    },
+                );
                 let resp = self
                     .calls
                     .client
@@ -480,6 +496,43 @@ impl Engine {
         // is recorded (by this node: the write was won), it gets a cancel in the background.
         let timed_out = !result.succeeded && result.reason == FailReason::Timeout && chosen.is_some();
         self.record(run, &job, result, target, timed_out).await
+    }
+
+    /// One turn of the exchange watch: the runs of this node's synchronous exchanges open
+    /// longer than [`WATCH_AFTER_MS`] are read in one query, and each found cancelled at that
+    /// attempt (through the API of another node, a chain cancel, a covering run) gets its
+    /// signed cancel, once. A cancel made on this node was sent already. Returns how many
+    /// cancels were queued.
+    pub async fn watch_exchanges_once(&self) -> Result<usize> {
+        let open = self.calls.cancels.exchanges();
+        let watched = open.uncancelled_since(self.now_ms() - WATCH_AFTER_MS);
+        if watched.is_empty() {
+            return Ok(0);
+        }
+        let ids: Vec<String> = watched.iter().map(|(id, _)| id.clone()).collect();
+        let states: std::collections::HashMap<String, (RunState, i64)> =
+            self.store.run_states(&ids).await?.into_iter().map(|(id, state, attempt)| (id, (state, attempt))).collect();
+        let mut sent = 0;
+        for (run_id, ex) in watched {
+            if states.get(&run_id) != Some(&(RunState::Cancelled, ex.attempt)) {
+                continue;
+            }
+            if let Some(ex) = open.take_for_cancel(&run_id, ex.attempt) {
+                tracing::info!(
+                    run_id,
+                    attempt = ex.attempt,
+                    "run cancelled while its exchange is open; cancelling it at the executor"
+                );
+                self.calls.cancels.cancel(CancelTarget::Open {
+                    app: ex.app,
+                    run_id,
+                    attempt: ex.attempt,
+                    address: ex.address,
+                });
+                sent += 1;
+            }
+        }
+        Ok(sent)
     }
 
     /// Record an attempt's result through the group commit (the failure policy applied),

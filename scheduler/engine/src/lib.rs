@@ -1,12 +1,14 @@
 //! The scheduling engine: what makes runs happen.
 //!
-//! One [`Engine`] per node runs nine loops ([`Engine::start`]), each a thin wrapper around a
+//! One [`Engine`] per node runs ten loops ([`Engine::start`]), each a thin wrapper around a
 //! step function that tests call directly with an injected clock; the main ones:
 //! - [`Engine::generate_once`]: write runs for the horizon ahead (pre-generation);
 //! - [`Engine::claim_once`]: claim due runs into the in-memory timer, applying the misfire policy;
 //! - [`Engine::fire_due`]: pop due runs from the timer and dispatch them;
 //! - [`Engine::shard_retry_once`]: start the due retries of shards of sharded runs;
-//! - [`Engine::reap_once`]: fail `running` runs (and shards) past their deadline.
+//! - [`Engine::reap_once`]: fail `running` runs (and shards) past their deadline;
+//! - [`Engine::watch_exchanges_once`]: cancel at the executor a run cancelled elsewhere
+//!   while this node's synchronous exchange with it is open.
 //!
 //! Every change of a run's state goes through the store's conditional updates
 //! (which apply `sundial_core::run_state::transition`), so the in-memory timer is
@@ -570,6 +572,9 @@ impl Engine {
         tasks.push(
             self.spawn_loop("reaper", Duration::from_millis(1000), |e| async move { e.reap_once().await.map(|_| ()) }),
         );
+        tasks.push(self.spawn_loop("exchange-watch", Duration::from_millis(1000), |e| async move {
+            e.watch_exchanges_once().await.map(|_| ())
+        }));
     }
 
     fn spawn_loop<F, Fut>(self: &Arc<Self>, name: &'static str, every: Duration, step: F) -> tokio::task::JoinHandle<()>

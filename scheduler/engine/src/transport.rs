@@ -500,6 +500,93 @@ pub enum CancelTarget {
     Run(Run),
     /// One shard attempt at a known address.
     Shard { app: App, run_id: String, shard_index: i64, attempt: i64, address: String },
+    /// An unsharded attempt whose synchronous exchange this node holds open (its address is
+    /// not stored until the answer): found cancelled by [`Engine::watch_exchanges_once`](crate::Engine::watch_exchanges_once).
+    Open { app: App, run_id: String, attempt: i64, address: String },
+}
+
+/// An unsharded delivery whose HTTP exchange is open on this node: where it went, for which
+/// attempt, since when (engine clock).
+#[derive(Debug, Clone)]
+pub struct OpenExchange {
+    pub app: App,
+    pub address: String,
+    pub attempt: i64,
+    pub opened_at_ms: i64,
+}
+
+#[derive(Debug)]
+struct OpenEntry {
+    exchange: OpenExchange,
+    /// Tells this entry from a later one of the same run (the next target of a failover).
+    token: u64,
+    /// A cancel went to this exchange already.
+    cancel_sent: bool,
+}
+
+/// This node's open exchanges of unsharded deliveries, by run id: the address of an attempt
+/// whose answer has not come is known only here, so a cancel of such a run can reach its
+/// executor. An entry lives while its exchange does ([`OpenGuard`]), each holding a delivery
+/// slot: at most `max_inflight` entries.
+#[derive(Debug, Clone, Default)]
+pub struct OpenExchanges {
+    inner: Arc<std::sync::Mutex<std::collections::HashMap<String, OpenEntry>>>,
+    next_token: Arc<AtomicU64>,
+}
+
+/// Removes its entry from [`OpenExchanges`] when dropped: when the exchange ends, on every
+/// path (an answer, an error, a panic unwinding the delivery).
+#[derive(Debug)]
+pub struct OpenGuard {
+    exchanges: OpenExchanges,
+    run_id: String,
+    token: u64,
+}
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        let mut map = self.exchanges.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if map.get(&self.run_id).is_some_and(|e| e.token == self.token) {
+            map.remove(&self.run_id);
+        }
+    }
+}
+
+impl OpenExchanges {
+    /// Enter an exchange about to be sent; it stays entered while the guard lives.
+    pub fn open(&self, run_id: &str, exchange: OpenExchange) -> OpenGuard {
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        let entry = OpenEntry { exchange, token, cancel_sent: false };
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.to_string(), entry);
+        OpenGuard { exchanges: self.clone(), run_id: run_id.to_string(), token }
+    }
+
+    /// How many exchanges are open.
+    pub fn len(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The exchanges opened at or before `opened_by_ms` that no cancel has gone to yet.
+    pub fn uncancelled_since(&self, opened_by_ms: i64) -> Vec<(String, OpenExchange)> {
+        let map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        map.iter()
+            .filter(|(_, e)| !e.cancel_sent && e.exchange.opened_at_ms <= opened_by_ms)
+            .map(|(id, e)| (id.clone(), e.exchange.clone()))
+            .collect()
+    }
+
+    /// The run's open exchange of `attempt`, if no cancel has gone to it yet; it is marked
+    /// as cancelled (the caller sends the cancel), so each exchange gets at most one.
+    pub fn take_for_cancel(&self, run_id: &str, attempt: i64) -> Option<OpenExchange> {
+        let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let e = map.get_mut(run_id).filter(|e| e.exchange.attempt == attempt && !e.cancel_sent)?;
+        e.cancel_sent = true;
+        Some(e.exchange.clone())
+    }
 }
 
 /// Best-effort signed `POST {address}/cancel` calls, sent in the background: queueing one
@@ -511,6 +598,9 @@ pub struct Canceller {
     tx: mpsc::Sender<CancelTarget>,
     /// Cancels dropped because the queue was full (logged at powers of two).
     dropped: Arc<AtomicU64>,
+    /// This node's open exchanges: a cancel of a run with no stored address goes to its
+    /// open exchange here, if any.
+    exchanges: OpenExchanges,
 }
 
 impl Canceller {
@@ -518,18 +608,25 @@ impl Canceller {
     /// the `Canceller` is dropped.
     pub fn start(store: Arc<dyn Store>, client: DeliveryClient) -> Self {
         let (tx, mut rx) = mpsc::channel::<CancelTarget>(CANCEL_QUEUE);
+        let exchanges = OpenExchanges::default();
+        let open = exchanges.clone();
         tokio::spawn(async move {
             let slots = Arc::new(Semaphore::new(CANCEL_CONCURRENCY));
             while let Some(target) = rx.recv().await {
                 let Ok(slot) = slots.clone().acquire_owned().await else { break };
-                let (store, client) = (store.clone(), client.clone());
+                let (store, client, open) = (store.clone(), client.clone(), open.clone());
                 tokio::spawn(async move {
-                    send_cancel(store.as_ref(), &client, target).await;
+                    send_cancel(store.as_ref(), &client, &open, target).await;
                     drop(slot);
                 });
             }
         });
-        Self { tx, dropped: Arc::default() }
+        Self { tx, dropped: Arc::default(), exchanges }
+    }
+
+    /// This node's open exchanges (the delivery enters each unsharded exchange here).
+    pub fn exchanges(&self) -> &OpenExchanges {
+        &self.exchanges
     }
 
     /// Queue a cancel; never waits.
@@ -539,7 +636,7 @@ impl Canceller {
                 let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
                 let run_id = match e.into_inner() {
                     CancelTarget::Run(r) => r.id,
-                    CancelTarget::Shard { run_id, .. } => run_id,
+                    CancelTarget::Shard { run_id, .. } | CancelTarget::Open { run_id, .. } => run_id,
                 };
                 if n.is_power_of_two() {
                     tracing::warn!(%run_id, dropped = n, "cancel queue full: best-effort cancel dropped");
@@ -555,10 +652,13 @@ impl Canceller {
 }
 
 /// Send one cancel (each outcome is logged; nothing waits for it).
-async fn send_cancel(store: &dyn Store, client: &DeliveryClient, target: CancelTarget) {
+async fn send_cancel(store: &dyn Store, client: &DeliveryClient, open: &OpenExchanges, target: CancelTarget) {
     match target {
         CancelTarget::Shard { app, run_id, shard_index, attempt, address } => {
             post_cancel(client, &app, &address, protocol::Cancel { run_id, attempt, shard: Some(shard_index) }).await
+        }
+        CancelTarget::Open { app, run_id, attempt, address } => {
+            post_cancel(client, &app, &address, protocol::Cancel { run_id, attempt, shard: None }).await
         }
         CancelTarget::Run(run) if run.shard_total.is_some() => cancel_shards(store, client, &run).await,
         CancelTarget::Run(run) => {
@@ -566,11 +666,21 @@ async fn send_cancel(store: &dyn Store, client: &DeliveryClient, target: CancelT
                 Ok(a) => a.into_iter().rev().find(|a| a.shard_index == 0 && a.attempt == run.attempt),
                 Err(_) => None,
             };
-            let (Some(address), Some(app)) = (attempt.and_then(|a| a.address), app_of(store, &run).await) else {
-                return;
-            };
-            post_cancel(client, &app, &address, protocol::Cancel { run_id: run.id, attempt: run.attempt, shard: None })
-                .await
+            let cancel = protocol::Cancel { run_id: run.id.clone(), attempt: run.attempt, shard: None };
+            match attempt.and_then(|a| a.address) {
+                Some(address) => {
+                    if let Some(app) = app_of(store, &run).await {
+                        post_cancel(client, &app, &address, cancel).await
+                    }
+                }
+                // Not stored: a synchronous exchange still open has no address yet. This
+                // node's own, if it holds it (another node's finds the cancel by its watch).
+                None => {
+                    if let Some(ex) = open.take_for_cancel(&run.id, run.attempt) {
+                        post_cancel(client, &ex.app, &ex.address, cancel).await
+                    }
+                }
+            }
         }
     }
 }

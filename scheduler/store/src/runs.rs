@@ -307,6 +307,9 @@ pub trait RunStore: Send + Sync {
     /// since `silent_before_ms`.
     async fn run_on_silent_executors(&self, silent_before_ms: i64, buckets: u64, limit: i64) -> Result<Vec<Run>>;
     async fn run_attempts(&self, run_id: &str) -> Result<Vec<Attempt>>;
+    /// The state and current attempt of each of these runs, in one read (runs not found
+    /// are absent; order unspecified): a node watching its open exchanges for cancels.
+    async fn run_states(&self, run_ids: &[String]) -> Result<Vec<(String, RunState, i64)>>;
     async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()>;
     async fn run_logs(&self, run_id: &str, limit: i64) -> Result<Vec<RunLog>>;
     /// The run's log lines with an id (`RunLog::id`, the line's sequence number) above

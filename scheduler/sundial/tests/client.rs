@@ -277,9 +277,22 @@ async fn the_command_line_drives_jobs_runs_apps_and_scripts_end_to_end() {
     let table = cli.run(&["jobs", "list"]).await.ok().stdout;
     let lines: Vec<&str> = table.lines().collect();
     assert_eq!(lines.len(), 6, "{table}");
-    for col in ["ID", "NAME", "APP", "STATE", "SCHEDULE"] {
+    for col in ["ID", "NAME", "APP", "STATE", "SCHEDULE", "NEXT FIRE"] {
         assert!(lines[0].contains(col), "{table}");
     }
+    // The next fire, in UTC: 02:30 in Berlin is 00:30 or 01:30 UTC (03:00 CEST on the night
+    // 02:30 does not exist); none for a manual job.
+    let next_col = lines[0].find("NEXT FIRE").unwrap();
+    let next_of = |name: &str| {
+        let line = lines.iter().find(|l| l.split_whitespace().nth(1) == Some(name)).unwrap();
+        line.get(next_col..).unwrap().trim().to_string()
+    };
+    let nightly_next = next_of("nightly");
+    assert!(
+        [" 00:30:00", " 01:30:00", " 01:00:00"].iter().any(|t| nightly_next.ends_with(t)) && nightly_next.len() == 19,
+        "{table}"
+    );
+    assert_eq!(next_of("greeter"), "-", "{table}");
     let state_col = lines[0].find("STATE").unwrap();
     let state_of = |name: &str| {
         let line = lines.iter().find(|l| l.split_whitespace().nth(1) == Some(name)).unwrap();
@@ -313,8 +326,12 @@ async fn the_command_line_drives_jobs_runs_apps_and_scripts_end_to_end() {
     assert_eq!(names, ["flaky", "greet", "nightly", "slow"]);
     let active = cli.run(&["jobs", "list", "--state", "active", "-o", "json"]).await.ok().json();
     assert_eq!(active.as_array().unwrap().iter().map(|j| j["id"].clone()).collect::<Vec<_>>(), [json!(job_id)]);
+    assert!(stopped.as_array().unwrap().iter().all(|j| j["next_fire_at"].is_null()), "{stopped}");
     let started = cli.run(&["jobs", "start", &nightly_id, "-o", "json"]).await.ok().json();
     assert_eq!(started["state"], "active");
+    assert!(started["next_fire_at"].as_str().is_some_and(|t| t.ends_with(":00.000Z")), "{started}");
+    let shown = cli.run(&["jobs", "get", &nightly_id]).await.ok().stdout;
+    assert!(shown.lines().any(|l| l.starts_with("next_fire_at ") && l.contains(":00.000Z")), "{shown}");
     assert_eq!(cli.run(&["jobs", "get", &nightly_id, "-o", "json"]).await.ok().json()["state"], "active");
 
     // Trigger with params (a string and JSON), then follow the run's log to its end.

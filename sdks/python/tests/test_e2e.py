@@ -198,6 +198,30 @@ def test_cancel_reaches_the_handler(api: Api, unique, serve_executor) -> None:  
     assert api.wait_run(run_id)["state"] == "cancelled"
 
 
+def test_cancel_reaches_a_synchronous_handler_still_running(api: Api, unique, serve_executor) -> None:  # type: ignore[no-untyped-def]
+    # The delivery's HTTP exchange stays open while the handler runs: Sundial has stored no
+    # address for the attempt yet, and must still send the cancel to this executor.
+    ex, app = make(api, unique)
+    started = threading.Event()
+    stopped: List[bool] = []
+
+    @ex.handler("sdk.held", mode="sync")
+    def held(ctx):  # type: ignore[no-untyped-def]
+        started.set()
+        stopped.append(ctx.cancelled.wait(15))
+        return {"cancelled": ctx.cancelled.is_set()}
+
+    serve_executor(ex)
+    job = api.job(app["id"], unique("held"), "sdk.held")
+    run_id = api.trigger(job["id"])
+    assert started.wait(10)
+    assert api("GET", f"/api/v1/runs/{run_id}")["state"] == "dispatching"
+    api("POST", f"/api/v1/runs/{run_id}/cancel", {})
+    wait_for("the cancel to reach the synchronous handler", lambda: stopped, 10)
+    assert stopped == [True]
+    assert api.wait_run(run_id)["state"] == "cancelled"
+
+
 def test_graceful_deregistration(api: Api, unique, serve_executor) -> None:  # type: ignore[no-untyped-def]
     ex, app = make(api, unique)
     release = threading.Event()

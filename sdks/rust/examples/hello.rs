@@ -6,5 +6,5 @@ async fn main() -> std::io::Result<()> {
         ctx.log(format!("hello {}", p.to));
         Ok(serde_json::json!({ "greeted": p.to }))
     });
-    ex.build().expect("SUNDIAL_SECRET").serve("127.0.0.1:9000").await
+    ex.build().expect("SUNDIAL_SECRET").serve(std::env::var("LISTEN_ADDR").unwrap_or("127.0.0.1:9000".into())).await
 }

@@ -19,7 +19,7 @@ async fn load(st: &AppState, caller: &TenantCaller, id: &str) -> ApiResult<Job> 
 
 async fn out(st: &AppState, job: Job) -> ApiResult<JobOut> {
     let children = st.store.job_children(&job.id).await?;
-    Ok(JobOut::new(job, children))
+    Ok(JobOut::new(job, children, st.now_ms()))
 }
 
 /// A schedule that would never fire from now on is a mistake, not a job: refuse a one-shot
@@ -93,7 +93,7 @@ pub async fn create(
     let quotas = st.quotas_of(&caller.tenant_id).await?;
     st.store.job_insert_within(&job, &children, &quotas).await?;
     tracing::info!(job_id = %job.id, name = %job.name, "job created");
-    Ok((StatusCode::CREATED, axum::Json(JobOut::new(job, children))))
+    Ok((StatusCode::CREATED, axum::Json(JobOut::new(job, children, st.now_ms()))))
 }
 
 /// List jobs, filtered by app, state or name.
@@ -192,7 +192,7 @@ pub async fn replace(
     if !st.store.job_update_within(&job, Some(&children), expected, &quotas).await? {
         return Err(ApiError::not_found("job"));
     }
-    Ok(axum::Json(JobOut::new(job, children)))
+    Ok(axum::Json(JobOut::new(job, children, st.now_ms())))
 }
 
 /// Delete a job with its child edges and its runs that have not started (editor).

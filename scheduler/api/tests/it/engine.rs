@@ -49,6 +49,8 @@ crate::on_both_databases!(
     a_tenant_past_its_share_of_the_timer_is_passed_over_by_the_claim,
     a_runs_log_is_followed_page_by_page_until_the_run_ends,
     the_log_endpoint_refuses_bad_input_and_other_tenants,
+    a_cancel_through_the_api_reaches_a_synchronous_handler_still_running,
+    a_cancel_made_on_another_node_reaches_the_open_exchange_by_its_watch,
 );
 
 struct Setup {
@@ -2139,4 +2141,81 @@ async fn the_log_endpoint_refuses_bad_input_and_other_tenants(app: &TestApp) {
     assert_eq!(st, StatusCode::UNAUTHORIZED, "{v}");
     let (st, _) = app.get(&logs, "sk_wrong").await;
     assert_eq!(st, StatusCode::UNAUTHORIZED);
+}
+
+/// A synchronous handler still running: the run is `dispatching`, no address is stored for
+/// its attempt (it is written with the answer). A cancel through the API of the node holding
+/// the exchange goes to the exchange's executor at once, signed, naming the run and attempt;
+/// the late answer changes nothing.
+async fn a_cancel_through_the_api_reaches_a_synchronous_handler_still_running(app: &TestApp) {
+    let s = setup(app).await;
+    let release = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    s.exec.always(Answer::Hold(release.clone(), json!({"late": true})));
+    let job = app.job(&s.key, manual("held", json!({"timeout_ms": 60000}))).await;
+    let run = trigger(app, &s.key, job["id"].as_str().unwrap()).await;
+    let engine = app.engine.clone();
+    let turn = tokio::spawn(async move { engine.tick().await.unwrap() });
+    assert_eq!(s.exec.wait_deliveries(1).await.len(), 1, "the handler got the run and holds its answer");
+    assert_eq!(state(app, &s.key, &run).await, "dispatching");
+    let (st, v) = app.post(&format!("/api/v1/runs/{run}/cancel"), &s.key, json!({})).await;
+    assert_eq!((st, v["state"].clone()), (StatusCode::OK, json!("cancelled")), "{v}");
+    let c = s.exec.wait_cancels(1).await;
+    assert_eq!(c.len(), 1, "the executor holding the exchange is told");
+    assert!(c[0].signature_ok, "signed with the app secret");
+    assert_eq!(c[0].path, "/hook/cancel");
+    assert_eq!(c[0].body, json!({"run_id": run, "attempt": 1}));
+    assert_eq!(c[0].headers["sundial-node"], "node_test");
+    // The watch has nothing left to send: the exchange got its cancel.
+    app.clock.advance(1_000);
+    assert_eq!(app.engine.watch_exchanges_once().await.unwrap(), 0);
+    release.add_permits(1);
+    turn.await.unwrap();
+    assert_eq!(state(app, &s.key, &run).await, "cancelled", "the late answer changes nothing");
+    assert_eq!(s.exec.cancels().len(), 1, "one cancel");
+    assert!(app.engine.cancels().exchanges().is_empty(), "the exchange left when it ended");
+}
+
+/// In a cluster the cancel may reach another node, which neither holds the exchange nor
+/// finds an address: the delivering node's watch reads the states of its exchanges open
+/// over a second, and sends the cancel to the one found cancelled, once.
+async fn a_cancel_made_on_another_node_reaches_the_open_exchange_by_its_watch(app: &TestApp) {
+    use std::sync::Arc;
+    use sundial_engine::{Engine, EngineConfig};
+    let s = setup(app).await;
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    s.exec.always(Answer::Hold(release.clone(), json!({"late": true})));
+    let job = app.job(&s.key, manual("held", json!({"timeout_ms": 60000}))).await;
+    let run = trigger(app, &s.key, job["id"].as_str().unwrap()).await;
+    let node_b = Engine::new(
+        app.db.store(),
+        Arc::new(app.clock.clone()),
+        EngineConfig::new("node_b"),
+        Arc::new(Default::default()),
+    );
+    let b = node_b.clone();
+    let turn = tokio::spawn(async move { b.tick().await.unwrap() });
+    let d = s.exec.wait_deliveries(1).await;
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].headers["sundial-node"], "node_b", "node B delivered it");
+    // Cancelled through node_test's API.
+    let (st, v) = app.post(&format!("/api/v1/runs/{run}/cancel"), &s.key, json!({})).await;
+    assert_eq!((st, v["state"].clone()), (StatusCode::OK, json!("cancelled")), "{v}");
+    assert_eq!(node_b.watch_exchanges_once().await.unwrap(), 0, "an exchange open under a second is not read");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(s.exec.cancels().is_empty(), "node_test knows no address for the attempt");
+    app.clock.advance(1_000);
+    assert_eq!(node_b.watch_exchanges_once().await.unwrap(), 1);
+    let c = s.exec.wait_cancels(1).await;
+    assert_eq!(c.len(), 1, "node B's watch told the executor");
+    assert!(c[0].signature_ok, "signed with the app secret");
+    assert_eq!(c[0].body, json!({"run_id": run, "attempt": 1}));
+    assert_eq!(c[0].headers["sundial-node"], "node_b");
+    app.clock.advance(1_000);
+    assert_eq!(node_b.watch_exchanges_once().await.unwrap(), 0, "each exchange is cancelled once");
+    release.add_permits(1);
+    turn.await.unwrap();
+    assert_eq!(state(app, &s.key, &run).await, "cancelled");
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(s.exec.cancels().len(), 1, "one cancel");
+    assert!(node_b.cancels().exchanges().is_empty(), "the exchange left when it ended");
 }

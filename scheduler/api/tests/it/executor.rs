@@ -24,6 +24,9 @@ pub enum Answer {
     Status(u16, Value),
     /// A status, a raw body, and a `Location` header if given.
     Raw(u16, Vec<u8>, Option<String>),
+    /// Hold the answer (the exchange stays open) until a permit is added to the semaphore,
+    /// then 200 with `{"status": "succeeded", "output": …}`.
+    Hold(Arc<tokio::sync::Semaphore>, Value),
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +96,10 @@ impl TestExecutor {
                     Answer::Ok(output) => axum::Json(json!({"status": "succeeded", "output": output})).into_response(),
                     Answer::Fail(m) => axum::Json(json!({"status": "failed", "message": m})).into_response(),
                     Answer::Accept => StatusCode::ACCEPTED.into_response(),
+                    Answer::Hold(release, output) => {
+                        let _ = release.acquire().await.map(|p| p.forget());
+                        axum::Json(json!({"status": "succeeded", "output": output})).into_response()
+                    }
                     Answer::Status(code, body) => {
                         (StatusCode::from_u16(code).unwrap(), axum::Json(body)).into_response()
                     }
@@ -121,6 +128,14 @@ impl TestExecutor {
     }
     pub fn deliveries(&self) -> Vec<Received> {
         self.received.lock().unwrap().iter().filter(|r| !r.path.ends_with("/cancel")).cloned().collect()
+    }
+    /// The deliveries received once `n` have arrived, or after 5 s of waiting, whatever arrived.
+    pub async fn wait_deliveries(&self, n: usize) -> Vec<Received> {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while self.deliveries().len() < n && std::time::Instant::now() < until {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        self.deliveries()
     }
     pub fn cancels(&self) -> Vec<Received> {
         self.received.lock().unwrap().iter().filter(|r| r.path.ends_with("/cancel")).cloned().collect()

@@ -37,6 +37,11 @@ pub async fn spawn_app(dialect: Dialect) -> TestApp {
         .unwrap()
         .expect("a fresh database gets an operator key");
     let wake = Arc::new(tokio::sync::Notify::new());
+    // The engine is not started: tests turn it by hand (`engine.tick()`) with the manual clock.
+    let mut engine_cfg = EngineConfig::new("node_test");
+    engine_cfg.max_output_bytes = MAX_OUTPUT;
+    let engine = Engine::new(db.store(), Arc::new(clock.clone()), engine_cfg, wake.clone());
+    // One node, as `sundial serve` makes it: the API sends its cancels through the engine's sender.
     let state = AppState::new(
         db.store(),
         Arc::new(clock.clone()),
@@ -47,12 +52,9 @@ pub async fn spawn_app(dialect: Dialect) -> TestApp {
             max_log_bytes_per_call: MAX_LOG_CALL,
             ..Default::default()
         },
-        wake.clone(),
-    );
-    // The engine is not started: tests turn it by hand (`engine.tick()`) with the manual clock.
-    let mut engine_cfg = EngineConfig::new("node_test");
-    engine_cfg.max_output_bytes = MAX_OUTPUT;
-    let engine = Engine::new(db.store(), Arc::new(clock.clone()), engine_cfg, wake);
+        wake,
+    )
+    .with_cancels(engine.cancels().clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(async move {

@@ -15,6 +15,7 @@ crate::on_both_databases!(
     fixed_rate_grid_survives_an_update,
     runs_list_and_detail,
     health_and_readiness,
+    jobs_show_their_next_fire_from_the_servers_clock,
 );
 
 async fn apps_lifecycle_and_secret_rotation(app: &TestApp) {
@@ -250,4 +251,40 @@ async fn health_and_readiness(app: &TestApp) {
     assert_eq!(s, StatusCode::SERVICE_UNAVAILABLE, "database gone: not ready");
     let (s, _) = app.call("GET", "/healthz", None, None).await;
     assert_eq!(s, StatusCode::OK, "but alive");
+}
+
+/// `next_fire_at` on get and list: the next fire of the job's schedule after the server's
+/// time (its clock, here the manual one), in UTC; null for a stopped or manual job and for a
+/// one-shot whose time has passed.
+async fn jobs_show_their_next_fire_from_the_servers_clock(app: &TestApp) {
+    let t = app.tenant("acme").await;
+    app.app(&t.admin, "billing").await;
+    // T0 is 2026-03-28 12:00Z; 02:30 in Berlin does not exist the next night: 03:00 CEST.
+    let nightly = app.job(&t.admin, cron_job("nightly", "billing")).await;
+    assert_eq!(nightly["next_fire_at"], "2026-03-29T01:00:00.000Z", "{nightly}");
+    let id = nightly["id"].as_str().unwrap();
+    app.clock.set(T0 + 24 * 3_600_000);
+    let (_, got) = app.get(&format!("/api/v1/jobs/{id}"), &t.admin).await;
+    assert_eq!(got["next_fire_at"], "2026-03-30T00:30:00.000Z", "summer time: {got}");
+    let once = app
+        .job(
+            &t.admin,
+            json!({"name": "once", "app": "billing", "handler": "h",
+                   "schedule": {"kind": "once", "at": sundial_core::time::rfc3339_utc(T0 + 24 * 3_600_000 + 60_000)}}),
+        )
+        .await;
+    assert_eq!(once["next_fire_at"], sundial_core::time::rfc3339_utc(T0 + 24 * 3_600_000 + 60_000));
+    let manual = app
+        .job(&t.admin, json!({"name": "by-hand", "app": "billing", "handler": "h", "schedule": {"kind": "manual"}}))
+        .await;
+    assert!(manual["next_fire_at"].is_null(), "{manual}");
+    let (s, stopped) = app.post(&format!("/api/v1/jobs/{id}/stop"), &t.admin, json!({})).await;
+    assert_eq!(s, StatusCode::OK, "{stopped}");
+    assert!(stopped["next_fire_at"].is_null(), "{stopped}");
+    app.clock.advance(120_000);
+    let (_, list) = app.get("/api/v1/jobs?limit=10", &t.admin).await;
+    let next: std::collections::HashMap<&str, &Value> =
+        list["items"].as_array().unwrap().iter().map(|j| (j["name"].as_str().unwrap(), &j["next_fire_at"])).collect();
+    assert_eq!(next.len(), 3, "{list}");
+    assert!(next.values().all(|v| v.is_null()), "stopped, manual, a one-shot in the past: {list}");
 }

@@ -880,6 +880,21 @@ impl RunStore for SqlStore {
         Ok(out)
     }
 
+    async fn run_states(&self, run_ids: &[String]) -> Result<Vec<(String, RunState, i64)>> {
+        let sql = format!("SELECT id, state, attempt FROM runs WHERE id IN ({IDS})");
+        let mut out = Vec::with_capacity(run_ids.len());
+        for chunk in run_ids.chunks(IN_CHUNK) {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(&sql, chunk.len())));
+            for i in 0..in_width(chunk.len()) {
+                q = q.bind(&chunk[i.min(chunk.len() - 1)]);
+            }
+            for r in q.fetch_all(self.reader()).await? {
+                out.push((col(&r, "id")?, parse_col(&r, "state")?, col(&r, "attempt")?));
+            }
+        }
+        Ok(out)
+    }
+
     async fn run_log_append(&self, run_id: &str, attempt: i64, lines: &[(i64, String, String)]) -> Result<()> {
         shards::log_append(self, run_id, 0, attempt, lines).await
     }

@@ -19,6 +19,7 @@ for_each_database!(
     a_tenant_over_its_share_is_passed_over_by_claim_and_peek,
     late_fires_are_settled_in_bulk,
     logs_are_read_after_a_sequence_number_in_order,
+    run_states_are_read_in_one_call_for_many_ids,
 );
 
 pub async fn runs_are_unique_per_fire_key(s: S) {
@@ -497,4 +498,33 @@ pub async fn logs_are_read_after_a_sequence_number_in_order(s: S) {
     // `run_logs` is the read from the start.
     assert_eq!(s.run_logs(&r1.id, 100).await.unwrap().len(), 6);
     assert_eq!(s.run_logs_after(&r1.id, 0, 100).await.unwrap(), s.run_logs(&r1.id, 100).await.unwrap());
+}
+
+/// A node watching its open exchanges reads their runs' states at once: the state and
+/// current attempt of each run found, across more ids than one `IN` list holds.
+pub async fn run_states_are_read_in_one_call_for_many_ids(s: S) {
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "a").await;
+    let j = job(&s, &a, "j").await;
+    let (waiting, sent, cancelled) = (run_of(&j, "s:1", NOW), run_of(&j, "s:2", NOW), run_of(&j, "s:3", NOW));
+    for r in [&waiting, &sent, &cancelled] {
+        assert!(s.run_insert(r).await.unwrap());
+    }
+    let ds = s.run_dispatch_many(&[ToDispatch::new(sent.id.clone(), false)], "node_a", NOW, 30_000).await.unwrap();
+    assert_eq!(dispatched(&ds[0].1).attempt, 1);
+    assert!(s.run_cancel(&t.id, &cancelled.id, "cancelled", NOW).await.unwrap().is_some());
+    assert_eq!(s.run_states(&[]).await.unwrap(), vec![]);
+    let mut ids: Vec<String> = (0..200).map(|i| format!("run_missing_{i:03}")).collect();
+    ids.insert(150, cancelled.id.clone());
+    ids.insert(7, sent.id.clone());
+    ids.push(waiting.id.clone());
+    let mut got = s.run_states(&ids).await.unwrap();
+    got.sort_by(|x, y| x.0.cmp(&y.0));
+    let mut want = vec![
+        (waiting.id.clone(), RunState::Pending, 0),
+        (sent.id.clone(), RunState::Dispatching, 1),
+        (cancelled.id.clone(), RunState::Cancelled, 0),
+    ];
+    want.sort_by(|x, y| x.0.cmp(&y.0));
+    assert_eq!(got, want, "every run found once, none of the missing ids");
 }

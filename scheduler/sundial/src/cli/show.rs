@@ -122,13 +122,21 @@ pub fn fields(v: &Value, skip: &[&str]) -> String {
     t.render()
 }
 
-/// `jobs list`: ID, NAME, APP, STATE, SCHEDULE (the app by name where `app_names` knows it).
+/// `jobs list`: ID, NAME, APP, STATE, SCHEDULE, NEXT FIRE (UTC; `-` for none) (the app by
+/// name where `app_names` knows it).
 pub fn jobs(items: &[Value], app_names: &std::collections::HashMap<String, String>) -> String {
-    let mut t = Table::new(&["ID", "NAME", "APP", "STATE", "SCHEDULE"]);
+    let mut t = Table::new(&["ID", "NAME", "APP", "STATE", "SCHEDULE", "NEXT FIRE"]);
     for j in items {
         let app_id = text(&j["app_id"]);
         let app = app_names.get(&app_id).cloned().unwrap_or(app_id);
-        t.row(vec![text(&j["id"]), text(&j["name"]), app, text(&j["state"]), schedule(&j["schedule"])]);
+        t.row(vec![
+            text(&j["id"]),
+            text(&j["name"]),
+            app,
+            text(&j["state"]),
+            schedule(&j["schedule"]),
+            when(&j["next_fire_at"]),
+        ]);
     }
     t.render()
 }
@@ -253,5 +261,23 @@ mod tests {
             &json!({"at": "2026-03-28T12:00:01.250Z", "level": "warn", "message": "slow", "shard": 1, "attempt": 2}),
         );
         assert_eq!(line, "2026-03-28 12:00:01.250  warn   [shard 1, attempt 2] slow");
+    }
+
+    #[test]
+    fn the_job_list_shows_each_jobs_next_fire() {
+        let items = [
+            json!({"id": "job_1", "name": "nightly", "app_id": "app_1", "state": "active",
+                   "schedule": {"kind": "cron", "expression": "0 30 2 * * *", "timezone": "Europe/Berlin"},
+                   "next_fire_at": "2026-03-29T01:00:00.000Z"}),
+            json!({"id": "job_2", "name": "by-hand", "app_id": "app_2", "state": "active",
+                   "schedule": {"kind": "manual"}, "next_fire_at": null}),
+        ];
+        let names = std::collections::HashMap::from([("app_1".to_string(), "billing".to_string())]);
+        assert_eq!(
+            jobs(&items, &names),
+            "ID     NAME     APP      STATE   SCHEDULE                           NEXT FIRE\n\
+             job_1  nightly  billing  active  cron 0 30 2 * * * (Europe/Berlin)  2026-03-29 01:00:00\n\
+             job_2  by-hand  app_2    active  manual                             -\n"
+        );
     }
 }

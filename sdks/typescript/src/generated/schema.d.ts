@@ -1370,6 +1370,12 @@ export interface components {
             max_concurrency?: number | null;
             misfire: components["schemas"]["MisfireSpec"];
             name: string;
+            /**
+             * Format: date-time
+             * @description When the job fires next on its own (RFC 3339 UTC), from its schedule and the server's
+             *     time: null when it is stopped, `manual`, or its schedule has no fire left.
+             */
+            next_fire_at?: string | null;
             params: {
                 [key: string]: unknown;
             };

@@ -58,6 +58,9 @@ class JobOut:
             as soon as one has (`any`).
         handler (Union[None, Unset, str]):
         max_concurrency (Union[None, Unset, int]):
+        next_fire_at (Union[None, Unset, datetime.datetime]): When the job fires next on its own (RFC 3339 UTC), from
+            its schedule and the server's
+            time: null when it is stopped, `manual`, or its schedule has no fire left.
         script_id (Union[None, Unset, str]):
         script_limits (Union['ScriptLimits', None, Unset]):
         script_version (Union[None, Unset, int]): The script version the job is pinned to; absent: it runs the script's
@@ -86,6 +89,7 @@ class JobOut:
     wait: WaitFor
     handler: Union[None, Unset, str] = UNSET
     max_concurrency: Union[None, Unset, int] = UNSET
+    next_fire_at: Union[None, Unset, datetime.datetime] = UNSET
     script_id: Union[None, Unset, str] = UNSET
     script_limits: Union["ScriptLimits", None, Unset] = UNSET
     script_version: Union[None, Unset, int] = UNSET
@@ -156,6 +160,14 @@ class JobOut:
         else:
             max_concurrency = self.max_concurrency
 
+        next_fire_at: Union[None, Unset, str]
+        if isinstance(self.next_fire_at, Unset):
+            next_fire_at = UNSET
+        elif isinstance(self.next_fire_at, datetime.datetime):
+            next_fire_at = self.next_fire_at.isoformat()
+        else:
+            next_fire_at = self.next_fire_at
+
         script_id: Union[None, Unset, str]
         if isinstance(self.script_id, Unset):
             script_id = UNSET
@@ -204,6 +216,8 @@ class JobOut:
             field_dict["handler"] = handler
         if max_concurrency is not UNSET:
             field_dict["max_concurrency"] = max_concurrency
+        if next_fire_at is not UNSET:
+            field_dict["next_fire_at"] = next_fire_at
         if script_id is not UNSET:
             field_dict["script_id"] = script_id
         if script_limits is not UNSET:
@@ -322,6 +336,23 @@ class JobOut:
 
         max_concurrency = _parse_max_concurrency(d.pop("max_concurrency", UNSET))
 
+        def _parse_next_fire_at(data: object) -> Union[None, Unset, datetime.datetime]:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                next_fire_at_type_0 = isoparse(data)
+
+                return next_fire_at_type_0
+            except:  # noqa: E722
+                pass
+            return cast(Union[None, Unset, datetime.datetime], data)
+
+        next_fire_at = _parse_next_fire_at(d.pop("next_fire_at", UNSET))
+
         def _parse_script_id(data: object) -> Union[None, Unset, str]:
             if data is None:
                 return data
@@ -378,6 +409,7 @@ class JobOut:
             wait=wait,
             handler=handler,
             max_concurrency=max_concurrency,
+            next_fire_at=next_fire_at,
             script_id=script_id,
             script_limits=script_limits,
             script_version=script_version,
