@@ -486,10 +486,15 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Cancels are best effort: at most this many are in flight at once …
 pub const CANCEL_CONCURRENCY: usize = 16;
+/// … at most this many of them to one app (a hung executor's cancels each wait out
+/// [`CANCEL_TIMEOUT`]: its app holds only its share, the other apps' cancels still go) …
+pub const CANCEL_PER_APP: usize = 4;
 /// … each given this long …
 pub const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
-/// … and at most this many wait to be sent; more are dropped (and counted).
+/// … and at most this many wait to be sent; more are dropped (and counted) …
 pub const CANCEL_QUEUE: usize = 4096;
+/// … of which at most this many for one app waiting for its share.
+pub const CANCEL_APP_WAITING: usize = 256;
 
 /// One best-effort cancel to send.
 #[derive(Debug, Clone)]
@@ -609,19 +614,31 @@ impl Canceller {
     pub fn start(store: Arc<dyn Store>, client: DeliveryClient) -> Self {
         let (tx, mut rx) = mpsc::channel::<CancelTarget>(CANCEL_QUEUE);
         let exchanges = OpenExchanges::default();
-        let open = exchanges.clone();
+        let dropped: Arc<AtomicU64> = Arc::default();
+        let (open, lost) = (exchanges.clone(), dropped.clone());
         tokio::spawn(async move {
-            let slots = Arc::new(Semaphore::new(CANCEL_CONCURRENCY));
+            // Finding where a cancel goes (a read or two) takes a slot of `lookups`; sending
+            // it, its app's share and then a slot of `posts`, in that order.
+            let lookups = Arc::new(Semaphore::new(CANCEL_CONCURRENCY));
+            let sender = Arc::new(CancelSender {
+                client,
+                posts: Arc::new(Semaphore::new(CANCEL_CONCURRENCY)),
+                shares: AppShares::default(),
+                dropped: lost,
+            });
             while let Some(target) = rx.recv().await {
-                let Ok(slot) = slots.clone().acquire_owned().await else { break };
-                let (store, client, open) = (store.clone(), client.clone(), open.clone());
+                let Ok(lookup) = lookups.clone().acquire_owned().await else { break };
+                let (store, open, sender) = (store.clone(), open.clone(), sender.clone());
                 tokio::spawn(async move {
-                    send_cancel(store.as_ref(), &client, &open, target).await;
-                    drop(slot);
+                    let calls = cancel_calls(store.as_ref(), &open, target).await;
+                    drop(lookup);
+                    for call in calls {
+                        sender.send(call).await;
+                    }
                 });
             }
         });
-        Self { tx, dropped: Arc::default(), exchanges }
+        Self { tx, dropped, exchanges }
     }
 
     /// This node's open exchanges (the delivery enters each unsharded exchange here).
@@ -651,16 +668,24 @@ impl Canceller {
     }
 }
 
-/// Send one cancel (each outcome is logged; nothing waits for it).
-async fn send_cancel(store: &dyn Store, client: &DeliveryClient, open: &OpenExchanges, target: CancelTarget) {
+/// One cancel call: the app it is signed for, the executor's address, the body.
+struct CancelCall {
+    app: App,
+    address: String,
+    cancel: protocol::Cancel,
+}
+
+/// Where a cancel goes: one call, several (a sharded run's cancelled shards) or none (the
+/// attempt went nowhere, or its app is gone).
+async fn cancel_calls(store: &dyn Store, open: &OpenExchanges, target: CancelTarget) -> Vec<CancelCall> {
     match target {
         CancelTarget::Shard { app, run_id, shard_index, attempt, address } => {
-            post_cancel(client, &app, &address, protocol::Cancel { run_id, attempt, shard: Some(shard_index) }).await
+            vec![CancelCall { app, address, cancel: protocol::Cancel { run_id, attempt, shard: Some(shard_index) } }]
         }
         CancelTarget::Open { app, run_id, attempt, address } => {
-            post_cancel(client, &app, &address, protocol::Cancel { run_id, attempt, shard: None }).await
+            vec![CancelCall { app, address, cancel: protocol::Cancel { run_id, attempt, shard: None } }]
         }
-        CancelTarget::Run(run) if run.shard_total.is_some() => cancel_shards(store, client, &run).await,
+        CancelTarget::Run(run) if run.shard_total.is_some() => shard_cancels(store, &run).await,
         CancelTarget::Run(run) => {
             let attempt = match store.run_attempts(&run.id).await {
                 Ok(a) => a.into_iter().rev().find(|a| a.shard_index == 0 && a.attempt == run.attempt),
@@ -669,19 +694,73 @@ async fn send_cancel(store: &dyn Store, client: &DeliveryClient, open: &OpenExch
             let cancel = protocol::Cancel { run_id: run.id.clone(), attempt: run.attempt, shard: None };
             match attempt.and_then(|a| a.address) {
                 Some(address) => {
-                    if let Some(app) = app_of(store, &run).await {
-                        post_cancel(client, &app, &address, cancel).await
-                    }
+                    app_of(store, &run).await.map(|app| CancelCall { app, address, cancel }).into_iter().collect()
                 }
                 // Not stored: a synchronous exchange still open has no address yet. This
                 // node's own, if it holds it (another node's finds the cancel by its watch).
-                None => {
-                    if let Some(ex) = open.take_for_cancel(&run.id, run.attempt) {
-                        post_cancel(client, &ex.app, &ex.address, cancel).await
-                    }
-                }
+                None => open
+                    .take_for_cancel(&run.id, run.attempt)
+                    .map(|ex| CancelCall { app: ex.app, address: ex.address, cancel })
+                    .into_iter()
+                    .collect(),
             }
         }
+    }
+}
+
+/// Sends cancel calls, each app within its share of the slots.
+struct CancelSender {
+    client: DeliveryClient,
+    posts: Arc<Semaphore>,
+    shares: AppShares,
+    dropped: Arc<AtomicU64>,
+}
+
+impl CancelSender {
+    /// Send one call (its outcome is logged); dropped, and counted, when its app already has
+    /// [`CANCEL_APP_WAITING`] calls waiting for its share.
+    async fn send(&self, call: CancelCall) {
+        let share = self.shares.of(&call.app.id);
+        if share.waiting.fetch_add(1, Ordering::Relaxed) >= CANCEL_APP_WAITING {
+            share.waiting.fetch_sub(1, Ordering::Relaxed);
+            let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if n.is_power_of_two() {
+                let (run_id, app_id) = (&call.cancel.run_id, &call.app.id);
+                tracing::warn!(%run_id, %app_id, dropped = n, "cancels to this app are far behind: best-effort cancel dropped");
+            }
+            return;
+        }
+        let mine = share.slots.clone().acquire_owned().await;
+        share.waiting.fetch_sub(1, Ordering::Relaxed);
+        let (Ok(_mine), Ok(_post)) = (mine, self.posts.clone().acquire_owned().await) else { return };
+        post_cancel(&self.client, &call.app, &call.address, call.cancel).await;
+    }
+}
+
+/// Each app's share of the cancel slots ([`CANCEL_PER_APP`]), and how many of its calls wait
+/// for it. Entries of apps with nothing in flight or waiting are dropped as the map grows.
+#[derive(Default)]
+struct AppShares {
+    inner: std::sync::Mutex<std::collections::HashMap<String, Arc<AppShare>>>,
+}
+
+struct AppShare {
+    slots: Arc<Semaphore>,
+    waiting: std::sync::atomic::AtomicUsize,
+}
+
+impl AppShares {
+    fn of(&self, app_id: &str) -> Arc<AppShare> {
+        let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= 1024 && !map.contains_key(app_id) {
+            // Idle: only the map holds it, all its slots free.
+            map.retain(|_, s| Arc::strong_count(s) > 1 || s.slots.available_permits() < CANCEL_PER_APP);
+        }
+        map.entry(app_id.to_string())
+            .or_insert_with(|| {
+                Arc::new(AppShare { slots: Arc::new(Semaphore::new(CANCEL_PER_APP)), waiting: Default::default() })
+            })
+            .clone()
     }
 }
 
@@ -708,23 +787,25 @@ async fn post_cancel(client: &DeliveryClient, app: &App, address: &str, cancel: 
 /// Cancels for the shard attempts a run's end cancelled (a cancel through the API,
 /// cover_early, a shard failed for good): each shard whose current attempt is `cancelled`
 /// and went somewhere. Shards waiting to retry had nothing in flight.
-async fn cancel_shards(store: &dyn Store, client: &DeliveryClient, run: &Run) {
+async fn shard_cancels(store: &dyn Store, run: &Run) -> Vec<CancelCall> {
     let (Ok(shards), Ok(attempts)) = (store.shard_list(&run.id).await, store.run_attempts(&run.id).await) else {
-        return;
+        return Vec::new();
     };
     let Some(app) = app_of(store, run).await else {
-        return;
+        return Vec::new();
     };
+    let mut calls = Vec::new();
     for shard in shards {
         let cancelled = attempts.iter().find(|a| {
             a.shard_index == shard.shard_index && a.attempt == shard.attempt && a.state == RunState::Cancelled.as_str()
         });
-        if let Some(address) = cancelled.and_then(|a| a.address.as_deref()) {
+        if let Some(address) = cancelled.and_then(|a| a.address.clone()) {
             let cancel =
                 protocol::Cancel { run_id: run.id.clone(), attempt: shard.attempt, shard: Some(shard.shard_index) };
-            post_cancel(client, &app, address, cancel).await;
+            calls.push(CancelCall { app: app.clone(), address, cancel });
         }
     }
+    calls
 }
 
 #[cfg(test)]
@@ -792,6 +873,96 @@ mod tests {
         let open = PolicyResolver { policy: OutboundPolicy::default() };
         let addrs: Vec<_> = open.resolve(reqwest::dns::Name::from_str("localhost").unwrap()).await.unwrap().collect();
         assert!(!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()), "{addrs:?}");
+    }
+
+    /// A hung executor's app holds only its share of the cancel slots: another app's cancel
+    /// goes while every one of the hung app's is still waiting for its answer, and the hung
+    /// app's calls beyond what may wait for its share are dropped and counted.
+    #[tokio::test]
+    async fn a_hung_apps_cancels_hold_only_its_share_of_the_slots() {
+        use std::sync::atomic::AtomicUsize;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // Accepts, reads, never answers; counts connections opened and closed by the caller.
+        let hung = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let hung_addr = format!("http://{}", hung.local_addr().unwrap());
+        let (opened, closed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (o, c) = (opened.clone(), closed.clone());
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = hung.accept().await {
+                o.fetch_add(1, Ordering::SeqCst);
+                let c = c.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    while matches!(sock.read(&mut buf).await, Ok(n) if n > 0) {}
+                    c.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        });
+        // Answers every request at once; says when one came.
+        let good = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let good_addr = format!("http://{}", good.local_addr().unwrap());
+        let (came, mut arrived) = mpsc::channel::<()>(8);
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = good.accept().await {
+                let came = came.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    if matches!(sock.read(&mut buf).await, Ok(n) if n > 0) {
+                        let _ = came.send(()).await;
+                        let _ = sock.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n").await;
+                    }
+                });
+            }
+        });
+        let app = |id: &str| App {
+            id: id.into(),
+            tenant_id: "t".into(),
+            name: id.into(),
+            description: String::new(),
+            endpoints: vec![],
+            secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
+            previous_secret: None,
+            previous_expires_ms: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+        };
+        let call = |app: App, address: &str, i: usize| CancelCall {
+            app,
+            address: address.to_string(),
+            cancel: protocol::Cancel { run_id: format!("run-{i}"), attempt: 1, shard: None },
+        };
+        let sender = Arc::new(CancelSender {
+            client: DeliveryClient::new(Arc::new(sundial_core::clock::SystemClock)),
+            posts: Arc::new(Semaphore::new(CANCEL_CONCURRENCY)),
+            shares: AppShares::default(),
+            dropped: Arc::default(),
+        });
+        let extra = 10;
+        for i in 0..CANCEL_PER_APP + CANCEL_APP_WAITING + extra {
+            let (s, c) = (sender.clone(), call(app("hung"), &hung_addr, i));
+            tokio::spawn(async move { s.send(c).await });
+        }
+        let waited = tokio::time::timeout(Duration::from_secs(20), async {
+            while opened.load(Ordering::SeqCst) < CANCEL_PER_APP || sender.dropped.load(Ordering::SeqCst) < extra as u64
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        assert!(waited.is_ok(), "the hung app's share never filled");
+        assert_eq!(
+            sender.dropped.load(Ordering::SeqCst),
+            extra as u64,
+            "only the calls past those that may wait are dropped"
+        );
+        let s = sender.clone();
+        tokio::spawn(async move { s.send(call(app("good"), &good_addr, 0)).await });
+        tokio::time::timeout(Duration::from_secs(20), arrived.recv())
+            .await
+            .expect("the other app's cancel went")
+            .unwrap();
+        assert_eq!(closed.load(Ordering::SeqCst), 0, "it went before any of the hung app's cancels gave up");
+        assert_eq!(opened.load(Ordering::SeqCst), CANCEL_PER_APP, "the hung app never had more than its share");
     }
 
     #[test]
