@@ -118,7 +118,9 @@ impl TenantQuotas {
 /// Forget idle semaphores once a map holds this many (apps and tenants come and go).
 const SWEEP_AT: usize = 4_096;
 
-fn semaphore(map: &Mutex<HashMap<String, Arc<Semaphore>>>, key: &str, limit: usize) -> Arc<Semaphore> {
+/// The semaphore of `key` in `map` (`limit` permits), made on first use; idle ones are
+/// forgotten as the map grows. Also the cancel sender's per-app shares (`transport.rs`).
+pub(crate) fn semaphore(map: &Mutex<HashMap<String, Arc<Semaphore>>>, key: &str, limit: usize) -> Arc<Semaphore> {
     let mut g = map.lock().expect("bulkhead lock");
     if let Some(s) = g.get(key) {
         return s.clone();

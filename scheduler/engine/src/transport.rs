@@ -24,6 +24,8 @@ use sundial_core::types::{ExecutorState, RunState, TriggerKind};
 use sundial_store::{App, Job, Run, Store};
 use tokio::sync::{Semaphore, mpsc};
 
+use crate::bulkhead::semaphore;
+
 /// What an executor (or the engine on its behalf) says about an attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecutorResult {
@@ -493,7 +495,7 @@ pub const CANCEL_PER_APP: usize = 4;
 pub const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
 /// … and at most this many wait to be sent; more are dropped (and counted) …
 pub const CANCEL_QUEUE: usize = 4096;
-/// … of which at most this many for one app waiting for its share.
+/// … of which at most this many for one app waiting for its share (more are dropped).
 pub const CANCEL_APP_WAITING: usize = 256;
 
 /// One best-effort cancel to send.
@@ -623,7 +625,8 @@ impl Canceller {
             let sender = Arc::new(CancelSender {
                 client,
                 posts: Arc::new(Semaphore::new(CANCEL_CONCURRENCY)),
-                shares: AppShares::default(),
+                admitted: Default::default(),
+                shares: Default::default(),
                 dropped: lost,
             });
             while let Some(target) = rx.recv().await {
@@ -712,55 +715,35 @@ async fn cancel_calls(store: &dyn Store, open: &OpenExchanges, target: CancelTar
 struct CancelSender {
     client: DeliveryClient,
     posts: Arc<Semaphore>,
-    shares: AppShares,
+    /// Per app: its calls in flight or waiting for its share ([`CANCEL_PER_APP`] +
+    /// [`CANCEL_APP_WAITING`]) …
+    admitted: SemaphoreMap,
+    /// … and its share of the slots ([`CANCEL_PER_APP`]).
+    shares: SemaphoreMap,
     dropped: Arc<AtomicU64>,
 }
+
+type SemaphoreMap = std::sync::Mutex<std::collections::HashMap<String, Arc<Semaphore>>>;
 
 impl CancelSender {
     /// Send one call (its outcome is logged); dropped, and counted, when its app already has
     /// [`CANCEL_APP_WAITING`] calls waiting for its share.
     async fn send(&self, call: CancelCall) {
-        let share = self.shares.of(&call.app.id);
-        if share.waiting.fetch_add(1, Ordering::Relaxed) >= CANCEL_APP_WAITING {
-            share.waiting.fetch_sub(1, Ordering::Relaxed);
+        let app_id = call.app.id.as_str();
+        let admitted = semaphore(&self.admitted, app_id, CANCEL_PER_APP + CANCEL_APP_WAITING);
+        let Ok(_admitted) = admitted.try_acquire_owned() else {
             let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             if n.is_power_of_two() {
-                let (run_id, app_id) = (&call.cancel.run_id, &call.app.id);
+                let run_id = &call.cancel.run_id;
                 tracing::warn!(%run_id, %app_id, dropped = n, "cancels to this app are far behind: best-effort cancel dropped");
             }
             return;
-        }
-        let mine = share.slots.clone().acquire_owned().await;
-        share.waiting.fetch_sub(1, Ordering::Relaxed);
-        let (Ok(_mine), Ok(_post)) = (mine, self.posts.clone().acquire_owned().await) else { return };
+        };
+        let share = semaphore(&self.shares, app_id, CANCEL_PER_APP);
+        let (Ok(_mine), Ok(_post)) = (share.acquire_owned().await, self.posts.clone().acquire_owned().await) else {
+            return;
+        };
         post_cancel(&self.client, &call.app, &call.address, call.cancel).await;
-    }
-}
-
-/// Each app's share of the cancel slots ([`CANCEL_PER_APP`]), and how many of its calls wait
-/// for it. Entries of apps with nothing in flight or waiting are dropped as the map grows.
-#[derive(Default)]
-struct AppShares {
-    inner: std::sync::Mutex<std::collections::HashMap<String, Arc<AppShare>>>,
-}
-
-struct AppShare {
-    slots: Arc<Semaphore>,
-    waiting: std::sync::atomic::AtomicUsize,
-}
-
-impl AppShares {
-    fn of(&self, app_id: &str) -> Arc<AppShare> {
-        let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= 1024 && !map.contains_key(app_id) {
-            // Idle: only the map holds it, all its slots free.
-            map.retain(|_, s| Arc::strong_count(s) > 1 || s.slots.available_permits() < CANCEL_PER_APP);
-        }
-        map.entry(app_id.to_string())
-            .or_insert_with(|| {
-                Arc::new(AppShare { slots: Arc::new(Semaphore::new(CANCEL_PER_APP)), waiting: Default::default() })
-            })
-            .clone()
     }
 }
 
@@ -934,7 +917,8 @@ mod tests {
         let sender = Arc::new(CancelSender {
             client: DeliveryClient::new(Arc::new(sundial_core::clock::SystemClock)),
             posts: Arc::new(Semaphore::new(CANCEL_CONCURRENCY)),
-            shares: AppShares::default(),
+            admitted: Default::default(),
+            shares: Default::default(),
             dropped: Arc::default(),
         });
         let extra = 10;

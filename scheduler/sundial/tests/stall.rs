@@ -31,7 +31,7 @@
 //!   2 s), and `/readyz` is 200 again within 10 s of the resume; SIGTERM exits 0.
 //!
 //! Every violated property is listed (count and examples) after a summary with the
-//! lateness of every second around the stall. About 75 s; runs alone (its timings are not
+//! lateness of every second around the stall. About 90 s; runs alone (its timings are not
 //! other tests' noise). Longer manual runs: `STALL_JOBS`, `STALL_SECS` (the freeze),
 //! `STALL_KEEP=1` (keep the node log), `STALL_LOG=<filter>` (the node's log level, default `info`).
 
