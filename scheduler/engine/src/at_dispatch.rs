@@ -364,10 +364,17 @@ impl Engine {
         let stalled = self.fire.timer.next_due().is_some_and(|d| d < now - FILL_STOP_BEHIND_MS)
             && self.fire.last_commit_ms.load(Ordering::Relaxed) < now - FILL_STOP_NO_COMMIT_MS;
         let until = now + self.at_dispatch_ahead_ms();
-        let mut room = self.cfg.capacity.saturating_sub(self.fire.timer.len());
+        let len = self.fire.timer.len();
+        let mut room = self.cfg.capacity.saturating_sub(len);
         // A tenant holds at most its share of the timer: another tenant's fires always find
         // room (a hung tenant's serial jobs pile their waiting fires up to the capacity).
         let share = tenant_share(self.cfg.capacity);
+        // The claim and the peek take a whole batch at a time, so a tenant just below its share
+        // can fill the timer past it. A full timer still takes the fires of tenants holding
+        // less than the quarter no share reaches, up to that quarter past its capacity: a
+        // small tenant's fire is never refused because another tenant filled the timer.
+        let small = self.cfg.capacity.saturating_sub(share);
+        let mut reserve = small.saturating_sub(len.saturating_sub(self.cfg.capacity));
         let mut held = self.fire.timer.per_tenant();
         let mut over_share = Vec::new();
         let mut added = Vec::new();
@@ -376,7 +383,8 @@ impl Engine {
             let mut guard = self.at_dispatch.inner.lock().expect("at-dispatch lock");
             let g = &mut *guard;
             while let Some(at) = g.heap.next_at() {
-                if at > until || (stalled && at >= now - CATCH_UP_BEHIND_MS) || (!stalled && room == 0) {
+                if at > until || (stalled && at >= now - CATCH_UP_BEHIND_MS) || (!stalled && room == 0 && reserve == 0)
+                {
                     break;
                 }
                 let (at, job_id) = g.heap.pop().expect("peeked");
@@ -391,7 +399,7 @@ impl Engine {
                 }
                 let tenant = tenant_key(&h.tenant_id);
                 let count = held.entry(tenant).or_default();
-                if *count >= share {
+                if *count >= if room > 0 { share } else { small } {
                     // Waits here (and, once far enough behind, is caught up by its misfire policy).
                     over_share.push((at, tenant, job_id));
                     continue;
@@ -406,7 +414,11 @@ impl Engine {
                 }
                 g.unwritten.insert(run.id.clone(), run.clone());
                 added.push(run);
-                room -= 1;
+                if room > 0 {
+                    room -= 1;
+                } else {
+                    reserve -= 1;
+                }
             }
             for (at, tenant, job_id) in over_share {
                 let rank = g.ranks.next(at, tenant);

@@ -194,11 +194,12 @@ impl Engine {
                     self.fire.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
                     continue;
                 }
-                DispatchDecision::Blocked => {
+                DispatchDecision::Blocked { until_ms } => {
                     // Polls again; the decision renewed its claim for `lease_ms`. Held back by its
                     // block strategy, not missed: the misfire policy does not apply to the wait.
                     self.fire.timer.settled(&run_id);
-                    self.fire.timer.push(now + crate::timer::BLOCKED_POLL_MS, run_id.clone());
+                    let at = crate::timer::blocked_poll_at(now, until_ms, self.cfg.lease_ms);
+                    self.fire.timer.push(at, run_id.clone());
                     self.fire.timer.after_dispatch(&run_id, now, now + self.cfg.lease_ms);
                     continue;
                 }

@@ -80,6 +80,8 @@ struct Meta {
     schedule: bool,
     /// Sent by this node, its delivery not over yet ([`Timer::delivering`]).
     delivering: bool,
+    /// Popped, its dispatch decision not back yet ([`Inner::checking`]).
+    checking: bool,
 }
 
 /// A run taken from the timer: its id, the instant it was due, and whether it is a fresh
@@ -119,6 +121,11 @@ struct Inner {
     waiting: HashMap<String, BTreeSet<(i64, String)>>,
     /// Jobs whose parked run was mid-check when a run of the job went: it checks again at once.
     woken: HashSet<String>,
+    /// Per job: its runs popped whose dispatch decision is not back yet. A run of the job that
+    /// ends meanwhile may have been read in flight by that decision: if it comes back
+    /// `Blocked`, it checks again at once ([`Inner::woken`]) instead of after its poll interval
+    /// (up to [`QUIET_POLLS`] or a retry's backoff).
+    checking: HashMap<String, usize>,
     /// Per job: its runs this node has sent and is still delivering. A parked run of such a
     /// job need not poll: the end of that delivery wakes it ([`QUIET_POLLS`]).
     delivering: HashMap<String, usize>,
@@ -219,6 +226,19 @@ pub(crate) const BLOCKED_POLL_MS: i64 = 500;
 /// ahead of every other tenant's fires.
 const QUIET_POLLS: i64 = 10_000;
 
+/// When a run held back (`Blocked`) checks its job again: in [`BLOCKED_POLL_MS`], or, when
+/// the decision knows nothing can change before `until_ms` (every run holding it back is a
+/// retry waiting out its backoff), then — but never later than its claim needs renewing
+/// (a third of `lease_ms`) nor [`QUIET_POLLS`] away. A thousand serial jobs each behind a
+/// retry would otherwise check every 500 ms for nothing.
+pub(crate) fn blocked_poll_at(now_ms: i64, until_ms: Option<i64>, lease_ms: i64) -> i64 {
+    let soonest = now_ms + BLOCKED_POLL_MS;
+    match until_ms {
+        None => soonest,
+        Some(at) => at.min(now_ms + QUIET_POLLS.min(lease_ms / 3)).max(soonest),
+    }
+}
+
 fn count_add(m: &mut BTreeMap<i64, usize>, k: i64) {
     *m.entry(k).or_default() += 1;
 }
@@ -255,6 +275,9 @@ impl Inner {
             if old.delivering {
                 self.delivery_over(&old.job_id);
             }
+            if old.checking {
+                self.check_over(&old.job_id);
+            }
             self.forget_job_fire(&old.job_id, old.scheduled_at_ms);
             self.forget_tenant_run(old.tenant);
         }
@@ -263,6 +286,9 @@ impl Inner {
         let m = self.meta.remove(run_id)?;
         if m.delivering {
             self.delivery_over(&m.job_id);
+        }
+        if m.checking {
+            self.check_over(&m.job_id);
         }
         self.forget_job_fire(&m.job_id, m.scheduled_at_ms);
         self.forget_tenant_run(m.tenant);
@@ -273,6 +299,22 @@ impl Inner {
             *n -= 1;
             if *n == 0 {
                 self.delivering.remove(job_id);
+            }
+        }
+    }
+    /// The run's dispatch decision is back (or it is no longer held).
+    fn uncheck(&mut self, run_id: &str) {
+        if let Some(m) = self.meta.get_mut(run_id).filter(|m| m.checking) {
+            m.checking = false;
+            let job = m.job_id.clone();
+            self.check_over(&job);
+        }
+    }
+    fn check_over(&mut self, job_id: &str) {
+        if let Some(n) = self.checking.get_mut(job_id) {
+            *n -= 1;
+            if *n == 0 {
+                self.checking.remove(job_id);
             }
         }
     }
@@ -289,6 +331,8 @@ impl Inner {
             count_sub(fires, at);
             if fires.is_empty() {
                 self.by_job.remove(job_id);
+                // No run of the job is held: a wake left for a check that went otherwise is moot.
+                self.woken.remove(job_id);
             }
         }
     }
@@ -345,6 +389,7 @@ impl Timer {
             redeliver: run.state == RunState::Dispatching,
             schedule: run.trigger == TriggerKind::Schedule && matches!(run.state, RunState::Pending | RunState::Queued),
             delivering: false,
+            checking: false,
         };
         g.add_meta(run.id.clone(), meta);
         if !g.due.contains_key(&run.id) && !g.is_waiting(&run.id) {
@@ -363,6 +408,7 @@ impl Timer {
     /// [`Timer::after_dispatch`]. Until then its job's parked run polls only slowly.
     pub fn delivering(&self, run_id: &str) {
         let mut g = self.inner.lock().expect("timer lock");
+        g.uncheck(run_id);
         let Some(m) = g.meta.get_mut(run_id) else { return };
         if m.delivering {
             return;
@@ -487,6 +533,11 @@ impl Timer {
                 None => {
                     g.popped += 1;
                     let seq = g.popped;
+                    if let Some(m) = g.meta.get_mut(&id).filter(|m| !m.checking) {
+                        m.checking = true;
+                        let job = m.job_id.clone();
+                        *g.checking.entry(job).or_default() += 1;
+                    }
                     let m = g.meta.get(&id);
                     out.push(Popped {
                         seq,
@@ -523,6 +574,7 @@ impl Timer {
     pub fn after_dispatch(&self, run_id: &str, now_ms: i64, lease_until_ms: i64) {
         let mut g = self.inner.lock().expect("timer lock");
         let Some(job) = g.meta.get(run_id).map(|m| m.job_id.clone()) else { return };
+        g.uncheck(run_id);
         if let Some(m) = g.meta.get_mut(run_id).filter(|m| m.delivering) {
             m.delivering = false;
             g.delivery_over(&job);
@@ -585,6 +637,12 @@ impl Timer {
                     g.woken.insert(job);
                 }
                 return;
+            }
+            // A run of the job popped meanwhile is still being checked (its first check: it is
+            // not parked yet), and may have read this one in flight: if it comes back
+            // `Blocked`, it checks again at once.
+            None if g.checking.contains_key(&job) => {
+                g.woken.insert(job.clone());
             }
             None => {}
         }
@@ -1198,6 +1256,47 @@ mod tests {
         t.push(1_003, "j@1".into());
         t.after_dispatch("j@1", 503, 30_503);
         assert_eq!(t.pop_due(503, 10_000), ["j@1"]);
+    }
+
+    /// The next fire's first check reads the run in flight, which ends before the check comes
+    /// back `Blocked`: nothing is parked yet for that end to wake, so the check itself goes
+    /// again at once, not after its poll interval (up to 10 s while a delivery is under way).
+    #[test]
+    fn a_run_ending_while_the_next_ones_first_check_is_under_way_wakes_it() {
+        let t = Timer::default();
+        t.push_run(0, &run("j", 0));
+        t.push_run(1_000, &run("j", 1_000));
+        assert_eq!(t.pop_due(0, 10_000), ["j@0"]);
+        t.delivering("j@0");
+        assert_eq!(t.pop_due(1_000, 10_000), ["j@1000"]); // its check reads j@0 in flight ...
+        t.after_dispatch("j@0", 1_001, 31_001); // ... j@0's delivery ends ...
+        t.push(1_002 + BLOCKED_POLL_MS, "j@1000".into()); // ... and the check says Blocked
+        t.after_dispatch("j@1000", 1_002, 31_002);
+        assert_eq!(t.pop_due(1_002, 10_000), ["j@1000"], "checks again at once");
+        // That check dispatches it: the wake is used up, the job's next held fire polls as usual.
+        t.delivering("j@1000");
+        t.after_dispatch("j@1000", 1_003, 31_003);
+        t.push_run(2_000, &run("j", 2_000));
+        t.push_run(2_001, &run("j", 2_001));
+        assert_eq!(t.pop_due(2_000, 10_000), ["j@2000"]);
+        t.after_dispatch("j@2000", 2_000, 32_000); // answered 202
+        assert_eq!(t.pop_due(2_001, 10_000), ["j@2001"]);
+        t.push(2_001 + BLOCKED_POLL_MS, "j@2001".into());
+        t.after_dispatch("j@2001", 2_001, 32_001);
+        assert_eq!(t.next_due(), Some(2_501), "no wake left over");
+    }
+
+    /// A serial job whose run in flight failed and waits out its retry's backoff: its next
+    /// fire checks again when the retry is due, not every 500 ms (but never later than its
+    /// claim needs renewing), and every 500 ms when the decision cannot say.
+    #[test]
+    fn a_run_held_behind_a_retry_checks_again_when_the_retry_is_due() {
+        assert_eq!(blocked_poll_at(1_000, None, 30_000), 1_500);
+        assert_eq!(blocked_poll_at(1_000, Some(6_000), 30_000), 6_000);
+        assert_eq!(blocked_poll_at(1_000, Some(1_100), 30_000), 1_500, "not sooner than a poll");
+        assert_eq!(blocked_poll_at(1_000, Some(60_000), 30_000), 11_000, "a third of the lease");
+        assert_eq!(blocked_poll_at(1_000, Some(60_000), 120_000), 1_000 + QUIET_POLLS);
+        assert_eq!(blocked_poll_at(1_000, Some(60_000), 900), 1_500);
     }
 
     #[test]

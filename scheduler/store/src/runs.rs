@@ -103,7 +103,9 @@ pub enum DispatchDecision {
     /// Not ours any more (another node, a lost lease, a cancel, a deleted job): do nothing.
     Gone,
     /// A `serial` job's previous run is still in flight: stays queued; try again later.
-    Blocked,
+    /// `until_ms`: when every run holding it back is a retry waiting out its backoff, the
+    /// earliest of their due times (nothing can change before then); `None` otherwise.
+    Blocked { until_ms: Option<i64> },
     /// Refused by the block strategy or max concurrency: the run is now `skipped`.
     Skipped { reason: &'static str },
 }

@@ -47,6 +47,7 @@ crate::on_both_databases!(
     a_child_job_stopped_mid_chain_is_not_fired_and_releases_the_fan_in,
     fires_beyond_the_timers_room_and_a_tenants_share_lose_nothing,
     a_tenant_past_its_share_of_the_timer_is_passed_over_by_the_claim,
+    a_small_tenants_fire_finds_room_in_a_timer_another_tenant_filled,
     a_runs_log_is_followed_page_by_page_until_the_run_ends,
     the_log_endpoint_refuses_bad_input_and_other_tenants,
     a_cancel_through_the_api_reaches_a_synchronous_handler_still_running,
@@ -2032,6 +2033,50 @@ async fn a_tenant_past_its_share_of_the_timer_is_passed_over_by_the_claim(app: &
     assert_eq!(run_detail(app, &small.admin, run_id).await["state"], "queued", "claimed by the node");
     let waiting = runs(app, &s.key, big["id"].as_str().unwrap()).await;
     assert_eq!(waiting.iter().filter(|r| r["state"] == "pending").count(), 4, "the rest wait, as rows");
+}
+
+/// The claim takes a whole batch at once, so a tenant just below its share can fill the
+/// timer (a hung executor's thousand serial jobs did, on SQLite): a small tenant's fire, due
+/// next, still goes into the timer — up to a quarter past its capacity — instead of waiting
+/// seconds for room (the 1–3 s late fires of the hung-tenant benchmark).
+async fn a_small_tenants_fire_finds_room_in_a_timer_another_tenant_filled(app: &TestApp) {
+    use std::sync::Arc;
+    use sundial_engine::{Engine, EngineConfig};
+    let s = setup(app).await;
+    let big = app.job(&s.key, manual("big", json!({}))).await;
+    for _ in 0..10 {
+        let (st, v) =
+            app.post(&format!("/api/v1/jobs/{}/trigger", big["id"].as_str().unwrap()), &s.key, json!({})).await;
+        assert_eq!(st, StatusCode::CREATED, "{v}");
+    }
+    app.clock.advance(10);
+    let mut cfg = EngineConfig::new("node_reserve");
+    cfg.capacity = 8; // a share of 6, a quarter of 2
+    cfg.claim_batch = 8;
+    let engine = Engine::new(app.db.store(), Arc::new(app.clock.clone()), cfg, Arc::new(Default::default()));
+    assert_eq!(engine.claim_once().await.unwrap(), 8, "below its share, the big tenant takes a whole batch");
+    assert_eq!(engine.timer_len(), 8, "the timer is full");
+    // The big tenant's own high-frequency fires find no room: it holds more than the quarter.
+    app.job(
+        &s.key,
+        json!({"name": "big-tick", "app": "billing", "handler": "h", "schedule": {"kind": "fixed_rate", "every_ms": 1000}}),
+    )
+    .await;
+    engine.at_dispatch_sync().await.unwrap();
+    assert_eq!(engine.at_dispatch_fill(), 0, "no room for the tenant that filled the timer");
+
+    let small = app.tenant("small").await;
+    let (st, _) = app.post("/api/v1/apps", &small.admin, json!({"name": "billing"})).await;
+    assert_eq!(st, StatusCode::CREATED);
+    app.job(
+        &small.admin,
+        json!({"name": "tick", "app": "billing", "handler": "h", "schedule": {"kind": "fixed_rate", "every_ms": 1000}}),
+    )
+    .await;
+    engine.at_dispatch_sync().await.unwrap();
+    let added = engine.at_dispatch_fill();
+    assert!(added >= 1, "the small tenant's next fire goes into the full timer");
+    assert!(engine.timer_len() <= 10, "at most a quarter past the capacity: {}", engine.timer_len());
 }
 
 /// `GET /runs/{id}/logs`: pages after a `seq`, `next_after` to resume from (also on the

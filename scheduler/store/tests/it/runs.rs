@@ -345,7 +345,7 @@ pub async fn peeked_fires_are_read_without_a_claim_and_dispatched_from_pending(s
     // The next fire of the `serial` job is blocked by it: it is claimed for this node and waits.
     let blocked =
         s.run_dispatch_many(&[ToDispatch::new(fires[2].id.clone(), false)], "node_a", NOW, 30_000).await.unwrap();
-    assert_eq!(blocked[0].1, DispatchDecision::Blocked);
+    assert_eq!(blocked[0].1, DispatchDecision::Blocked { until_ms: None });
     let held = s.run_get(&t.id, &fires[2].id).await.unwrap().unwrap();
     assert_eq!(
         (held.state, held.owner_node.as_deref(), held.lease_until_ms),

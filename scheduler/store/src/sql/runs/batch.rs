@@ -247,7 +247,7 @@ impl SqlStore {
             {
                 // The timed-out attempt's executor still reports running it: the retry waits.
                 hold_claim(&mut tx, &runs[id], node_id, now_ms, now_ms + lease_ms).await?;
-                skipped.insert(id.clone(), DispatchDecision::Blocked);
+                skipped.insert(id.clone(), DispatchDecision::Blocked { until_ms: None });
                 continue;
             }
             if fresh(&runs[id]) {
@@ -260,7 +260,7 @@ impl SqlStore {
                             // Waits in `queued`, claimed by this node if it was still `pending`.
                             let r = runs.get_mut(id).expect("in the batch");
                             hold_fire(&mut tx, r, fresh_fire, node_id, now_ms, now_ms + lease_ms).await?;
-                            skipped.insert(id.clone(), DispatchDecision::Blocked);
+                            skipped.insert(id.clone(), DispatchDecision::Blocked { until_ms: retries_due_at(list) });
                             continue;
                         }
                         BlockStrategy::DiscardLater => {
@@ -844,6 +844,17 @@ impl SqlStore {
 fn still_fires_at(job: &Job, at: i64) -> bool {
     sundial_core::schedule::Schedule::parse(&job.schedule, job.created_at_ms)
         .is_ok_and(|s| s.next_after(at - 1) == Some(at))
+}
+
+/// When a fire held back by `holding` (its job's runs in flight) can next be let through:
+/// if every one of them is a retry waiting out its backoff, the earliest retry's due time
+/// (no run of the job ends before then); otherwise unknown (`None`: any may end any moment).
+fn retries_due_at(holding: &[Run]) -> Option<i64> {
+    holding
+        .iter()
+        .map(|r| if r.state == RunState::Retrying { r.next_attempt_at_ms } else { None })
+        .try_fold(i64::MAX, |earliest, at| at.map(|at| earliest.min(at)))
+        .filter(|&at| at != i64::MAX)
 }
 
 /// A fire its job's block strategy or concurrency limit refuses: `skipped`. A row is moved

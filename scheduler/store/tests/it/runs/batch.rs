@@ -70,7 +70,7 @@ pub async fn dispatch_batches_decide_each_run_as_if_alone(s: S) {
     assert_eq!(dispatched(decision(&runs[0].id)).attempt, 1);
     assert_eq!(decision(&runs[1].id), &DispatchDecision::Skipped { reason: "discard_later" });
     assert_eq!(dispatched(decision(&runs[2].id)).state, RunState::Dispatching);
-    assert_eq!(decision(&runs[3].id), &DispatchDecision::Blocked);
+    assert_eq!(decision(&runs[3].id), &DispatchDecision::Blocked { until_ms: None });
     match decision(&runs[4].id) {
         DispatchDecision::Dispatch { covered, .. } => {
             assert_eq!(covered.iter().map(|r| &r.id).collect::<Vec<_>>(), [&early.id])
@@ -492,7 +492,7 @@ pub async fn fires_without_rows_are_written_by_the_dispatch_that_decides_them(s:
     assert_eq!(decision_of(&out, &next_discard.run_id), &DispatchDecision::Skipped { reason: "discard_later" });
     let skipped = s.run_get(&t.id, &next_discard.run_id).await.unwrap().expect("written skipped");
     assert_eq!((skipped.state, skipped.finished_at_ms), (RunState::Skipped, Some(NOW + 1_000)));
-    assert_eq!(decision_of(&out, &next_serial.run_id), &DispatchDecision::Blocked);
+    assert_eq!(decision_of(&out, &next_serial.run_id), &DispatchDecision::Blocked { until_ms: None });
     let queued = s.run_get(&t.id, &next_serial.run_id).await.unwrap().expect("written queued");
     assert_eq!(
         (queued.state, queued.owner_node.as_deref(), queued.lease_until_ms),
@@ -503,7 +503,16 @@ pub async fn fires_without_rows_are_written_by_the_dispatch_that_decides_them(s:
         .run_dispatch_many(&[ToDispatch::new(next_serial.run_id.clone(), false)], "node_a", NOW + 1_500, 30_000)
         .await
         .unwrap();
-    assert_eq!(again[0].1, DispatchDecision::Blocked);
+    assert_eq!(again[0].1, DispatchDecision::Blocked { until_ms: None });
+    // The run in flight fails and waits out its retry's backoff: nothing can let the queued
+    // fire through before that retry is due, and the decision says when that is.
+    s.run_finish_many(&[result(&by_key.id, 1, false, json!(null))]).await.unwrap();
+    assert_eq!(s.run_get(&t.id, &by_key.id).await.unwrap().unwrap().state, RunState::Retrying);
+    let later = s
+        .run_dispatch_many(&[ToDispatch::new(next_serial.run_id.clone(), false)], "node_a", NOW + 2_000, 30_000)
+        .await
+        .unwrap();
+    assert_eq!(later[0].1, DispatchDecision::Blocked { until_ms: Some(NOW + 5_000) });
 }
 
 pub async fn unwritten_fires_of_stopped_changed_or_deleted_jobs_write_nothing(s: S) {
