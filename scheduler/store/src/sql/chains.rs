@@ -25,7 +25,7 @@ use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
 use sundial_core::types::{EdgeCondition, JobState, RunState, TriggerKind, WaitFor};
 
-use super::runs::{insert_child_run, insert_run, list_in_chain};
+use super::writes::{insert_child_run, insert_run, list_in_chain};
 use super::{IDS, col, fetch_in, json_opt, parse_col, refused, to_json};
 use crate::{Dialect, Result, Run, StoreError};
 

@@ -8,7 +8,10 @@
 //! the generation cursor, scripts), `runs` (runs, attempts, logs; the hot-path batches in
 //! `runs/batch`), `shards`, `nodes` (nodes, hand-back, settings), `seen` (seen webhook
 //! ids) and `retention`. This file: the connection set-up per dialect, the row-decoding
-//! and id-list helpers they share, and [`DbStore`].
+//! and id-list helpers they share, and [`DbStore`]. What several modules share beyond
+//! that is in modules of its own that import only this file: `rows` (run, job and executor
+//! rows), `writes` (inserting runs, ending a run, log lines) and `jobs_seen` (the dispatch's
+//! job cache). The modules import each other without a cycle (`tests/sql_sources.rs`).
 //!
 //! Id lists stay few texts whatever the batch size (sqlx's prepared-statement cache must
 //! not churn, see `connect`): id lists go in chunks of at most [`IN_CHUNK`], each list a
@@ -32,14 +35,17 @@ use crate::{DbStore, Dialect, KeyRing, RekeyReport, Result, StoreError, migrate}
 mod apps;
 mod chains;
 mod jobs;
+mod jobs_seen;
 mod nodes;
 mod quotas;
 mod retention;
+mod rows;
 mod runs;
 mod scripts;
 mod seen;
 mod shards;
 mod tenants;
+mod writes;
 
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
@@ -83,7 +89,7 @@ pub struct SqlStore {
     read_pool: Option<AnyPool>,
     dialect: Dialect,
     /// Jobs as the dispatch transactions last read them (see `runs/batch.rs`, `lock_jobs`).
-    jobs_seen: jobs::JobsSeen,
+    jobs_seen: jobs_seen::JobsSeen,
     migrate_lock_wait: Duration,
     /// Seals and opens app secrets (`sql/apps.rs`).
     secrets: Option<KeyRing>,

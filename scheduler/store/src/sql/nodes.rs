@@ -14,7 +14,7 @@ use crate::{Node, NodeBeat, NodeStore, Result};
 /// ones under `retry`: runs in flight only) rather than an index on the owner that every
 /// claim and result would rewrite.
 async fn hand_back(tx: &mut Transaction<'static, Any>, id: &str, now_ms: i64) -> Result<u64> {
-    let (from, to) = super::runs::release_states()?;
+    let (from, to) = super::writes::release_states()?;
     let r = sqlx::query(
         "UPDATE runs SET state = CASE WHEN state = ? THEN ? ELSE state END, owner_node = NULL, \
                  lease_until_ms = NULL, updated_at_ms = ? WHERE wake_kind IN ('lease', 'retry') AND lease_until_ms IS NOT NULL \

@@ -217,7 +217,7 @@ impl QuotaStore for SqlStore {
             .unwrap_or(-1);
         quota::check(quotas, Quota::MaxLogBytesPerRun, run_bytes.max(0), bytes).map_err(StoreError::QuotaExceeded)?;
         quota::check(quotas, Quota::MaxLogBytesPerDay, day_bytes.max(0), bytes).map_err(StoreError::QuotaExceeded)?;
-        super::shards::log_insert(&mut tx, a.run_id, a.shard_index, a.attempt, a.lines).await?;
+        super::writes::log_insert(&mut tx, a.run_id, a.shard_index, a.attempt, a.lines).await?;
         if run_bytes < 0 {
             sqlx::query("INSERT INTO run_log_usage (run_id, log_bytes) VALUES (?, ?)")
                 .bind(a.run_id)

@@ -4,12 +4,12 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::any::AnyRow;
-use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
-use sundial_core::types::{RunState, TriggerKind};
+use sundial_core::types::RunState;
 
+use super::rows::run_row;
 use super::shards;
+use super::writes::{claim_states, insert_run, insert_runs, release_states, set_terminal, webhook_id_of};
 use super::{
     IDS, IN_CHUNK, Ix, SqlStore, col, fetch_in_with, in_list, in_width, json_col, json_opt, parse_col, refused, to_json,
 };
@@ -27,184 +27,9 @@ fn fire_key_ms(key: &str) -> Result<i64> {
         .ok_or_else(|| crate::StoreError::Corrupt(format!("runs.fire_key `{key}` is not a schedule fire key")))
 }
 
-pub(super) fn run_row(r: &AnyRow) -> Result<Run> {
-    Ok(Run {
-        id: col(r, "id")?,
-        tenant_id: col(r, "tenant_id")?,
-        job_id: col(r, "job_id")?,
-        fire_key: col(r, "fire_key")?,
-        trigger: parse_col(r, "trigger_kind")?,
-        scheduled_at_ms: col(r, "scheduled_at_ms")?,
-        state: parse_col(r, "state")?,
-        attempt: col(r, "attempt")?,
-        shard_total: col(r, "shard_total")?,
-        params: json_opt(r, "params")?,
-        parent_run_id: col(r, "parent_run_id")?,
-        parent_output: json_opt(r, "parent_output")?,
-        parents: json_opt(r, "parents")?,
-        job_version: col(r, "job_version")?,
-        owner_node: col(r, "owner_node")?,
-        lease_until_ms: col(r, "lease_until_ms")?,
-        deadline_ms: col(r, "deadline_ms")?,
-        next_attempt_at_ms: col(r, "next_attempt_at_ms")?,
-        reason: col(r, "reason")?,
-        message: col(r, "message")?,
-        output: json_opt(r, "output")?,
-        expired_count: col(r, "expired_count")?,
-        created_at_ms: col(r, "created_at_ms")?,
-        updated_at_ms: col(r, "updated_at_ms")?,
-        started_at_ms: col(r, "started_at_ms")?,
-        finished_at_ms: col(r, "finished_at_ms")?,
-        script_version: col(r, "script_version")?,
-        chain_id: col(r, "chain_id")?,
-    })
-}
-
 /// The claim's write: the states come from `transition` (bound, see [`claim_states`]).
 const CLAIM_UPDATE_SQL: &str = "UPDATE runs SET state = CASE WHEN state = ? THEN ? ELSE state END, owner_node = ?, \
     lease_until_ms = ?, updated_at_ms = ? WHERE id IN (:ids)";
-
-/// The state change a claim makes to a fresh fire, from the state machine: (`pending`, its claimed state).
-pub(super) fn claim_states() -> Result<(&'static str, &'static str)> {
-    let to = transition(RunState::Pending, &RunEvent::Claim).map_err(refused)?.to;
-    Ok((RunState::Pending.as_str(), to.as_str()))
-}
-
-/// The state change a hand-back makes to a claimed fire, from the state machine: (`queued`, `pending`).
-pub(super) fn release_states() -> Result<(&'static str, &'static str)> {
-    let to = transition(RunState::Queued, &RunEvent::Release).map_err(refused)?.to;
-    Ok((RunState::Queued.as_str(), to.as_str()))
-}
-
-/// Insert a run unless its (job, fire key) exists; true if inserted.
-pub(in crate::sql) async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Run) -> Result<bool> {
-    Ok(batch::insert_runs(tx, dialect, std::slice::from_ref(r)).await? > 0)
-}
-
-/// A run fired by `parent` (whose output it carries), in `parent`'s chain: inserted once per
-/// child job and parent run (`p:<parent run id>`), and listed in the chain. False if it was
-/// already there.
-pub(in crate::sql) async fn insert_child_run(
-    tx: &mut Transaction<'static, Any>,
-    dialect: Dialect,
-    parent: &Run,
-    child_job_id: &str,
-    output: Option<serde_json::Value>,
-    now_ms: i64,
-) -> Result<Option<Run>> {
-    let mut child = Run::pending(
-        &parent.tenant_id,
-        child_job_id,
-        0,
-        format!("p:{}", parent.id),
-        TriggerKind::Parent,
-        now_ms,
-        now_ms,
-    );
-    child.parent_run_id = Some(parent.id.clone());
-    child.parent_output = output;
-    child.chain_id = Some(parent.chain().to_string());
-    // The chain's params flow down: a root's are those it was triggered with, a child's its parent's.
-    child.params = parent.params.clone();
-    if !insert_run(tx, dialect, &child).await? {
-        return Ok(None);
-    }
-    list_in_chain(tx, &child).await?;
-    Ok(Some(child))
-}
-
-/// A child run just inserted joins its chain: the hot path's insert leaves `chain_id` and
-/// `parents` out (almost every run is a root), so they are set here, and the run is listed in
-/// `chain_runs`.
-pub(in crate::sql) async fn list_in_chain(tx: &mut Transaction<'static, Any>, run: &Run) -> Result<()> {
-    sqlx::query("UPDATE runs SET chain_id = ?, parents = ? WHERE id = ?")
-        .bind(&run.chain_id)
-        .bind(run.parents.as_ref().map(to_json))
-        .bind(&run.id)
-        .execute(&mut **tx)
-        .await?;
-    sqlx::query("INSERT INTO chain_runs (run_id, chain_id, tenant_id) VALUES (?, ?, ?)")
-        .bind(&run.id)
-        .bind(&run.chain_id)
-        .bind(&run.tenant_id)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
-}
-
-/// The `webhook-id` of an attempt of a run that is not sharded (stable across its redeliveries).
-pub(super) fn webhook_id_of(run_id: &str, attempt: i64) -> String {
-    format!("msg_{run_id}_0_{attempt}")
-}
-
-/// Move a run to a terminal state through the state machine, conditional on the
-/// state it was read in; the current attempt follows. False if refused or raced.
-async fn set_terminal(
-    tx: &mut Transaction<'static, Any>,
-    run: &Run,
-    event: RunEvent,
-    message: &str,
-    now_ms: i64,
-) -> Result<bool> {
-    let Ok(t) = transition(run.state, &event) else {
-        return Ok(false);
-    };
-    let r = sqlx::query(
-        "UPDATE runs SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, lease_until_ms = NULL, \
-         next_attempt_at_ms = NULL WHERE id = ? AND state = ? AND attempt = ?",
-    )
-    .bind(t.to.as_str())
-    .bind(message)
-    .bind(now_ms)
-    .bind(now_ms)
-    .bind(&run.id)
-    .bind(run.state.as_str())
-    .bind(run.attempt)
-    .execute(&mut **tx)
-    .await?;
-    if r.rows_affected() == 0 {
-        return Ok(false);
-    }
-    let closed = sqlx::query(
-        "UPDATE attempts SET state = ?, message = ?, finished_at_ms = ? WHERE run_id = ? AND attempt = ? AND finished_at_ms IS NULL",
-    )
-    .bind(t.to.as_str())
-    .bind(message)
-    .bind(now_ms)
-    .bind(&run.id)
-    .bind(run.attempt)
-    .execute(&mut **tx)
-    .await?
-    .rows_affected();
-    // An attempt in flight has a row only once it was accepted or ended: written here, ended.
-    if closed == 0 && run.shard_total.is_none() && matches!(run.state, RunState::Dispatching | RunState::Running) {
-        let stored: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM attempts WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
-                .bind(&run.id)
-                .bind(run.attempt)
-                .fetch_one(&mut **tx)
-                .await?;
-        if stored == 0 {
-            sqlx::query(
-                "INSERT INTO attempts (run_id, shard_index, attempt, webhook_id, state, message, trail, started_at_ms, finished_at_ms) \
-                 VALUES (?, 0, ?, ?, ?, ?, '[]', ?, ?)",
-            )
-            .bind(&run.id)
-            .bind(run.attempt)
-            .bind(webhook_id_of(&run.id, run.attempt))
-            .bind(t.to.as_str())
-            .bind(message)
-            .bind(run.updated_at_ms)
-            .bind(now_ms)
-            .execute(&mut **tx)
-            .await?;
-        }
-    }
-    if run.shard_total.is_some() {
-        shards::cancel_open(tx, &run.id, message, now_ms).await?;
-    }
-    Ok(true)
-}
 
 #[async_trait]
 impl RunStore for SqlStore {
@@ -556,7 +381,7 @@ impl RunStore for SqlStore {
             return Ok(0);
         }
         let mut tx = self.begin().await?;
-        let n = batch::insert_runs(&mut tx, self.dialect, runs).await?;
+        let n = insert_runs(&mut tx, self.dialect, runs).await?;
         tx.commit().await?;
         Ok(n)
     }

@@ -1,6 +1,7 @@
 //! [`ShardStore`] for [`SqlStore`]: the shard records of a run (`run_shards`) and their
 //! attempts. The trait methods (at the end) delegate in one line each to the functions
-//! here, which the run module's cancel, retry and log calls share.
+//! here, which the run module's retry and log calls share (a run's end cancels its open
+//! shards through `writes::cancel_open`).
 //!
 //! Every change is conditional on the state and attempt it expects, inside a
 //! transaction that first reads (and on MySQL locks) the run row, so two nodes, a
@@ -16,7 +17,8 @@ use sundial_core::run_state::{RunEvent, transition};
 use sundial_core::types::RunState;
 
 use super::chains;
-use super::runs::run_row;
+use super::rows::run_row;
+use super::writes::{cancel_open, log_insert};
 use super::{SqlStore, col, json_opt, parse_col, refused, to_json};
 use crate::{
     AttemptResult, Dialect, FinishShard, Result, Run, RunShard, ShardDelivery, ShardFinishOutcome, ShardFreeze,
@@ -271,39 +273,6 @@ pub(super) async fn set_target(
     .await?;
     tx.commit().await?;
     Ok(())
-}
-
-/// Cancel the shards of a run still in flight or waiting to retry, and close their
-/// open attempts. Called in the transaction that ends the run (a cancel, cover_early,
-/// a deleted job, a shard failed for good). Returns the shards cancelled.
-pub(super) async fn cancel_open(
-    tx: &mut Transaction<'static, Any>,
-    run_id: &str,
-    message: &str,
-    now_ms: i64,
-) -> Result<u64> {
-    for from in [RunState::Dispatching, RunState::Running, RunState::Retrying] {
-        transition(from, &RunEvent::Cancel).map_err(refused)?;
-    }
-    let r = sqlx::query(
-        "UPDATE run_shards SET state = 'cancelled', message = ?, next_attempt_at_ms = NULL, finished_at_ms = ?, updated_at_ms = ? \
-         WHERE run_id = ? AND state IN ('dispatching', 'running', 'retrying')",
-    )
-    .bind(message)
-    .bind(now_ms)
-    .bind(now_ms)
-    .bind(run_id)
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query(
-        "UPDATE attempts SET state = 'cancelled', message = ?, finished_at_ms = ? WHERE run_id = ? AND finished_at_ms IS NULL",
-    )
-    .bind(message)
-    .bind(now_ms)
-    .bind(run_id)
-    .execute(&mut **tx)
-    .await?;
-    Ok(r.rows_affected())
 }
 
 /// Make the `retrying` shards of a tenant's `running` sharded run due now. Returns shards changed.
@@ -657,30 +626,6 @@ pub(super) async fn log_append(
     let mut tx = s.begin().await?;
     log_insert(&mut tx, run_id, shard_index, attempt, lines).await?;
     tx.commit().await?;
-    Ok(())
-}
-
-/// Insert log lines of one shard attempt (`log_append`, and `log_append_within` after its quota check).
-pub(super) async fn log_insert(
-    tx: &mut Transaction<'static, Any>,
-    run_id: &str,
-    shard_index: i64,
-    attempt: i64,
-    lines: &[(i64, String, String)],
-) -> Result<()> {
-    for (at, level, message) in lines {
-        sqlx::query(
-            "INSERT INTO run_logs (run_id, shard_index, attempt, at_ms, level, message) VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(run_id)
-        .bind(shard_index)
-        .bind(attempt)
-        .bind(*at)
-        .bind(level)
-        .bind(message)
-        .execute(&mut **tx)
-        .await?;
-    }
     Ok(())
 }
 

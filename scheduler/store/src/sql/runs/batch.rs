@@ -10,10 +10,9 @@ use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
 use sundial_core::types::{BlockStrategy, JobState, Route, RunState};
 
-use super::{run_row, set_terminal};
-use crate::sql::apps::executor_row;
 use crate::sql::chains;
-use crate::sql::jobs::{JOB_COLS, job_row};
+use crate::sql::rows::{JOB_COLS, executor_row, job_row, run_row};
+use crate::sql::writes::{insert_runs, set_terminal, webhook_id_of};
 use crate::sql::{
     IDS, IN_CHUNK, Ix, SqlStore, col, distinct, fetch_in, in_list, in_width, json_opt, placeholders, pow2_chunks,
     refused, sorted, to_json,
@@ -22,65 +21,6 @@ use crate::{
     AppRouting, AttemptResult, Dialect, DispatchDecision, FinishAttempt, FinishOutcome, GenerateJob, Job, Result, Run,
     StoreError, ToDispatch,
 };
-
-/// Insert runs unless their (job, fire key) exists, in multi-row statements; returns how many were inserted.
-pub(super) async fn insert_runs<R: std::borrow::Borrow<Run>>(
-    tx: &mut Transaction<'static, Any>,
-    dialect: Dialect,
-    runs: &[R],
-) -> Result<usize> {
-    let verb = match dialect {
-        Dialect::MySql => "INSERT IGNORE",
-        Dialect::Sqlite => "INSERT OR IGNORE",
-    };
-    let row = format!("({})", placeholders(26));
-    let mut inserted = 0;
-    let mut rest = runs;
-    for size in pow2_chunks(runs.len()) {
-        let (chunk, tail) = rest.split_at(size);
-        rest = tail;
-        let sql = format!(
-            "{verb} INTO runs (id, tenant_id, job_id, fire_key, trigger_kind, scheduled_at_ms, state, attempt, shard_total, params, \
-             parent_run_id, parent_output, job_version, owner_node, lease_until_ms, deadline_ms, next_attempt_at_ms, reason, message, \
-             output, expired_count, created_at_ms, updated_at_ms, started_at_ms, finished_at_ms, bucket) VALUES {}",
-            vec![row.as_str(); size].join(", ")
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for r in chunk {
-            let r: &Run = r.borrow();
-            q = q
-                .bind(&r.id)
-                .bind(&r.tenant_id)
-                .bind(&r.job_id)
-                .bind(&r.fire_key)
-                .bind(r.trigger.as_str())
-                .bind(r.scheduled_at_ms)
-                .bind(r.state.as_str())
-                .bind(r.attempt)
-                .bind(r.shard_total)
-                .bind(r.params.as_ref().map(to_json))
-                .bind(&r.parent_run_id)
-                .bind(r.parent_output.as_ref().map(to_json))
-                .bind(r.job_version)
-                .bind(&r.owner_node)
-                .bind(r.lease_until_ms)
-                .bind(r.deadline_ms)
-                .bind(r.next_attempt_at_ms)
-                .bind(&r.reason)
-                .bind(&r.message)
-                .bind(r.output.as_ref().map(to_json))
-                .bind(r.expired_count)
-                .bind(r.created_at_ms)
-                .bind(r.updated_at_ms)
-                .bind(r.started_at_ms)
-                .bind(r.finished_at_ms)
-                // Job affinity: derived from the job id, never stored on `Run` (it cannot disagree).
-                .bind(sundial_core::affinity::bucket_of(&r.job_id));
-        }
-        inserted += q.execute(&mut **tx).await?.rows_affected() as usize;
-    }
-    Ok(inserted)
-}
 
 impl SqlStore {
     /// Lock and read runs by id (MySQL `FOR UPDATE`; SQLite holds the write lock already).
@@ -927,7 +867,7 @@ async fn hold_claim(
 }
 
 fn webhook_id(run: &Run) -> String {
-    super::webhook_id_of(&run.id, run.attempt)
+    webhook_id_of(&run.id, run.attempt)
 }
 
 struct RunWrite {
