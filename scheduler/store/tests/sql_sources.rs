@@ -1,5 +1,6 @@
 //! Source scans of the store's own code (plain text, no compiler): the module import graph
-//! has no cycle (ARCHITECTURE.md, the store's code map).
+//! has no cycle (ARCHITECTURE.md, the store's code map), and no SQL writes a run state as a
+//! literal (states come from `RunState`, see `sql/mod.rs`'s `states`).
 //!
 //! The graph: one node per module file under `src/` (the crate root excluded: everything
 //! is re-exported there), an edge for every path that names another module, from `use`
@@ -8,6 +9,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use sundial_core::types::RunState;
 
 // ---- sources ------------------------------------------------------------------
 
@@ -426,4 +429,92 @@ fn the_cycle_scan_finds_a_cycle_and_names_it() {
     assert_eq!(graph["sql::a"].keys().collect::<Vec<_>>(), ["sql", "sql::b"]);
     assert_eq!(graph["sql::b"].keys().collect::<Vec<_>>(), ["sql::a"]);
     assert_eq!(cycles(&graph), ["sql::a -> sql::b (sql/a.rs:1) -> sql::a (sql/b.rs:2)"]);
+}
+
+/// The lines of `#[cfg(test)] mod … { … }` blocks: tests may spell out the SQL they expect.
+fn test_module_lines(toks: &[(Tok, usize)]) -> Vec<std::ops::RangeInclusive<usize>> {
+    let attr: Vec<Tok> = ["#", "[", "cfg", "(", "test", ")", "]", "mod"]
+        .iter()
+        .map(|t| match t.chars().next().unwrap() {
+            c if c.is_alphabetic() => Tok::Ident(t.to_string()),
+            c => Tok::Punct(c),
+        })
+        .collect();
+    let mut out = Vec::new();
+    for i in 0..toks.len() {
+        if !toks[i..].iter().map(|(t, _)| t).take(attr.len()).eq(attr.iter()) {
+            continue;
+        }
+        let Some(open) = (i + attr.len()..toks.len()).find(|&j| toks[j].0 == Tok::Punct('{')) else { continue };
+        let mut depth = 0;
+        for (t, line) in &toks[open..] {
+            match t {
+                Tok::Punct('{') => depth += 1,
+                Tok::Punct('}') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        out.push(toks[i].1..=*line);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Every string literal outside test modules holding a run state quoted as SQL
+/// (`'pending'`), as `file:line`.
+fn state_literals(sources: &[Source]) -> Vec<String> {
+    let mut found = Vec::new();
+    for src in sources {
+        let (toks, strings) = lex(&src.text);
+        let tests = test_module_lines(&toks);
+        for (text, line) in strings {
+            if tests.iter().any(|r| r.contains(&line)) {
+                continue;
+            }
+            for state in RunState::ALL {
+                if text.contains(&format!("'{state}'")) {
+                    found.push(format!(
+                        "{}:{line}: '{state}' in \"{}\"",
+                        src.rel,
+                        text.split_whitespace().collect::<Vec<_>>().join(" ")
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_sql_in_the_store_spells_a_run_state() {
+    let found = state_literals(&store_sources());
+    assert!(
+        found.is_empty(),
+        "run states written as SQL literals in scheduler/store/src (render them from RunState: \
+         `RunState::X.as_str()` bound, or `states(&[..])` / `RunState::TERMINAL` formatted in):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The scan itself: a quoted state in a string (plain or raw) is found; in a comment, a
+/// test module, or unquoted, it is not.
+#[test]
+fn the_state_scan_finds_a_quoted_state() {
+    let src = |rel: &str, text: &str| Source { rel: rel.into(), module: module_of(rel), text: text.into() };
+    let sources = [src(
+        "sql/x.rs",
+        "// state = 'pending'\nconst A: &str = \"UPDATE runs SET state = 'cancelled' \\\n WHERE state IN ('queued')\";\n\
+         const B: &str = r#\"state = 'running'\"#;\nconst C: &str = \"pending\";\n\
+         #[cfg(test)]\nmod tests {\n    fn t() { assert_eq!(x(), \"'failed'\"); }\n}\nconst D: &str = \"'skipped'\";\n",
+    )];
+    let found = state_literals(&sources);
+    assert_eq!(found.len(), 4, "{found:#?}");
+    assert!(found[0].starts_with("sql/x.rs:2: 'queued'"), "{found:#?}");
+    assert!(found[1].starts_with("sql/x.rs:2: 'cancelled'"), "{found:#?}");
+    assert!(found[2].starts_with("sql/x.rs:4: 'running'"), "{found:#?}");
+    assert!(found[3].starts_with("sql/x.rs:10: 'skipped'"), "{found:#?}");
 }

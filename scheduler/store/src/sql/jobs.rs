@@ -5,13 +5,16 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 use sundial_core::job::ChildEdge;
 use sundial_core::quota::Quotas;
-use sundial_core::types::JobState;
+use sundial_core::types::{JobState, RunState};
 
 use super::quotas::{check_jobs, fire_rate_of};
 use super::rows::{JOB_COLS, job_row};
-use super::{IDS, SqlStore, col, fetch_in_with, json_col, parse_col, to_json};
+use super::{IDS, SqlStore, col, fetch_in_with, json_col, parse_col, sql_states, to_json};
 use crate::error::job_conflict;
 use crate::{Job, JobFilter, JobMisfire, JobStore, Page, Result, StoreError};
+
+/// Runs not yet dispatched: what a job's change or deletion drops of its future.
+const NOT_DISPATCHED: &[RunState] = &[RunState::Pending, RunState::Queued];
 
 impl SqlStore {
     /// Rows of `sql` (a read of `jobs` with an id list) for these ids, whatever their tenant
@@ -258,10 +261,11 @@ impl SqlStore {
         }
         // Re-derive the not-yet-dispatched future: generated fires of the old definition
         // go, and the generator regenerates from the new one (no duplicates: the rows are gone).
-        sqlx::query(
-            "DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule' \
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DELETE FROM runs WHERE open_job_id = ? AND state IN ({}) AND trigger_kind = 'schedule' \
              AND scheduled_at_ms > ?",
-        )
+            sql_states(NOT_DISPATCHED)
+        )))
         .bind(&j.id)
         .bind(j.updated_at_ms)
         .execute(&mut *tx)
@@ -302,9 +306,10 @@ impl SqlStore {
         .execute(&mut *tx)
         .await?;
         if changed.rows_affected() > 0 && state == JobState::Stopped {
-            sqlx::query(
-                "DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule'",
-            )
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM runs WHERE open_job_id = ? AND state IN ({}) AND trigger_kind = 'schedule'",
+                sql_states(NOT_DISPATCHED)
+            )))
             .bind(id)
             .execute(&mut *tx)
             .await?;
@@ -433,10 +438,13 @@ impl JobStore for SqlStore {
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query("DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued')")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM runs WHERE open_job_id = ? AND state IN ({})",
+                sql_states(NOT_DISPATCHED)
+            )))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(r.rows_affected() > 0)

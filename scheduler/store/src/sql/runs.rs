@@ -11,7 +11,8 @@ use super::rows::run_row;
 use super::shards;
 use super::writes::{claim_states, insert_run, insert_runs, release_states, set_terminal, webhook_id_of};
 use super::{
-    IDS, IN_CHUNK, Ix, SqlStore, col, fetch_in_with, in_list, in_width, json_col, json_opt, parse_col, refused, to_json,
+    IDS, IN_CHUNK, Ix, SqlStore, col, fetch_in_with, in_list, in_width, json_col, json_opt, moved_to, parse_col,
+    refused, sql_state, sql_states, to_json,
 };
 use crate::{
     Attempt, ClaimParams, Dialect, DispatchDecision, FinishAttempt, FinishOutcome, Page, PeekParams, Result, Run,
@@ -156,8 +157,12 @@ impl RunStore for SqlStore {
             "SELECT id FROM runs WHERE wake_kind = 'schedule' AND wake_at_ms <= ? \
              AND wake_at_ms <= CASE WHEN ((? >> bucket) & 1) = 1 THEN ? ELSE ? END{skip} ORDER BY wake_at_ms LIMIT ?"
         );
-        let lock_pending_sql =
-            format!("SELECT * FROM runs{} WHERE id IN ({}) AND state = 'pending'{lock}", self.hint(Ix::Primary), IDS);
+        let lock_pending_sql = format!(
+            "SELECT * FROM runs{} WHERE id IN ({}) AND state = {}{lock}",
+            self.hint(Ix::Primary),
+            IDS,
+            sql_state(RunState::Pending)
+        );
         let mask = p.owned_buckets as i64;
         // Pending fires of our own buckets that the peek reads are claimed only as a backstop.
         let own_due = p.own_fires_due_before_ms.unwrap_or(p.due_before_ms);
@@ -180,9 +185,10 @@ impl RunStore for SqlStore {
                     .map(|r| col::<String>(r, "id"))
                     .collect::<Result<_>>()?;
             let orphan_sql = format!(
-                "SELECT * FROM runs{} WHERE id IN ({}) AND state IN ('queued', 'dispatching') AND lease_until_ms < ?{lock}",
+                "SELECT * FROM runs{} WHERE id IN ({}) AND state IN ({}) AND lease_until_ms < ?{lock}",
                 self.hint(Ix::Primary),
-                IDS
+                IDS,
+                sql_states(&[RunState::Queued, RunState::Dispatching])
             );
             let ids: Vec<&str> = candidates.iter().map(String::as_str).collect();
             let orphans: Vec<Run> = fetch_in_with(&mut tx, &orphan_sql, &ids, &[p.now_ms])
@@ -311,13 +317,14 @@ impl RunStore for SqlStore {
     }
 
     async fn run_expire_many(&self, run_ids: &[String], node_id: &str, message: &str, now_ms: i64) -> Result<u64> {
-        let to = transition(RunState::Queued, &RunEvent::Expire).map_err(refused)?.to;
-        debug_assert!(transition(RunState::Pending, &RunEvent::Expire).is_ok_and(|t| t.to == to));
+        let to = moved_to(&[RunState::Queued, RunState::Pending], &RunEvent::Expire)?;
         let sql = format!(
             "UPDATE runs{} SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, \
-             lease_until_ms = NULL WHERE id IN ({}) AND (state = 'pending' OR (state = 'queued' AND owner_node = ?))",
+             lease_until_ms = NULL WHERE id IN ({}) AND (state = {} OR (state = {} AND owner_node = ?))",
             self.hint(Ix::Primary),
-            IDS
+            IDS,
+            sql_state(RunState::Pending),
+            sql_state(RunState::Queued)
         );
         let mut n = 0;
         for chunk in run_ids.chunks(IN_CHUNK) {
@@ -347,9 +354,17 @@ impl RunStore for SqlStore {
         let sql = format!(
             "SELECT job_id, scheduled_at_ms FROM runs WHERE job_id IN ({}) AND fire_key > ? AND fire_key < 's;' \
              AND trigger_kind = 'schedule' AND scheduled_at_ms > ? \
-             AND (state IN ('dispatching', 'running', 'retrying', 'succeeded', 'failed') \
-                  OR (state IN ('pending', 'queued') AND scheduled_at_ms < ?))",
-            IDS
+             AND (state IN ({}) \
+                  OR (state IN ({}) AND scheduled_at_ms < ?))",
+            IDS,
+            sql_states(&[
+                RunState::Dispatching,
+                RunState::Running,
+                RunState::Retrying,
+                RunState::Succeeded,
+                RunState::Failed
+            ]),
+            sql_states(&[RunState::Pending, RunState::Queued])
         );
         let mut latest: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
         let mut tx = self.begin().await?;
@@ -465,10 +480,11 @@ impl RunStore for SqlStore {
         let (from, to) = release_states()?;
         let mut tx = self.begin().await?;
         for id in run_ids {
-            let r = sqlx::query(
+            let r = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "UPDATE runs SET state = CASE WHEN state = ? THEN ? ELSE state END, owner_node = NULL, \
-                 lease_until_ms = NULL, updated_at_ms = ? WHERE id = ? AND owner_node = ? AND state IN ('queued', 'retrying')",
-            )
+                 lease_until_ms = NULL, updated_at_ms = ? WHERE id = ? AND owner_node = ? AND state IN ({})",
+                sql_states(&[RunState::Queued, RunState::Retrying])
+            )))
             .bind(from)
             .bind(to)
             .bind(now_ms)
@@ -522,7 +538,8 @@ impl RunStore for SqlStore {
         };
         let inserted = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{verb} INTO attempts (run_id, shard_index, attempt, webhook_id, executor_id, address, state, trail, started_at_ms) \
-             SELECT id, 0, attempt, ?, ?, ?, 'dispatching', ?, updated_at_ms FROM runs WHERE id = ? AND attempt = ?"
+             SELECT id, 0, attempt, ?, ?, ?, {}, ?, updated_at_ms FROM runs WHERE id = ? AND attempt = ?",
+            sql_state(RunState::Dispatching)
         )))
         .bind(webhook_id_of(run_id, attempt))
         .bind(executor_id)
@@ -542,20 +559,25 @@ impl RunStore for SqlStore {
     async fn run_mark_running(&self, run_id: &str, attempt: i64, now_ms: i64) -> Result<bool> {
         let to = transition(RunState::Dispatching, &RunEvent::Accepted).map_err(refused)?.to;
         let mut tx = self.begin().await?;
-        let r = sqlx::query(
-            "UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ?",
-        )
+        let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = {} AND attempt = ?",
+            sql_state(RunState::Dispatching)
+        )))
         .bind(to.as_str())
         .bind(now_ms)
         .bind(run_id)
         .bind(attempt)
         .execute(&mut *tx)
         .await?;
-        sqlx::query("UPDATE attempts SET state = 'running' WHERE run_id = ? AND shard_index = 0 AND attempt = ? AND state = 'dispatching'")
-            .bind(run_id)
-            .bind(attempt)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE attempts SET state = {} WHERE run_id = ? AND shard_index = 0 AND attempt = ? AND state = {}",
+            sql_state(to),
+            sql_state(RunState::Dispatching)
+        )))
+        .bind(run_id)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(r.rows_affected() > 0)
     }
@@ -596,10 +618,11 @@ impl RunStore for SqlStore {
 
     async fn run_retry_now(&self, tenant_id: &str, run_id: &str, now_ms: i64) -> Result<bool> {
         let mut tx = self.begin().await?;
-        let r = sqlx::query(
+        let r = sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE runs SET next_attempt_at_ms = ?, owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? \
-             WHERE id = ? AND tenant_id = ? AND state = 'retrying'",
-        )
+             WHERE id = ? AND tenant_id = ? AND state = {}",
+            sql_state(RunState::Retrying)
+        )))
         .bind(now_ms)
         .bind(now_ms)
         .bind(run_id)
@@ -651,9 +674,10 @@ impl RunStore for SqlStore {
     async fn run_attempts(&self, run_id: &str) -> Result<Vec<Attempt>> {
         // The run first: an attempt in flight has no row until it is accepted or ends (read
         // after the run, a row written meanwhile is found and the attempt not shown twice).
-        let in_flight = sqlx::query(
-            "SELECT attempt, updated_at_ms FROM runs WHERE id = ? AND state = 'dispatching' AND shard_total IS NULL",
-        )
+        let in_flight = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT attempt, updated_at_ms FROM runs WHERE id = ? AND state = {} AND shard_total IS NULL",
+            sql_state(RunState::Dispatching)
+        )))
         .bind(run_id)
         .fetch_optional(self.reader())
         .await?

@@ -19,7 +19,7 @@ use sundial_core::types::RunState;
 use super::chains;
 use super::rows::run_row;
 use super::writes::{cancel_open, log_insert};
-use super::{SqlStore, col, json_opt, parse_col, refused, to_json};
+use super::{SqlStore, col, json_opt, parse_col, refused, sql_state, sql_states, to_json};
 use crate::{
     AttemptResult, Dialect, FinishShard, Result, Run, RunShard, ShardDelivery, ShardFinishOutcome, ShardFreeze,
     ShardRetryBegin, ShardStore,
@@ -114,31 +114,34 @@ pub(super) async fn freeze(s: &SqlStore, p: &ShardFreeze) -> Result<Option<Vec<S
             return Ok(Some(Vec::new()));
         }
         // Shards are born `dispatching`: the run's Dispatch event, once per shard.
-        transition(RunState::Queued, &RunEvent::Dispatch).map_err(refused)?;
+        let born = transition(RunState::Queued, &RunEvent::Dispatch).map_err(refused)?.to;
         let insert_attempt = match s.dialect {
             Dialect::MySql => "INSERT IGNORE",
             Dialect::Sqlite => "INSERT OR IGNORE",
         };
         let insert_attempt = format!(
             "{insert_attempt} INTO attempts (run_id, shard_index, attempt, webhook_id, executor_id, address, state, trail, started_at_ms) \
-             VALUES (?, ?, ?, ?, ?, ?, 'dispatching', '[]', ?)"
+             VALUES (?, ?, ?, ?, ?, ?, {}, '[]', ?)",
+            sql_state(born)
+        );
+        let insert_shard = format!(
+            "INSERT INTO run_shards (run_id, shard_index, state, attempt, executor_id, address, deadline_ms, started_at_ms, updated_at_ms) \
+             VALUES (?, ?, {}, ?, ?, ?, ?, ?, ?)",
+            sql_state(born)
         );
         for (i, t) in p.targets.iter().enumerate() {
             let i = i as i64;
-            sqlx::query(
-                "INSERT INTO run_shards (run_id, shard_index, state, attempt, executor_id, address, deadline_ms, started_at_ms, updated_at_ms) \
-                 VALUES (?, ?, 'dispatching', ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&run.id)
-            .bind(i)
-            .bind(run.attempt)
-            .bind(&t.executor_id)
-            .bind(&t.address)
-            .bind(p.deadline_ms)
-            .bind(p.now_ms)
-            .bind(p.now_ms)
-            .execute(&mut *tx)
-            .await?;
+            sqlx::query(sqlx::AssertSqlSafe(insert_shard.as_str()))
+                .bind(&run.id)
+                .bind(i)
+                .bind(run.attempt)
+                .bind(&t.executor_id)
+                .bind(&t.address)
+                .bind(p.deadline_ms)
+                .bind(p.now_ms)
+                .bind(p.now_ms)
+                .execute(&mut *tx)
+                .await?;
             // Shard 0's first attempt row was written by the dispatch transaction, with
             // this same webhook id; it only learns its executor here.
             let inserted = sqlx::query(sqlx::AssertSqlSafe(insert_attempt.clone()))
@@ -164,9 +167,10 @@ pub(super) async fn freeze(s: &SqlStore, p: &ShardFreeze) -> Result<Option<Vec<S
                 .await?;
             }
         }
-        sqlx::query(
-            "UPDATE runs SET shard_total = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ?",
-        )
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE runs SET shard_total = ?, updated_at_ms = ? WHERE id = ? AND state = {} AND attempt = ?",
+            sql_state(RunState::Dispatching)
+        )))
         .bind(p.targets.len() as i64)
         .bind(p.now_ms)
         .bind(&run.id)
@@ -178,9 +182,10 @@ pub(super) async fn freeze(s: &SqlStore, p: &ShardFreeze) -> Result<Option<Vec<S
         // A redelivery (the run's lease ran out and this node re-began the same attempt):
         // the frozen set stands; shards not yet answered get a fresh deadline.
         transition(RunState::Dispatching, &RunEvent::Redeliver).map_err(refused)?;
-        sqlx::query(
-            "UPDATE run_shards SET deadline_ms = ?, updated_at_ms = ? WHERE run_id = ? AND state = 'dispatching'",
-        )
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE run_shards SET deadline_ms = ?, updated_at_ms = ? WHERE run_id = ? AND state = {}",
+            sql_state(RunState::Dispatching)
+        )))
         .bind(p.deadline_ms)
         .bind(p.now_ms)
         .bind(&run.id)
@@ -215,9 +220,10 @@ pub(super) async fn mark_running(
 ) -> Result<bool> {
     let to = transition(RunState::Dispatching, &RunEvent::Accepted).map_err(refused)?.to;
     let mut tx = s.begin().await?;
-    let r = sqlx::query(
-        "UPDATE run_shards SET state = ?, updated_at_ms = ? WHERE run_id = ? AND shard_index = ? AND attempt = ? AND state = 'dispatching'",
-    )
+    let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE run_shards SET state = ?, updated_at_ms = ? WHERE run_id = ? AND shard_index = ? AND attempt = ? AND state = {}",
+        sql_state(RunState::Dispatching)
+    )))
     .bind(to.as_str())
     .bind(now_ms)
     .bind(run_id)
@@ -226,9 +232,10 @@ pub(super) async fn mark_running(
     .execute(&mut *tx)
     .await?;
     if r.rows_affected() > 0 {
-        sqlx::query(
-            "UPDATE attempts SET state = ? WHERE run_id = ? AND shard_index = ? AND attempt = ? AND state = 'dispatching'",
-        )
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE attempts SET state = ? WHERE run_id = ? AND shard_index = ? AND attempt = ? AND state = {}",
+            sql_state(RunState::Dispatching)
+        )))
         .bind(to.as_str())
         .bind(run_id)
         .bind(shard_index)
@@ -282,10 +289,12 @@ pub(super) async fn retry_now(
     run_id: &str,
     now_ms: i64,
 ) -> Result<u64> {
-    let r = sqlx::query(
-        "UPDATE run_shards SET next_attempt_at_ms = ?, updated_at_ms = ? WHERE run_id = ? AND state = 'retrying' \
-         AND run_id IN (SELECT id FROM runs WHERE id = ? AND tenant_id = ? AND state = 'running')",
-    )
+    let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE run_shards SET next_attempt_at_ms = ?, updated_at_ms = ? WHERE run_id = ? AND state = {} \
+         AND run_id IN (SELECT id FROM runs WHERE id = ? AND tenant_id = ? AND state = {})",
+        sql_state(RunState::Retrying),
+        sql_state(RunState::Running)
+    )))
     .bind(now_ms)
     .bind(now_ms)
     .bind(run_id)
@@ -313,9 +322,9 @@ pub(super) async fn finish(s: &SqlStore, p: &FinishShard) -> Result<ShardFinishO
         return Ok(ShardFinishOutcome::NotFound);
     };
     let (status, event) = match &p.result {
-        AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
+        AttemptResult::Succeeded => (RunState::Succeeded.as_str(), RunEvent::Succeeded),
         AttemptResult::Failed { reason, retry_at_ms } => {
-            ("failed", RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
+            (RunState::Failed.as_str(), RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
         }
     };
     let live = |st: RunState| matches!(st, RunState::Dispatching | RunState::Running);
@@ -471,9 +480,10 @@ async fn end_run(
 
 pub(super) async fn run_delivered(s: &SqlStore, run_id: &str, run_attempt: i64, now_ms: i64) -> Result<bool> {
     let to = transition(RunState::Dispatching, &RunEvent::Accepted).map_err(refused)?.to;
-    let r = sqlx::query(
-        "UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ? AND shard_total IS NOT NULL",
-    )
+    let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = {} AND attempt = ? AND shard_total IS NOT NULL",
+        sql_state(RunState::Dispatching)
+    )))
     .bind(to.as_str())
     .bind(now_ms)
     .bind(run_id)
@@ -487,12 +497,12 @@ pub(super) async fn run_delivered(s: &SqlStore, run_id: &str, run_attempt: i64, 
 /// Shards found by `sql` (binds: `at_ms`, then the bucket mask if given, then `limit`), with their runs.
 async fn with_runs(
     s: &SqlStore,
-    sql: &'static str,
+    sql: String,
     at_ms: i64,
     buckets: Option<u64>,
     limit: i64,
 ) -> Result<Vec<(Run, RunShard)>> {
-    let mut q = sqlx::query(sql).bind(at_ms);
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(at_ms);
     if let Some(mask) = buckets {
         q = q.bind(mask as i64);
     }
@@ -516,9 +526,13 @@ async fn with_runs(
 pub(super) async fn due_retries(s: &SqlStore, now_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
     with_runs(
         s,
-        "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id \
-         WHERE s.state = 'retrying' AND s.next_attempt_at_ms <= ? AND r.state = 'running' \
-         ORDER BY s.next_attempt_at_ms LIMIT ?",
+        format!(
+            "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id \
+             WHERE s.state = {} AND s.next_attempt_at_ms <= ? AND r.state = {} \
+             ORDER BY s.next_attempt_at_ms LIMIT ?",
+            sql_state(RunState::Retrying),
+            sql_state(RunState::Running)
+        ),
         now_ms,
         None,
         limit,
@@ -540,11 +554,12 @@ pub(super) async fn retry_begin(s: &SqlStore, p: &ShardRetryBegin) -> Result<Opt
         Some(t) => (Some(t.executor_id.as_str()), Some(t.address.as_str())),
         None => (None, None),
     };
-    let won = sqlx::query(
+    let won = sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE run_shards SET state = ?, attempt = ?, executor_id = ?, address = ?, reason = NULL, message = NULL, output = NULL, \
          next_attempt_at_ms = NULL, deadline_ms = ?, updated_at_ms = ? \
-         WHERE run_id = ? AND shard_index = ? AND state = 'retrying' AND attempt = ? AND next_attempt_at_ms <= ?",
-    )
+         WHERE run_id = ? AND shard_index = ? AND state = {} AND attempt = ? AND next_attempt_at_ms <= ?",
+        sql_state(RunState::Retrying)
+    )))
     .bind(to.as_str())
     .bind(attempt)
     .bind(executor_id)
@@ -561,10 +576,11 @@ pub(super) async fn retry_begin(s: &SqlStore, p: &ShardRetryBegin) -> Result<Opt
         return Ok(None);
     }
     let webhook_id = webhook_id(&p.run_id, p.shard_index, attempt);
-    sqlx::query(
+    sqlx::query(sqlx::AssertSqlSafe(format!(
         "INSERT INTO attempts (run_id, shard_index, attempt, webhook_id, executor_id, address, state, trail, started_at_ms) \
-         VALUES (?, ?, ?, ?, ?, ?, 'dispatching', '[]', ?)",
-    )
+         VALUES (?, ?, ?, ?, ?, ?, {}, '[]', ?)",
+        sql_state(to)
+    )))
     .bind(&p.run_id)
     .bind(p.shard_index)
     .bind(attempt)
@@ -589,9 +605,13 @@ pub(super) async fn overdue(s: &SqlStore, before_ms: i64, buckets: u64, limit: i
     // Shards of a run still `dispatching` are covered by the run's lease (a redelivery).
     with_runs(
         s,
-        "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id \
-         WHERE s.state IN ('dispatching', 'running') AND s.deadline_ms < ? AND r.state = 'running' \
-         AND ((? >> r.bucket) & 1) = 1 ORDER BY s.deadline_ms, s.run_id, s.shard_index LIMIT ?",
+        format!(
+            "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id \
+             WHERE s.state IN ({}) AND s.deadline_ms < ? AND r.state = {} \
+             AND ((? >> r.bucket) & 1) = 1 ORDER BY s.deadline_ms, s.run_id, s.shard_index LIMIT ?",
+            sql_states(&[RunState::Dispatching, RunState::Running]),
+            sql_state(RunState::Running)
+        ),
         before_ms,
         Some(buckets),
         limit,
@@ -607,8 +627,11 @@ pub(super) async fn on_silent_executors(
 ) -> Result<Vec<(Run, RunShard)>> {
     with_runs(
         s,
-        "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id JOIN executors e ON e.id = s.executor_id \
-         WHERE s.state = 'running' AND r.state = 'running' AND e.last_heartbeat_ms < ? AND ((? >> r.bucket) & 1) = 1 LIMIT ?",
+        format!(
+            "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id JOIN executors e ON e.id = s.executor_id \
+             WHERE s.state = {running} AND r.state = {running} AND e.last_heartbeat_ms < ? AND ((? >> r.bucket) & 1) = 1 LIMIT ?",
+            running = sql_state(RunState::Running)
+        ),
         silent_before_ms,
         Some(buckets),
         limit,

@@ -8,7 +8,7 @@ use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
 use sundial_core::types::{RunState, TriggerKind};
 
-use super::{placeholders, pow2_chunks, refused, to_json};
+use super::{moved_to, placeholders, pow2_chunks, refused, sql_state, sql_states, to_json};
 use crate::{Dialect, Result, Run};
 
 /// The state change a claim makes to a fresh fire, from the state machine: (`pending`, its claimed state).
@@ -221,22 +221,24 @@ pub(super) async fn cancel_open(
     message: &str,
     now_ms: i64,
 ) -> Result<u64> {
-    for from in [RunState::Dispatching, RunState::Running, RunState::Retrying] {
-        transition(from, &RunEvent::Cancel).map_err(refused)?;
-    }
-    let r = sqlx::query(
-        "UPDATE run_shards SET state = 'cancelled', message = ?, next_attempt_at_ms = NULL, finished_at_ms = ?, updated_at_ms = ? \
-         WHERE run_id = ? AND state IN ('dispatching', 'running', 'retrying')",
-    )
+    let open = [RunState::Dispatching, RunState::Running, RunState::Retrying];
+    let cancelled = moved_to(&open, &RunEvent::Cancel)?;
+    let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE run_shards SET state = {}, message = ?, next_attempt_at_ms = NULL, finished_at_ms = ?, updated_at_ms = ? \
+         WHERE run_id = ? AND state IN ({})",
+        sql_state(cancelled),
+        sql_states(&open)
+    )))
     .bind(message)
     .bind(now_ms)
     .bind(now_ms)
     .bind(run_id)
     .execute(&mut **tx)
     .await?;
-    sqlx::query(
-        "UPDATE attempts SET state = 'cancelled', message = ?, finished_at_ms = ? WHERE run_id = ? AND finished_at_ms IS NULL",
-    )
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE attempts SET state = {}, message = ?, finished_at_ms = ? WHERE run_id = ? AND finished_at_ms IS NULL",
+        sql_state(cancelled)
+    )))
     .bind(message)
     .bind(now_ms)
     .bind(run_id)

@@ -15,7 +15,7 @@ use crate::sql::rows::{JOB_COLS, executor_row, job_row, run_row};
 use crate::sql::writes::{insert_runs, set_terminal, webhook_id_of};
 use crate::sql::{
     IDS, IN_CHUNK, Ix, SqlStore, col, distinct, fetch_in, in_list, in_width, json_opt, placeholders, pow2_chunks,
-    refused, sorted, to_json,
+    refused, sorted, sql_state, sql_states, to_json,
 };
 use crate::{
     AppRouting, AttemptResult, Dialect, DispatchDecision, FinishAttempt, FinishOutcome, GenerateJob, Job, Result, Run,
@@ -122,9 +122,10 @@ impl SqlStore {
         let fresh = |r: &Run| matches!(r.state, RunState::Pending | RunState::Queued);
         let queued_jobs = distinct(todo.iter().filter(|id| fresh(&runs[*id])).map(|id| runs[id].job_id.as_str()));
         let inflight_sql = format!(
-            "SELECT * FROM runs{} WHERE open_job_id IN ({}) AND state IN ('dispatching', 'running', 'retrying')",
+            "SELECT * FROM runs{} WHERE open_job_id IN ({}) AND state IN ({})",
             self.hint(Ix::RunsOpen),
-            IDS
+            IDS,
+            sql_states(&[RunState::Dispatching, RunState::Running, RunState::Retrying])
         );
         let mut inflight: HashMap<String, Vec<Run>> = HashMap::new();
         for row in fetch_in(&mut tx, &inflight_sql, &queued_jobs).await? {
@@ -296,9 +297,11 @@ impl SqlStore {
             "UPDATE runs{} SET state = ?, attempt = attempt + 1, owner_node = ?, deadline_ms = ?, \
              lease_until_ms = ?, next_attempt_at_ms = NULL, started_at_ms = COALESCE(started_at_ms, ?), \
              job_version = ?, updated_at_ms = ? WHERE id IN ({}) \
-             AND (state = 'pending' OR (state IN ('queued', 'retrying') AND owner_node = ?)) AND attempt = ?",
+             AND (state = {} OR (state IN ({}) AND owner_node = ?)) AND attempt = ?",
             self.hint(Ix::Primary),
-            IDS
+            IDS,
+            sql_state(RunState::Pending),
+            sql_states(&[RunState::Queued, RunState::Retrying])
         );
         // The new state is `transition`'s (computed per run above), and the write is
         // conditional on the attempt each run had when it was read (the runs above carry it
@@ -342,14 +345,14 @@ impl SqlStore {
                 r.shard_total.is_some() || jobs[&r.job_id].route == Route::Sharding
             })
             .collect();
-        let row = "(?, 0, ?, ?, 'dispatching', '[]', ?)";
+        let row = format!("(?, 0, ?, ?, {}, '[]', ?)", sql_state(RunState::Dispatching));
         let mut rest = sharded.as_slice();
         for size in pow2_chunks(sharded.len()) {
             let (chunk, tail) = rest.split_at(size);
             rest = tail;
             let sql = format!(
                 "INSERT INTO attempts (run_id, shard_index, attempt, webhook_id, state, trail, started_at_ms) VALUES {}",
-                vec![row; size].join(", ")
+                vec![row.as_str(); size].join(", ")
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
             for id in chunk {
@@ -456,9 +459,10 @@ impl SqlStore {
     pub(super) async fn extend_dispatch(&self, run_ids: &[String], node_id: &str, by_ms: i64) -> Result<u64> {
         let sql = format!(
             "UPDATE runs{} SET deadline_ms = deadline_ms + ?, lease_until_ms = lease_until_ms + ? \
-             WHERE id IN ({}) AND state = 'dispatching' AND owner_node = ?",
+             WHERE id IN ({}) AND state = {} AND owner_node = ?",
             self.hint(Ix::Primary),
-            IDS
+            IDS,
+            sql_state(RunState::Dispatching)
         );
         let mut n = 0;
         for chunk in run_ids.chunks(IN_CHUNK) {
@@ -537,9 +541,10 @@ impl SqlStore {
                 .transpose()?;
         let webhook_id = stored.unwrap_or_else(|| webhook_id(&run));
         let lease = now_ms + job.timeout_ms + lease_ms;
-        sqlx::query(
-            "UPDATE runs SET lease_until_ms = ?, deadline_ms = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND owner_node = ?",
-        )
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE runs SET lease_until_ms = ?, deadline_ms = ?, updated_at_ms = ? WHERE id = ? AND state = {} AND owner_node = ?",
+            sql_state(RunState::Dispatching)
+        )))
         .bind(lease)
         .bind(now_ms + job.timeout_ms)
         .bind(now_ms)
@@ -844,9 +849,10 @@ async fn hold_claim(
 ) -> Result<()> {
     if run.state == RunState::Pending {
         let to = transition(run.state, &RunEvent::Claim).map_err(refused)?.to;
-        sqlx::query(
-            "UPDATE runs SET state = ?, owner_node = ?, lease_until_ms = ?, updated_at_ms = ? WHERE id = ? AND state = 'pending'",
-        )
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE runs SET state = ?, owner_node = ?, lease_until_ms = ?, updated_at_ms = ? WHERE id = ? AND state = {}",
+            sql_state(RunState::Pending)
+        )))
         .bind(to.as_str())
         .bind(node_id)
         .bind(lease_until_ms)
@@ -898,9 +904,9 @@ struct AttemptWrite {
 /// An attempt result's stored status and its event for the run's state machine.
 fn result_event(r: &AttemptResult) -> (&'static str, RunEvent) {
     match r {
-        AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
+        AttemptResult::Succeeded => (RunState::Succeeded.as_str(), RunEvent::Succeeded),
         AttemptResult::Failed { reason, retry_at_ms } => {
-            ("failed", RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
+            (RunState::Failed.as_str(), RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
         }
     }
 }
@@ -975,9 +981,10 @@ fn groups<W, K: PartialEq>(writes: &[W], key: impl Fn(&W) -> K) -> Vec<Vec<&W>> 
 async fn write_runs(tx: &mut Transaction<'static, Any>, hint: &str, writes: &[RunWrite]) -> Result<bool> {
     let sql = format!(
         "UPDATE runs{hint} SET state = ?, reason = ?, message = ?, output = ?, next_attempt_at_ms = ?, finished_at_ms = ?, \
-         owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? WHERE id IN ({}) AND state IN ('dispatching', 'running') \
+         owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? WHERE id IN ({}) AND state IN ({}) \
          AND attempt = ?",
-        IDS
+        IDS,
+        sql_states(&[RunState::Dispatching, RunState::Running])
     );
     let key = |w: &RunWrite| {
         (
