@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Value, json};
 use sundial_core::FieldError;
-use sundial_store::StoreError;
+use sundial_store::{DbFailure, StoreError};
 
 /// The body of every error response.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -149,7 +149,7 @@ impl From<StoreError> for ApiError {
             ),
             StoreError::Refused { field, message } => ApiError::field(&field, "invalid_field", message),
             StoreError::QuotaExceeded(e) => ApiError::quota(&e),
-            StoreError::Database(ref d) if is_unavailable(d) => {
+            StoreError::Database { kind: DbFailure::Unavailable, .. } => {
                 tracing::warn!(error = %e, "database unavailable");
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -167,6 +167,21 @@ fn amount(v: f64) -> Value {
     if v.fract() == 0.0 && v.abs() < 9e15 { json!(v as i64) } else { json!((v * 1000.0).round() / 1000.0) }
 }
 
-fn is_unavailable(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed)
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+    use sundial_store::{DbFailure, StoreError};
+
+    use super::ApiError;
+
+    #[test]
+    fn an_unreachable_database_is_503_and_any_other_database_failure_500() {
+        let db = |kind| StoreError::Database { kind, message: "x".into() };
+        let e = ApiError::from(db(DbFailure::Unavailable));
+        assert_eq!((e.status, e.code), (StatusCode::SERVICE_UNAVAILABLE, "unavailable"));
+        for kind in [DbFailure::Deadlock, DbFailure::LockTimeout, DbFailure::Other] {
+            let e = ApiError::from(db(kind));
+            assert_eq!((e.status, e.code), (StatusCode::INTERNAL_SERVER_ERROR, "internal"), "{kind:?}");
+        }
+    }
 }

@@ -338,6 +338,12 @@ mod tests {
     }
 
     #[test]
+    fn the_terminal_set_is_the_terminal_states() {
+        let terminal: Vec<RunState> = RunState::ALL.iter().copied().filter(|s| s.is_terminal()).collect();
+        assert_eq!(RunState::TERMINAL, terminal.as_slice());
+    }
+
+    #[test]
     fn terminal_states_refuse_everything() {
         for &from in RunState::ALL.iter().filter(|s| s.is_terminal()) {
             for event in all_events() {

@@ -117,6 +117,10 @@ str_enum!(
 );
 
 impl RunState {
+    /// The states a run ends in; every event is refused there.
+    pub const TERMINAL: &'static [RunState] =
+        &[RunState::Succeeded, RunState::Failed, RunState::Cancelled, RunState::Expired, RunState::Skipped];
+
     pub fn is_terminal(self) -> bool {
         matches!(
             self,

@@ -19,8 +19,8 @@ pub enum StoreError {
     Locked { path: String, hint: String },
     #[error("unsupported database URL `{0}`: use sqlite://PATH or mysql://USER@HOST/DB")]
     BadUrl(String),
-    #[error("migration {version} ({name}) failed: {source}")]
-    Migration { version: i64, name: String, source: sqlx::Error },
+    #[error("migration {version} ({name}) failed: {message}")]
+    Migration { version: i64, name: String, message: String },
     /// An applied migration's file differs from what was applied (its recorded SHA-256).
     #[error(
         "migration {version:04} {name} was edited after it was applied (recorded checksum {recorded}, \
@@ -42,8 +42,26 @@ pub enum StoreError {
     Secret(String),
     #[error("stored data is not what the schema promises: {0}")]
     Corrupt(String),
-    #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    /// The database refused or failed a statement. `kind` is what callers act on (retry, 503);
+    /// `message` is the driver's, for logs. No driver type leaves the store.
+    #[error("database error: {message}")]
+    Database { kind: DbFailure, message: String },
+}
+
+/// What kind of failure a [`StoreError::Database`] is: what the callers tell apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbFailure {
+    /// The database could not be reached: no connection within the pool's wait, the pool
+    /// closed, or the connection failed (IO). The API answers 503.
+    Unavailable,
+    /// The database rolled the transaction back at once to break a deadlock (MySQL 1213,
+    /// SQLSTATE 40001): nothing was written, and running it again is the remedy.
+    Deadlock,
+    /// A lock wait timed out (MySQL 1205) or SQLite's file was locked: nothing was written,
+    /// and running it again may work, but the wait has already been spent.
+    LockTimeout,
+    /// Anything else (a constraint, a statement the server refused, a decoding failure).
+    Other,
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -52,29 +70,56 @@ impl StoreError {
     /// A deadlock the database broke by rolling this transaction back at once (not a lock
     /// wait that timed out, which has already cost its wait).
     pub fn is_deadlock(&self) -> bool {
-        match self {
-            StoreError::Database(sqlx::Error::Database(d)) => {
-                d.code().is_some_and(|c| c == "40001" || c == "1213")
-                    || d.message().to_ascii_lowercase().contains("deadlock")
-            }
-            _ => false,
-        }
+        matches!(self, StoreError::Database { kind: DbFailure::Deadlock, .. })
     }
 
     /// A transaction the database rolled back to break a deadlock or a lock wait: nothing
     /// was written, and running it again is the remedy.
     pub fn is_retryable(&self) -> bool {
-        match self {
-            StoreError::Database(sqlx::Error::Database(d)) => {
-                let msg = d.message().to_ascii_lowercase();
-                d.code().is_some_and(|c| c == "40001" || c == "1213" || c == "1205")
-                    || msg.contains("deadlock")
-                    || msg.contains("lock wait timeout")
-                    || msg.contains("database is locked")
-            }
-            _ => false,
-        }
+        matches!(self, StoreError::Database { kind: DbFailure::Deadlock | DbFailure::LockTimeout, .. })
     }
+}
+
+/// The only way a driver error becomes a [`StoreError`]: classified here, in the store.
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        StoreError::Database { kind: db_failure(&e), message: driver_message(&e) }
+    }
+}
+
+/// The kind of a driver error, by its variant, then by the database's code or message.
+fn db_failure(e: &sqlx::Error) -> DbFailure {
+    match e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => DbFailure::Unavailable,
+        sqlx::Error::Database(d) => {
+            let code = d.code();
+            let code = code.as_deref();
+            let msg = d.message().to_ascii_lowercase();
+            if matches!(code, Some("40001" | "1213")) || msg.contains("deadlock") {
+                DbFailure::Deadlock
+            } else if code == Some("1205") || msg.contains("lock wait timeout") || msg.contains("database is locked") {
+                DbFailure::LockTimeout
+            } else {
+                DbFailure::Other
+            }
+        }
+        _ => DbFailure::Other,
+    }
+}
+
+/// A driver error and its causes as one line (a cause already in the text is not repeated).
+pub(crate) fn driver_message(e: &sqlx::Error) -> String {
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !message.contains(&s_text) {
+            message.push_str(": ");
+            message.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    message
 }
 
 /// Map a unique-key violation to [`StoreError::Conflict`], leave other errors alone.
@@ -82,7 +127,7 @@ pub(crate) fn conflict_on(what: &'static str, message: impl Into<String>) -> imp
     let message = message.into();
     move |e| match &e {
         sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Conflict { what, message },
-        _ => StoreError::Database(e),
+        _ => e.into(),
     }
 }
 
@@ -117,7 +162,7 @@ pub(crate) fn job_conflict(name: &str) -> impl FnOnce(sqlx::Error) -> StoreError
             },
             _ => StoreError::Conflict { what: "job_id", message: "a job with this id exists".into() },
         },
-        _ => StoreError::Database(e),
+        _ => e.into(),
     }
 }
 
@@ -125,7 +170,7 @@ pub(crate) fn job_conflict(name: &str) -> impl FnOnce(sqlx::Error) -> StoreError
 mod tests {
     use std::borrow::Cow;
 
-    use super::StoreError;
+    use super::{DbFailure, StoreError};
 
     /// A database error as a driver reports it: a code and a message.
     #[derive(Debug)]
@@ -159,7 +204,7 @@ mod tests {
     }
 
     fn db(code: &'static str, message: &'static str) -> StoreError {
-        StoreError::Database(sqlx::Error::Database(Box::new(DbError(code, message))))
+        sqlx::Error::Database(Box::new(DbError(code, message))).into()
     }
 
     #[test]
@@ -177,6 +222,20 @@ mod tests {
         }
         assert!(!duplicate.is_deadlock() && !duplicate.is_retryable());
         assert!(!StoreError::Stale("x").is_deadlock());
+        assert!(matches!(duplicate, StoreError::Database { kind: DbFailure::Other, .. }));
+        assert_eq!(busy.to_string(), "database error: error returned from database: database is locked");
+    }
+
+    #[test]
+    fn an_unreachable_database_is_unavailable_and_not_retried_as_a_rollback() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        for e in [sqlx::Error::PoolTimedOut, sqlx::Error::PoolClosed, sqlx::Error::Io(io)] {
+            let e = StoreError::from(e);
+            assert!(matches!(e, StoreError::Database { kind: DbFailure::Unavailable, .. }), "{e}");
+            assert!(!e.is_retryable() && !e.is_deadlock(), "{e}");
+        }
+        let other = StoreError::from(sqlx::Error::RowNotFound);
+        assert!(matches!(other, StoreError::Database { kind: DbFailure::Other, .. }) && !other.is_retryable());
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //!
 //! | aggregate | contract (trait, argument and result types) | SQL |
 //! |---|---|---|
-//! | the database itself | [`DbStore`] (here) | `sql/mod.rs` (connection set-up, shared helpers) |
+//! | the database itself | [`DbStore`] (here) | `sql/mod.rs` (connection set-up, shared helpers); `sql/rows.rs`, `sql/writes.rs` (rows and writes several modules share) |
 //! | tenants, API keys | [`TenantStore`] (`tenants.rs`) | `sql/tenants.rs` |
 //! | apps, executors | [`AppStore`] (`apps.rs`) | `sql/apps.rs` |
 //! | jobs, child edges, generation cursor | [`JobStore`] (`jobs.rs`) | `sql/jobs.rs` |
@@ -47,7 +47,7 @@ mod tenants;
 use async_trait::async_trait;
 
 pub use apps::*;
-pub use error::{Result, StoreError};
+pub use error::{DbFailure, Result, StoreError};
 pub use jobs::*;
 pub use nodes::*;
 pub use quotas::*;

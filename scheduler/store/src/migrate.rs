@@ -390,7 +390,11 @@ async fn apply(conn: &mut AnyConnection, dialect: Dialect, now_ms: i64, migratio
     }
     let mut applied = Vec::new();
     for m in migrations.iter().filter(|m| !recorded.iter().any(|(v, ..)| *v == m.version)) {
-        let err = |source| StoreError::Migration { version: m.version, name: m.name.to_string(), source };
+        let err = |e: sqlx::Error| StoreError::Migration {
+            version: m.version,
+            name: m.name.to_string(),
+            message: crate::error::driver_message(&e),
+        };
         sqlx::raw_sql(m.sql(dialect)).execute(&mut *conn).await.map_err(err)?;
         sqlx::query("INSERT INTO sundial_migrations (version, name, applied_at_ms, checksum) VALUES (?, ?, ?, ?)")
             .bind(m.version)

@@ -5,7 +5,8 @@ use serde_json::Value;
 use sqlx::any::AnyRow;
 use sundial_core::types::ExecutorState;
 
-use super::{SqlStore, col, json_col, parse_col, to_json};
+use super::rows::executor_row;
+use super::{SqlStore, col, json_col, to_json};
 use crate::error::conflict_on;
 use crate::secrets::{SEALED_PREFIX, Sealed, SecretColumn};
 use crate::{App, AppStore, Dialect, Executor, Page, RekeyReport, Result, StoreError};
@@ -108,25 +109,6 @@ impl SqlStore {
         }
         Ok(report)
     }
-}
-
-pub(super) fn executor_row(r: &AnyRow) -> Result<Executor> {
-    Ok(Executor {
-        id: col(r, "id")?,
-        tenant_id: col(r, "tenant_id")?,
-        app_id: col(r, "app_id")?,
-        name: col(r, "name")?,
-        address: col(r, "address")?,
-        tags: json_col(r, "tags")?,
-        metadata: json_col(r, "metadata")?,
-        handlers: json_col(r, "handlers")?,
-        runtimes: json_col(r, "runtimes")?,
-        state: parse_col(r, "state")?,
-        running: col(r, "running")?,
-        registered_at_ms: col(r, "registered_at_ms")?,
-        last_heartbeat_ms: col(r, "last_heartbeat_ms")?,
-        last_metadata_ms: col(r, "last_metadata_ms")?,
-    })
 }
 
 fn sha256_hex(s: &str) -> String {

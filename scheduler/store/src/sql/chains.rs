@@ -25,8 +25,8 @@ use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
 use sundial_core::types::{EdgeCondition, JobState, RunState, TriggerKind, WaitFor};
 
-use super::runs::{insert_child_run, insert_run, list_in_chain};
-use super::{IDS, col, fetch_in, json_opt, parse_col, refused, to_json};
+use super::writes::{insert_child_run, insert_run, list_in_chain};
+use super::{IDS, col, fetch_in, json_opt, parse_col, refused, sql_states, to_json};
 use crate::{Dialect, Result, Run, StoreError};
 
 /// A child edge of a parent job, with what the child's side needs to decide.
@@ -130,10 +130,11 @@ pub(super) async fn job_deleted(
     .map(|r| col(r, "chain_id"))
     .collect::<Result<_>>()?;
     for chain_id in open {
-        let ended = sqlx::query(
+        let ended = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT 1 FROM runs WHERE job_id = ? AND (id = ? OR id IN (SELECT run_id FROM chain_runs WHERE chain_id = ?)) \
-             AND state IN ('succeeded', 'failed', 'cancelled', 'expired', 'skipped')",
-        )
+             AND state IN ({})",
+            sql_states(RunState::TERMINAL)
+        )))
         .bind(job_id)
         .bind(&chain_id)
         .bind(&chain_id)

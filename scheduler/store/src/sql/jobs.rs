@@ -1,94 +1,20 @@
 //! [`JobStore`] for [`SqlStore`]: jobs, their child edges, the generation cursor, scripts.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Transaction};
 use sundial_core::job::ChildEdge;
 use sundial_core::quota::Quotas;
-use sundial_core::types::JobState;
+use sundial_core::types::{JobState, RunState};
 
 use super::quotas::{check_jobs, fire_rate_of};
-use super::{IDS, SqlStore, col, fetch_in_with, json_col, json_opt, parse_col, to_json};
+use super::rows::{JOB_COLS, job_row};
+use super::{IDS, SqlStore, col, fetch_in_with, json_col, parse_col, sql_states, to_json};
 use crate::error::job_conflict;
 use crate::{Job, JobFilter, JobMisfire, JobStore, Page, Result, StoreError};
 
-pub(super) fn job_row(r: &AnyRow) -> Result<Job> {
-    Ok(Job {
-        id: col(r, "id")?,
-        tenant_id: col(r, "tenant_id")?,
-        app_id: col(r, "app_id")?,
-        name: col(r, "name")?,
-        description: col(r, "description")?,
-        handler: col(r, "handler")?,
-        script_id: col(r, "script_id")?,
-        script_version: col(r, "script_version")?,
-        schedule_kind: parse_col(r, "schedule_kind")?,
-        schedule: json_col(r, "schedule")?,
-        params: json_col(r, "params")?,
-        route: parse_col(r, "route")?,
-        block: parse_col(r, "block_strategy")?,
-        misfire: json_col(r, "misfire")?,
-        failure: json_col(r, "failure")?,
-        timeout_ms: col(r, "timeout_ms")?,
-        max_concurrency: col(r, "max_concurrency")?,
-        wait: parse_col(r, "wait_for")?,
-        state: parse_col(r, "state")?,
-        script_limits: json_opt(r, "script_limits")?
-            .map(serde_json::from_value)
-            .transpose()
-            .map_err(|e| StoreError::Corrupt(format!("column script_limits: {e}")))?,
-        source: parse_col(r, "source")?,
-        registration_key: col(r, "registration_key")?,
-        version: col(r, "version")?,
-        generated_until_ms: col(r, "generated_until_ms")?,
-        created_at_ms: col(r, "created_at_ms")?,
-        updated_at_ms: col(r, "updated_at_ms")?,
-    })
-}
-
-pub(super) const JOB_COLS: &str = "id, tenant_id, app_id, name, description, handler, script_id, script_version, schedule_kind, schedule, params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, wait_for, state, script_limits, source, registration_key, version, generated_until_ms, created_at_ms, updated_at_ms";
-
-/// Jobs by id as the dispatch transactions last read them in full. A dispatch locks its
-/// jobs' rows reading only `(id, version, updated_at_ms)` and takes the rest from here when
-/// both match: every change to a job's definition or state moves its version and its
-/// `updated_at_ms` (`job_update`, `job_set_state`), so a match is the row as stored, except
-/// `generated_until_ms` (the generator's cursor, which a dispatch does not use). Bounded: at
-/// [`JOBS_SEEN_MAX`] entries it starts again empty.
-#[derive(Debug, Default)]
-pub(super) struct JobsSeen(std::sync::Mutex<HashMap<String, Arc<Job>>>);
-
-pub(super) const JOBS_SEEN_MAX: usize = 100_000;
-
-impl JobsSeen {
-    /// The jobs whose (version, updated_at_ms) match; the ids that do not, or are not here.
-    pub(super) fn get(&self, keys: &[(String, i64, i64)]) -> (HashMap<String, Arc<Job>>, Vec<String>) {
-        let seen = self.0.lock().expect("jobs seen");
-        let mut found = HashMap::with_capacity(keys.len());
-        let mut missing = Vec::new();
-        for (id, version, updated) in keys {
-            match seen.get(id) {
-                Some(j) if j.version == *version && j.updated_at_ms == *updated => {
-                    found.insert(id.clone(), Arc::clone(j));
-                }
-                _ => missing.push(id.clone()),
-            }
-        }
-        (found, missing)
-    }
-
-    pub(super) fn put(&self, jobs: impl Iterator<Item = Arc<Job>>) {
-        let mut seen = self.0.lock().expect("jobs seen");
-        for j in jobs {
-            if seen.len() >= JOBS_SEEN_MAX {
-                seen.clear();
-            }
-            seen.insert(j.id.clone(), j);
-        }
-    }
-}
+/// Runs not yet dispatched: what a job's change or deletion drops of its future.
+const NOT_DISPATCHED: &[RunState] = &[RunState::Pending, RunState::Queued];
 
 impl SqlStore {
     /// Rows of `sql` (a read of `jobs` with an id list) for these ids, whatever their tenant
@@ -335,10 +261,11 @@ impl SqlStore {
         }
         // Re-derive the not-yet-dispatched future: generated fires of the old definition
         // go, and the generator regenerates from the new one (no duplicates: the rows are gone).
-        sqlx::query(
-            "DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule' \
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DELETE FROM runs WHERE open_job_id = ? AND state IN ({}) AND trigger_kind = 'schedule' \
              AND scheduled_at_ms > ?",
-        )
+            sql_states(NOT_DISPATCHED)
+        )))
         .bind(&j.id)
         .bind(j.updated_at_ms)
         .execute(&mut *tx)
@@ -379,9 +306,10 @@ impl SqlStore {
         .execute(&mut *tx)
         .await?;
         if changed.rows_affected() > 0 && state == JobState::Stopped {
-            sqlx::query(
-                "DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued') AND trigger_kind = 'schedule'",
-            )
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM runs WHERE open_job_id = ? AND state IN ({}) AND trigger_kind = 'schedule'",
+                sql_states(NOT_DISPATCHED)
+            )))
             .bind(id)
             .execute(&mut *tx)
             .await?;
@@ -510,10 +438,13 @@ impl JobStore for SqlStore {
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query("DELETE FROM runs WHERE open_job_id = ? AND state IN ('pending', 'queued')")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM runs WHERE open_job_id = ? AND state IN ({})",
+                sql_states(NOT_DISPATCHED)
+            )))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(r.rows_affected() > 0)

@@ -8,7 +8,10 @@
 //! the generation cursor, scripts), `runs` (runs, attempts, logs; the hot-path batches in
 //! `runs/batch`), `shards`, `nodes` (nodes, hand-back, settings), `seen` (seen webhook
 //! ids) and `retention`. This file: the connection set-up per dialect, the row-decoding
-//! and id-list helpers they share, and [`DbStore`].
+//! and id-list helpers they share, and [`DbStore`]. What several modules share beyond
+//! that is in modules of its own that import only this file: `rows` (run, job and executor
+//! rows), `writes` (inserting runs, ending a run, log lines) and `jobs_seen` (the dispatch's
+//! job cache). The modules import each other without a cycle (`tests/sql_sources.rs`).
 //!
 //! Id lists stay few texts whatever the batch size (sqlx's prepared-statement cache must
 //! not churn, see `connect`): id lists go in chunks of at most [`IN_CHUNK`], each list a
@@ -26,20 +29,25 @@ use serde_json::Value;
 use sqlx::ConnectOptions as _;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::{Any, AnyPool, Executor as _, Row, Transaction};
+use sundial_core::run_state::{RunEvent, transition};
+use sundial_core::types::RunState;
 
 use crate::{DbStore, Dialect, KeyRing, RekeyReport, Result, StoreError, migrate};
 
 mod apps;
 mod chains;
 mod jobs;
+mod jobs_seen;
 mod nodes;
 mod quotas;
 mod retention;
+mod rows;
 mod runs;
 mod scripts;
 mod seen;
 mod shards;
 mod tenants;
+mod writes;
 
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
@@ -83,7 +91,7 @@ pub struct SqlStore {
     read_pool: Option<AnyPool>,
     dialect: Dialect,
     /// Jobs as the dispatch transactions last read them (see `runs/batch.rs`, `lock_jobs`).
-    jobs_seen: jobs::JobsSeen,
+    jobs_seen: jobs_seen::JobsSeen,
     migrate_lock_wait: Duration,
     /// Seals and opens app secrets (`sql/apps.rs`).
     secrets: Option<KeyRing>,
@@ -399,6 +407,38 @@ fn refused(e: sundial_core::run_state::Refused) -> StoreError {
     StoreError::Refused { field: "state".into(), message: e.to_string() }
 }
 
+// ---- run states in SQL ----------------------------------------------------------
+
+/// Run states as SQL literals for `state IN ({})`: `'queued', 'retrying'`. A state in SQL
+/// comes from [`RunState`] (bound, or formatted in by these), never typed out
+/// (`tests/sql_sources.rs` checks); they are constants of the code, so the text stays constant.
+fn sql_states(states: &[RunState]) -> String {
+    states.iter().map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ")
+}
+
+/// One run state as an SQL literal: `'pending'`.
+fn sql_state(state: RunState) -> String {
+    sql_states(&[state])
+}
+
+/// The one state `event` moves each of `from` to, from the state machine: what a write
+/// changing rows in any of `from` by that event sets. Refused if one of them refuses the
+/// event or they would not all go to the same state.
+fn moved_to(from: &[RunState], event: &RunEvent) -> Result<RunState> {
+    let mut to = None;
+    for &state in from {
+        let t = transition(state, event).map_err(refused)?.to;
+        if to.is_some_and(|to| to != t) {
+            return Err(StoreError::Refused {
+                field: "state".into(),
+                message: format!("{event} moves {} to different states", sql_states(from)),
+            });
+        }
+        to = Some(t);
+    }
+    to.ok_or_else(|| StoreError::Refused { field: "state".into(), message: format!("{event} from no state") })
+}
+
 impl SqlStore {
     /// The database's clock as an SQL expression (UTC epoch milliseconds).
     fn now_expr(&self) -> &'static str {
@@ -536,7 +576,21 @@ impl DbStore for SqlStore {
 
 #[cfg(test)]
 mod tests {
-    use super::{in_list, in_width, pow2_chunks};
+    use sundial_core::run_state::RunEvent;
+    use sundial_core::types::RunState;
+
+    use super::{in_list, in_width, moved_to, pow2_chunks, sql_state, sql_states};
+
+    #[test]
+    fn run_states_are_sql_literals_and_a_bulk_move_is_the_state_machines() {
+        assert_eq!(sql_states(&[RunState::Queued, RunState::Retrying]), "'queued', 'retrying'");
+        assert_eq!(sql_states(RunState::TERMINAL), "'succeeded', 'failed', 'cancelled', 'expired', 'skipped'");
+        assert_eq!(sql_state(RunState::Pending), "'pending'");
+        let open = [RunState::Dispatching, RunState::Running, RunState::Retrying];
+        assert_eq!(moved_to(&open, &RunEvent::Cancel).unwrap(), RunState::Cancelled);
+        assert!(moved_to(&[RunState::Pending, RunState::Succeeded], &RunEvent::Cancel).is_err());
+        assert!(moved_to(&[], &RunEvent::Cancel).is_err());
+    }
 
     #[test]
     fn id_lists_are_sized_to_a_power_of_two_up_to_the_chunk() {

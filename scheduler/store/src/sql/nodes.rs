@@ -3,8 +3,9 @@
 
 use async_trait::async_trait;
 use sqlx::{Any, Transaction};
+use sundial_core::types::RunState;
 
-use super::{SqlStore, col};
+use super::{SqlStore, col, sql_state, sql_states};
 use crate::error::conflict_on;
 use crate::{Node, NodeBeat, NodeStore, Result};
 
@@ -14,22 +15,24 @@ use crate::{Node, NodeBeat, NodeStore, Result};
 /// ones under `retry`: runs in flight only) rather than an index on the owner that every
 /// claim and result would rewrite.
 async fn hand_back(tx: &mut Transaction<'static, Any>, id: &str, now_ms: i64) -> Result<u64> {
-    let (from, to) = super::runs::release_states()?;
-    let r = sqlx::query(
+    let (from, to) = super::writes::release_states()?;
+    let r = sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE runs SET state = CASE WHEN state = ? THEN ? ELSE state END, owner_node = NULL, \
                  lease_until_ms = NULL, updated_at_ms = ? WHERE wake_kind IN ('lease', 'retry') AND lease_until_ms IS NOT NULL \
-                 AND owner_node = ? AND state IN ('queued', 'retrying')",
-    )
+                 AND owner_node = ? AND state IN ({})",
+        sql_states(&[RunState::Queued, RunState::Retrying])
+    )))
     .bind(from)
     .bind(to)
     .bind(now_ms)
     .bind(id)
     .execute(&mut **tx)
     .await?;
-    let d = sqlx::query(
+    let d = sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE runs SET lease_until_ms = 0 WHERE wake_kind = 'lease' AND lease_until_ms IS NOT NULL AND owner_node = ? \
-         AND state = 'dispatching'",
-    )
+         AND state = {}",
+        sql_state(RunState::Dispatching)
+    )))
         .bind(id)
         .execute(&mut **tx)
         .await?;

@@ -6,8 +6,9 @@ use async_trait::async_trait;
 use sqlx::{Any, Transaction};
 use sundial_core::quota::{self, MICROS_PER_FIRE, Quota, QuotaOverrides, Quotas};
 use sundial_core::schedule::{Schedule, ScheduleSpec};
+use sundial_core::types::RunState;
 
-use super::{SqlStore, col, json_col, to_json};
+use super::{SqlStore, col, json_col, sql_states, to_json};
 use crate::{Dialect, LogAppend, QuotaStore, RegisteredHandlers, Result, StoreError, TenantUsage};
 
 /// `SUM(expr)` as an integer, 0 over no rows (MySQL sums to DECIMAL, which the driver does not read as i64).
@@ -144,10 +145,11 @@ impl QuotaStore for SqlStore {
         .fetch_one(self.reader())
         .await?;
         // Through each job's open runs (`ix_runs_open`), not every run of the tenant.
-        let inflight = sqlx::query(
+        let inflight = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT COUNT(*) AS n FROM jobs j JOIN runs r ON r.open_job_id = j.id \
-             WHERE j.tenant_id = ? AND r.state IN ('dispatching', 'running')",
-        )
+             WHERE j.tenant_id = ? AND r.state IN ({})",
+            sql_states(&[RunState::Dispatching, RunState::Running])
+        )))
         .bind(tenant_id)
         .fetch_one(self.reader())
         .await?;
@@ -217,7 +219,7 @@ impl QuotaStore for SqlStore {
             .unwrap_or(-1);
         quota::check(quotas, Quota::MaxLogBytesPerRun, run_bytes.max(0), bytes).map_err(StoreError::QuotaExceeded)?;
         quota::check(quotas, Quota::MaxLogBytesPerDay, day_bytes.max(0), bytes).map_err(StoreError::QuotaExceeded)?;
-        super::shards::log_insert(&mut tx, a.run_id, a.shard_index, a.attempt, a.lines).await?;
+        super::writes::log_insert(&mut tx, a.run_id, a.shard_index, a.attempt, a.lines).await?;
         if run_bytes < 0 {
             sqlx::query("INSERT INTO run_log_usage (run_id, log_bytes) VALUES (?, ?)")
                 .bind(a.run_id)

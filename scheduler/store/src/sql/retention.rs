@@ -2,8 +2,9 @@
 //! logs), silent executors and nodes gone.
 
 use async_trait::async_trait;
+use sundial_core::types::RunState;
 
-use super::{IN_CHUNK, SqlStore, col, in_list, in_width};
+use super::{IN_CHUNK, SqlStore, col, in_list, in_width, sql_states};
 use crate::{Result, RetentionStore};
 
 #[async_trait]
@@ -24,11 +25,12 @@ impl RetentionStore for SqlStore {
             if room <= 0 {
                 break;
             }
-            let old = sqlx::query(
+            let old = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "SELECT id FROM runs WHERE tenant_id = ? AND scheduled_at_ms < ? \
-                 AND state IN ('succeeded', 'failed', 'cancelled', 'expired', 'skipped') \
+                 AND state IN ({}) \
                  AND finished_at_ms IS NOT NULL AND finished_at_ms < ? LIMIT ?",
-            )
+                sql_states(RunState::TERMINAL)
+            )))
             .bind(tenant)
             .bind(before_ms)
             .bind(before_ms)

@@ -4,14 +4,15 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
-use sqlx::any::AnyRow;
-use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
-use sundial_core::types::{RunState, TriggerKind};
+use sundial_core::types::RunState;
 
+use super::rows::run_row;
 use super::shards;
+use super::writes::{claim_states, insert_run, insert_runs, release_states, set_terminal, webhook_id_of};
 use super::{
-    IDS, IN_CHUNK, Ix, SqlStore, col, fetch_in_with, in_list, in_width, json_col, json_opt, parse_col, refused, to_json,
+    IDS, IN_CHUNK, Ix, SqlStore, col, fetch_in_with, in_list, in_width, json_col, json_opt, moved_to, parse_col,
+    refused, sql_state, sql_states, to_json,
 };
 use crate::{
     Attempt, ClaimParams, Dialect, DispatchDecision, FinishAttempt, FinishOutcome, Page, PeekParams, Result, Run,
@@ -27,184 +28,9 @@ fn fire_key_ms(key: &str) -> Result<i64> {
         .ok_or_else(|| crate::StoreError::Corrupt(format!("runs.fire_key `{key}` is not a schedule fire key")))
 }
 
-pub(super) fn run_row(r: &AnyRow) -> Result<Run> {
-    Ok(Run {
-        id: col(r, "id")?,
-        tenant_id: col(r, "tenant_id")?,
-        job_id: col(r, "job_id")?,
-        fire_key: col(r, "fire_key")?,
-        trigger: parse_col(r, "trigger_kind")?,
-        scheduled_at_ms: col(r, "scheduled_at_ms")?,
-        state: parse_col(r, "state")?,
-        attempt: col(r, "attempt")?,
-        shard_total: col(r, "shard_total")?,
-        params: json_opt(r, "params")?,
-        parent_run_id: col(r, "parent_run_id")?,
-        parent_output: json_opt(r, "parent_output")?,
-        parents: json_opt(r, "parents")?,
-        job_version: col(r, "job_version")?,
-        owner_node: col(r, "owner_node")?,
-        lease_until_ms: col(r, "lease_until_ms")?,
-        deadline_ms: col(r, "deadline_ms")?,
-        next_attempt_at_ms: col(r, "next_attempt_at_ms")?,
-        reason: col(r, "reason")?,
-        message: col(r, "message")?,
-        output: json_opt(r, "output")?,
-        expired_count: col(r, "expired_count")?,
-        created_at_ms: col(r, "created_at_ms")?,
-        updated_at_ms: col(r, "updated_at_ms")?,
-        started_at_ms: col(r, "started_at_ms")?,
-        finished_at_ms: col(r, "finished_at_ms")?,
-        script_version: col(r, "script_version")?,
-        chain_id: col(r, "chain_id")?,
-    })
-}
-
 /// The claim's write: the states come from `transition` (bound, see [`claim_states`]).
 const CLAIM_UPDATE_SQL: &str = "UPDATE runs SET state = CASE WHEN state = ? THEN ? ELSE state END, owner_node = ?, \
     lease_until_ms = ?, updated_at_ms = ? WHERE id IN (:ids)";
-
-/// The state change a claim makes to a fresh fire, from the state machine: (`pending`, its claimed state).
-pub(super) fn claim_states() -> Result<(&'static str, &'static str)> {
-    let to = transition(RunState::Pending, &RunEvent::Claim).map_err(refused)?.to;
-    Ok((RunState::Pending.as_str(), to.as_str()))
-}
-
-/// The state change a hand-back makes to a claimed fire, from the state machine: (`queued`, `pending`).
-pub(super) fn release_states() -> Result<(&'static str, &'static str)> {
-    let to = transition(RunState::Queued, &RunEvent::Release).map_err(refused)?.to;
-    Ok((RunState::Queued.as_str(), to.as_str()))
-}
-
-/// Insert a run unless its (job, fire key) exists; true if inserted.
-pub(in crate::sql) async fn insert_run(tx: &mut Transaction<'static, Any>, dialect: Dialect, r: &Run) -> Result<bool> {
-    Ok(batch::insert_runs(tx, dialect, std::slice::from_ref(r)).await? > 0)
-}
-
-/// A run fired by `parent` (whose output it carries), in `parent`'s chain: inserted once per
-/// child job and parent run (`p:<parent run id>`), and listed in the chain. False if it was
-/// already there.
-pub(in crate::sql) async fn insert_child_run(
-    tx: &mut Transaction<'static, Any>,
-    dialect: Dialect,
-    parent: &Run,
-    child_job_id: &str,
-    output: Option<serde_json::Value>,
-    now_ms: i64,
-) -> Result<Option<Run>> {
-    let mut child = Run::pending(
-        &parent.tenant_id,
-        child_job_id,
-        0,
-        format!("p:{}", parent.id),
-        TriggerKind::Parent,
-        now_ms,
-        now_ms,
-    );
-    child.parent_run_id = Some(parent.id.clone());
-    child.parent_output = output;
-    child.chain_id = Some(parent.chain().to_string());
-    // The chain's params flow down: a root's are those it was triggered with, a child's its parent's.
-    child.params = parent.params.clone();
-    if !insert_run(tx, dialect, &child).await? {
-        return Ok(None);
-    }
-    list_in_chain(tx, &child).await?;
-    Ok(Some(child))
-}
-
-/// A child run just inserted joins its chain: the hot path's insert leaves `chain_id` and
-/// `parents` out (almost every run is a root), so they are set here, and the run is listed in
-/// `chain_runs`.
-pub(in crate::sql) async fn list_in_chain(tx: &mut Transaction<'static, Any>, run: &Run) -> Result<()> {
-    sqlx::query("UPDATE runs SET chain_id = ?, parents = ? WHERE id = ?")
-        .bind(&run.chain_id)
-        .bind(run.parents.as_ref().map(to_json))
-        .bind(&run.id)
-        .execute(&mut **tx)
-        .await?;
-    sqlx::query("INSERT INTO chain_runs (run_id, chain_id, tenant_id) VALUES (?, ?, ?)")
-        .bind(&run.id)
-        .bind(&run.chain_id)
-        .bind(&run.tenant_id)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
-}
-
-/// The `webhook-id` of an attempt of a run that is not sharded (stable across its redeliveries).
-pub(super) fn webhook_id_of(run_id: &str, attempt: i64) -> String {
-    format!("msg_{run_id}_0_{attempt}")
-}
-
-/// Move a run to a terminal state through the state machine, conditional on the
-/// state it was read in; the current attempt follows. False if refused or raced.
-async fn set_terminal(
-    tx: &mut Transaction<'static, Any>,
-    run: &Run,
-    event: RunEvent,
-    message: &str,
-    now_ms: i64,
-) -> Result<bool> {
-    let Ok(t) = transition(run.state, &event) else {
-        return Ok(false);
-    };
-    let r = sqlx::query(
-        "UPDATE runs SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, lease_until_ms = NULL, \
-         next_attempt_at_ms = NULL WHERE id = ? AND state = ? AND attempt = ?",
-    )
-    .bind(t.to.as_str())
-    .bind(message)
-    .bind(now_ms)
-    .bind(now_ms)
-    .bind(&run.id)
-    .bind(run.state.as_str())
-    .bind(run.attempt)
-    .execute(&mut **tx)
-    .await?;
-    if r.rows_affected() == 0 {
-        return Ok(false);
-    }
-    let closed = sqlx::query(
-        "UPDATE attempts SET state = ?, message = ?, finished_at_ms = ? WHERE run_id = ? AND attempt = ? AND finished_at_ms IS NULL",
-    )
-    .bind(t.to.as_str())
-    .bind(message)
-    .bind(now_ms)
-    .bind(&run.id)
-    .bind(run.attempt)
-    .execute(&mut **tx)
-    .await?
-    .rows_affected();
-    // An attempt in flight has a row only once it was accepted or ended: written here, ended.
-    if closed == 0 && run.shard_total.is_none() && matches!(run.state, RunState::Dispatching | RunState::Running) {
-        let stored: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM attempts WHERE run_id = ? AND shard_index = 0 AND attempt = ?")
-                .bind(&run.id)
-                .bind(run.attempt)
-                .fetch_one(&mut **tx)
-                .await?;
-        if stored == 0 {
-            sqlx::query(
-                "INSERT INTO attempts (run_id, shard_index, attempt, webhook_id, state, message, trail, started_at_ms, finished_at_ms) \
-                 VALUES (?, 0, ?, ?, ?, ?, '[]', ?, ?)",
-            )
-            .bind(&run.id)
-            .bind(run.attempt)
-            .bind(webhook_id_of(&run.id, run.attempt))
-            .bind(t.to.as_str())
-            .bind(message)
-            .bind(run.updated_at_ms)
-            .bind(now_ms)
-            .execute(&mut **tx)
-            .await?;
-        }
-    }
-    if run.shard_total.is_some() {
-        shards::cancel_open(tx, &run.id, message, now_ms).await?;
-    }
-    Ok(true)
-}
 
 #[async_trait]
 impl RunStore for SqlStore {
@@ -331,8 +157,12 @@ impl RunStore for SqlStore {
             "SELECT id FROM runs WHERE wake_kind = 'schedule' AND wake_at_ms <= ? \
              AND wake_at_ms <= CASE WHEN ((? >> bucket) & 1) = 1 THEN ? ELSE ? END{skip} ORDER BY wake_at_ms LIMIT ?"
         );
-        let lock_pending_sql =
-            format!("SELECT * FROM runs{} WHERE id IN ({}) AND state = 'pending'{lock}", self.hint(Ix::Primary), IDS);
+        let lock_pending_sql = format!(
+            "SELECT * FROM runs{} WHERE id IN ({}) AND state = {}{lock}",
+            self.hint(Ix::Primary),
+            IDS,
+            sql_state(RunState::Pending)
+        );
         let mask = p.owned_buckets as i64;
         // Pending fires of our own buckets that the peek reads are claimed only as a backstop.
         let own_due = p.own_fires_due_before_ms.unwrap_or(p.due_before_ms);
@@ -355,9 +185,10 @@ impl RunStore for SqlStore {
                     .map(|r| col::<String>(r, "id"))
                     .collect::<Result<_>>()?;
             let orphan_sql = format!(
-                "SELECT * FROM runs{} WHERE id IN ({}) AND state IN ('queued', 'dispatching') AND lease_until_ms < ?{lock}",
+                "SELECT * FROM runs{} WHERE id IN ({}) AND state IN ({}) AND lease_until_ms < ?{lock}",
                 self.hint(Ix::Primary),
-                IDS
+                IDS,
+                sql_states(&[RunState::Queued, RunState::Dispatching])
             );
             let ids: Vec<&str> = candidates.iter().map(String::as_str).collect();
             let orphans: Vec<Run> = fetch_in_with(&mut tx, &orphan_sql, &ids, &[p.now_ms])
@@ -486,13 +317,14 @@ impl RunStore for SqlStore {
     }
 
     async fn run_expire_many(&self, run_ids: &[String], node_id: &str, message: &str, now_ms: i64) -> Result<u64> {
-        let to = transition(RunState::Queued, &RunEvent::Expire).map_err(refused)?.to;
-        debug_assert!(transition(RunState::Pending, &RunEvent::Expire).is_ok_and(|t| t.to == to));
+        let to = moved_to(&[RunState::Queued, RunState::Pending], &RunEvent::Expire)?;
         let sql = format!(
             "UPDATE runs{} SET state = ?, message = ?, finished_at_ms = ?, updated_at_ms = ?, owner_node = NULL, \
-             lease_until_ms = NULL WHERE id IN ({}) AND (state = 'pending' OR (state = 'queued' AND owner_node = ?))",
+             lease_until_ms = NULL WHERE id IN ({}) AND (state = {} OR (state = {} AND owner_node = ?))",
             self.hint(Ix::Primary),
-            IDS
+            IDS,
+            sql_state(RunState::Pending),
+            sql_state(RunState::Queued)
         );
         let mut n = 0;
         for chunk in run_ids.chunks(IN_CHUNK) {
@@ -522,9 +354,17 @@ impl RunStore for SqlStore {
         let sql = format!(
             "SELECT job_id, scheduled_at_ms FROM runs WHERE job_id IN ({}) AND fire_key > ? AND fire_key < 's;' \
              AND trigger_kind = 'schedule' AND scheduled_at_ms > ? \
-             AND (state IN ('dispatching', 'running', 'retrying', 'succeeded', 'failed') \
-                  OR (state IN ('pending', 'queued') AND scheduled_at_ms < ?))",
-            IDS
+             AND (state IN ({}) \
+                  OR (state IN ({}) AND scheduled_at_ms < ?))",
+            IDS,
+            sql_states(&[
+                RunState::Dispatching,
+                RunState::Running,
+                RunState::Retrying,
+                RunState::Succeeded,
+                RunState::Failed
+            ]),
+            sql_states(&[RunState::Pending, RunState::Queued])
         );
         let mut latest: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
         let mut tx = self.begin().await?;
@@ -556,7 +396,7 @@ impl RunStore for SqlStore {
             return Ok(0);
         }
         let mut tx = self.begin().await?;
-        let n = batch::insert_runs(&mut tx, self.dialect, runs).await?;
+        let n = insert_runs(&mut tx, self.dialect, runs).await?;
         tx.commit().await?;
         Ok(n)
     }
@@ -640,10 +480,11 @@ impl RunStore for SqlStore {
         let (from, to) = release_states()?;
         let mut tx = self.begin().await?;
         for id in run_ids {
-            let r = sqlx::query(
+            let r = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "UPDATE runs SET state = CASE WHEN state = ? THEN ? ELSE state END, owner_node = NULL, \
-                 lease_until_ms = NULL, updated_at_ms = ? WHERE id = ? AND owner_node = ? AND state IN ('queued', 'retrying')",
-            )
+                 lease_until_ms = NULL, updated_at_ms = ? WHERE id = ? AND owner_node = ? AND state IN ({})",
+                sql_states(&[RunState::Queued, RunState::Retrying])
+            )))
             .bind(from)
             .bind(to)
             .bind(now_ms)
@@ -697,7 +538,8 @@ impl RunStore for SqlStore {
         };
         let inserted = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{verb} INTO attempts (run_id, shard_index, attempt, webhook_id, executor_id, address, state, trail, started_at_ms) \
-             SELECT id, 0, attempt, ?, ?, ?, 'dispatching', ?, updated_at_ms FROM runs WHERE id = ? AND attempt = ?"
+             SELECT id, 0, attempt, ?, ?, ?, {}, ?, updated_at_ms FROM runs WHERE id = ? AND attempt = ?",
+            sql_state(RunState::Dispatching)
         )))
         .bind(webhook_id_of(run_id, attempt))
         .bind(executor_id)
@@ -717,20 +559,25 @@ impl RunStore for SqlStore {
     async fn run_mark_running(&self, run_id: &str, attempt: i64, now_ms: i64) -> Result<bool> {
         let to = transition(RunState::Dispatching, &RunEvent::Accepted).map_err(refused)?.to;
         let mut tx = self.begin().await?;
-        let r = sqlx::query(
-            "UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ?",
-        )
+        let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = {} AND attempt = ?",
+            sql_state(RunState::Dispatching)
+        )))
         .bind(to.as_str())
         .bind(now_ms)
         .bind(run_id)
         .bind(attempt)
         .execute(&mut *tx)
         .await?;
-        sqlx::query("UPDATE attempts SET state = 'running' WHERE run_id = ? AND shard_index = 0 AND attempt = ? AND state = 'dispatching'")
-            .bind(run_id)
-            .bind(attempt)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE attempts SET state = {} WHERE run_id = ? AND shard_index = 0 AND attempt = ? AND state = {}",
+            sql_state(to),
+            sql_state(RunState::Dispatching)
+        )))
+        .bind(run_id)
+        .bind(attempt)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(r.rows_affected() > 0)
     }
@@ -771,10 +618,11 @@ impl RunStore for SqlStore {
 
     async fn run_retry_now(&self, tenant_id: &str, run_id: &str, now_ms: i64) -> Result<bool> {
         let mut tx = self.begin().await?;
-        let r = sqlx::query(
+        let r = sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE runs SET next_attempt_at_ms = ?, owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? \
-             WHERE id = ? AND tenant_id = ? AND state = 'retrying'",
-        )
+             WHERE id = ? AND tenant_id = ? AND state = {}",
+            sql_state(RunState::Retrying)
+        )))
         .bind(now_ms)
         .bind(now_ms)
         .bind(run_id)
@@ -826,9 +674,10 @@ impl RunStore for SqlStore {
     async fn run_attempts(&self, run_id: &str) -> Result<Vec<Attempt>> {
         // The run first: an attempt in flight has no row until it is accepted or ends (read
         // after the run, a row written meanwhile is found and the attempt not shown twice).
-        let in_flight = sqlx::query(
-            "SELECT attempt, updated_at_ms FROM runs WHERE id = ? AND state = 'dispatching' AND shard_total IS NULL",
-        )
+        let in_flight = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT attempt, updated_at_ms FROM runs WHERE id = ? AND state = {} AND shard_total IS NULL",
+            sql_state(RunState::Dispatching)
+        )))
         .bind(run_id)
         .fetch_optional(self.reader())
         .await?

@@ -1,6 +1,7 @@
 //! [`ShardStore`] for [`SqlStore`]: the shard records of a run (`run_shards`) and their
 //! attempts. The trait methods (at the end) delegate in one line each to the functions
-//! here, which the run module's cancel, retry and log calls share.
+//! here, which the run module's retry and log calls share (a run's end cancels its open
+//! shards through `writes::cancel_open`).
 //!
 //! Every change is conditional on the state and attempt it expects, inside a
 //! transaction that first reads (and on MySQL locks) the run row, so two nodes, a
@@ -16,8 +17,9 @@ use sundial_core::run_state::{RunEvent, transition};
 use sundial_core::types::RunState;
 
 use super::chains;
-use super::runs::run_row;
-use super::{SqlStore, col, json_opt, parse_col, refused, to_json};
+use super::rows::run_row;
+use super::writes::{cancel_open, log_insert};
+use super::{SqlStore, col, json_opt, parse_col, refused, sql_state, sql_states, to_json};
 use crate::{
     AttemptResult, Dialect, FinishShard, Result, Run, RunShard, ShardDelivery, ShardFinishOutcome, ShardFreeze,
     ShardRetryBegin, ShardStore,
@@ -112,31 +114,34 @@ pub(super) async fn freeze(s: &SqlStore, p: &ShardFreeze) -> Result<Option<Vec<S
             return Ok(Some(Vec::new()));
         }
         // Shards are born `dispatching`: the run's Dispatch event, once per shard.
-        transition(RunState::Queued, &RunEvent::Dispatch).map_err(refused)?;
+        let born = transition(RunState::Queued, &RunEvent::Dispatch).map_err(refused)?.to;
         let insert_attempt = match s.dialect {
             Dialect::MySql => "INSERT IGNORE",
             Dialect::Sqlite => "INSERT OR IGNORE",
         };
         let insert_attempt = format!(
             "{insert_attempt} INTO attempts (run_id, shard_index, attempt, webhook_id, executor_id, address, state, trail, started_at_ms) \
-             VALUES (?, ?, ?, ?, ?, ?, 'dispatching', '[]', ?)"
+             VALUES (?, ?, ?, ?, ?, ?, {}, '[]', ?)",
+            sql_state(born)
+        );
+        let insert_shard = format!(
+            "INSERT INTO run_shards (run_id, shard_index, state, attempt, executor_id, address, deadline_ms, started_at_ms, updated_at_ms) \
+             VALUES (?, ?, {}, ?, ?, ?, ?, ?, ?)",
+            sql_state(born)
         );
         for (i, t) in p.targets.iter().enumerate() {
             let i = i as i64;
-            sqlx::query(
-                "INSERT INTO run_shards (run_id, shard_index, state, attempt, executor_id, address, deadline_ms, started_at_ms, updated_at_ms) \
-                 VALUES (?, ?, 'dispatching', ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&run.id)
-            .bind(i)
-            .bind(run.attempt)
-            .bind(&t.executor_id)
-            .bind(&t.address)
-            .bind(p.deadline_ms)
-            .bind(p.now_ms)
-            .bind(p.now_ms)
-            .execute(&mut *tx)
-            .await?;
+            sqlx::query(sqlx::AssertSqlSafe(insert_shard.as_str()))
+                .bind(&run.id)
+                .bind(i)
+                .bind(run.attempt)
+                .bind(&t.executor_id)
+                .bind(&t.address)
+                .bind(p.deadline_ms)
+                .bind(p.now_ms)
+                .bind(p.now_ms)
+                .execute(&mut *tx)
+                .await?;
             // Shard 0's first attempt row was written by the dispatch transaction, with
             // this same webhook id; it only learns its executor here.
             let inserted = sqlx::query(sqlx::AssertSqlSafe(insert_attempt.clone()))
@@ -162,9 +167,10 @@ pub(super) async fn freeze(s: &SqlStore, p: &ShardFreeze) -> Result<Option<Vec<S
                 .await?;
             }
         }
-        sqlx::query(
-            "UPDATE runs SET shard_total = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ?",
-        )
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE runs SET shard_total = ?, updated_at_ms = ? WHERE id = ? AND state = {} AND attempt = ?",
+            sql_state(RunState::Dispatching)
+        )))
         .bind(p.targets.len() as i64)
         .bind(p.now_ms)
         .bind(&run.id)
@@ -176,9 +182,10 @@ pub(super) async fn freeze(s: &SqlStore, p: &ShardFreeze) -> Result<Option<Vec<S
         // A redelivery (the run's lease ran out and this node re-began the same attempt):
         // the frozen set stands; shards not yet answered get a fresh deadline.
         transition(RunState::Dispatching, &RunEvent::Redeliver).map_err(refused)?;
-        sqlx::query(
-            "UPDATE run_shards SET deadline_ms = ?, updated_at_ms = ? WHERE run_id = ? AND state = 'dispatching'",
-        )
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE run_shards SET deadline_ms = ?, updated_at_ms = ? WHERE run_id = ? AND state = {}",
+            sql_state(RunState::Dispatching)
+        )))
         .bind(p.deadline_ms)
         .bind(p.now_ms)
         .bind(&run.id)
@@ -213,9 +220,10 @@ pub(super) async fn mark_running(
 ) -> Result<bool> {
     let to = transition(RunState::Dispatching, &RunEvent::Accepted).map_err(refused)?.to;
     let mut tx = s.begin().await?;
-    let r = sqlx::query(
-        "UPDATE run_shards SET state = ?, updated_at_ms = ? WHERE run_id = ? AND shard_index = ? AND attempt = ? AND state = 'dispatching'",
-    )
+    let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE run_shards SET state = ?, updated_at_ms = ? WHERE run_id = ? AND shard_index = ? AND attempt = ? AND state = {}",
+        sql_state(RunState::Dispatching)
+    )))
     .bind(to.as_str())
     .bind(now_ms)
     .bind(run_id)
@@ -224,9 +232,10 @@ pub(super) async fn mark_running(
     .execute(&mut *tx)
     .await?;
     if r.rows_affected() > 0 {
-        sqlx::query(
-            "UPDATE attempts SET state = ? WHERE run_id = ? AND shard_index = ? AND attempt = ? AND state = 'dispatching'",
-        )
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE attempts SET state = ? WHERE run_id = ? AND shard_index = ? AND attempt = ? AND state = {}",
+            sql_state(RunState::Dispatching)
+        )))
         .bind(to.as_str())
         .bind(run_id)
         .bind(shard_index)
@@ -273,39 +282,6 @@ pub(super) async fn set_target(
     Ok(())
 }
 
-/// Cancel the shards of a run still in flight or waiting to retry, and close their
-/// open attempts. Called in the transaction that ends the run (a cancel, cover_early,
-/// a deleted job, a shard failed for good). Returns the shards cancelled.
-pub(super) async fn cancel_open(
-    tx: &mut Transaction<'static, Any>,
-    run_id: &str,
-    message: &str,
-    now_ms: i64,
-) -> Result<u64> {
-    for from in [RunState::Dispatching, RunState::Running, RunState::Retrying] {
-        transition(from, &RunEvent::Cancel).map_err(refused)?;
-    }
-    let r = sqlx::query(
-        "UPDATE run_shards SET state = 'cancelled', message = ?, next_attempt_at_ms = NULL, finished_at_ms = ?, updated_at_ms = ? \
-         WHERE run_id = ? AND state IN ('dispatching', 'running', 'retrying')",
-    )
-    .bind(message)
-    .bind(now_ms)
-    .bind(now_ms)
-    .bind(run_id)
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query(
-        "UPDATE attempts SET state = 'cancelled', message = ?, finished_at_ms = ? WHERE run_id = ? AND finished_at_ms IS NULL",
-    )
-    .bind(message)
-    .bind(now_ms)
-    .bind(run_id)
-    .execute(&mut **tx)
-    .await?;
-    Ok(r.rows_affected())
-}
-
 /// Make the `retrying` shards of a tenant's `running` sharded run due now. Returns shards changed.
 pub(super) async fn retry_now(
     tx: &mut Transaction<'static, Any>,
@@ -313,10 +289,12 @@ pub(super) async fn retry_now(
     run_id: &str,
     now_ms: i64,
 ) -> Result<u64> {
-    let r = sqlx::query(
-        "UPDATE run_shards SET next_attempt_at_ms = ?, updated_at_ms = ? WHERE run_id = ? AND state = 'retrying' \
-         AND run_id IN (SELECT id FROM runs WHERE id = ? AND tenant_id = ? AND state = 'running')",
-    )
+    let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE run_shards SET next_attempt_at_ms = ?, updated_at_ms = ? WHERE run_id = ? AND state = {} \
+         AND run_id IN (SELECT id FROM runs WHERE id = ? AND tenant_id = ? AND state = {})",
+        sql_state(RunState::Retrying),
+        sql_state(RunState::Running)
+    )))
     .bind(now_ms)
     .bind(now_ms)
     .bind(run_id)
@@ -344,9 +322,9 @@ pub(super) async fn finish(s: &SqlStore, p: &FinishShard) -> Result<ShardFinishO
         return Ok(ShardFinishOutcome::NotFound);
     };
     let (status, event) = match &p.result {
-        AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
+        AttemptResult::Succeeded => (RunState::Succeeded.as_str(), RunEvent::Succeeded),
         AttemptResult::Failed { reason, retry_at_ms } => {
-            ("failed", RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
+            (RunState::Failed.as_str(), RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
         }
     };
     let live = |st: RunState| matches!(st, RunState::Dispatching | RunState::Running);
@@ -502,9 +480,10 @@ async fn end_run(
 
 pub(super) async fn run_delivered(s: &SqlStore, run_id: &str, run_attempt: i64, now_ms: i64) -> Result<bool> {
     let to = transition(RunState::Dispatching, &RunEvent::Accepted).map_err(refused)?.to;
-    let r = sqlx::query(
-        "UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND attempt = ? AND shard_total IS NOT NULL",
-    )
+    let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE runs SET state = ?, updated_at_ms = ? WHERE id = ? AND state = {} AND attempt = ? AND shard_total IS NOT NULL",
+        sql_state(RunState::Dispatching)
+    )))
     .bind(to.as_str())
     .bind(now_ms)
     .bind(run_id)
@@ -518,12 +497,12 @@ pub(super) async fn run_delivered(s: &SqlStore, run_id: &str, run_attempt: i64, 
 /// Shards found by `sql` (binds: `at_ms`, then the bucket mask if given, then `limit`), with their runs.
 async fn with_runs(
     s: &SqlStore,
-    sql: &'static str,
+    sql: String,
     at_ms: i64,
     buckets: Option<u64>,
     limit: i64,
 ) -> Result<Vec<(Run, RunShard)>> {
-    let mut q = sqlx::query(sql).bind(at_ms);
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(at_ms);
     if let Some(mask) = buckets {
         q = q.bind(mask as i64);
     }
@@ -547,9 +526,13 @@ async fn with_runs(
 pub(super) async fn due_retries(s: &SqlStore, now_ms: i64, limit: i64) -> Result<Vec<(Run, RunShard)>> {
     with_runs(
         s,
-        "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id \
-         WHERE s.state = 'retrying' AND s.next_attempt_at_ms <= ? AND r.state = 'running' \
-         ORDER BY s.next_attempt_at_ms LIMIT ?",
+        format!(
+            "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id \
+             WHERE s.state = {} AND s.next_attempt_at_ms <= ? AND r.state = {} \
+             ORDER BY s.next_attempt_at_ms LIMIT ?",
+            sql_state(RunState::Retrying),
+            sql_state(RunState::Running)
+        ),
         now_ms,
         None,
         limit,
@@ -571,11 +554,12 @@ pub(super) async fn retry_begin(s: &SqlStore, p: &ShardRetryBegin) -> Result<Opt
         Some(t) => (Some(t.executor_id.as_str()), Some(t.address.as_str())),
         None => (None, None),
     };
-    let won = sqlx::query(
+    let won = sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE run_shards SET state = ?, attempt = ?, executor_id = ?, address = ?, reason = NULL, message = NULL, output = NULL, \
          next_attempt_at_ms = NULL, deadline_ms = ?, updated_at_ms = ? \
-         WHERE run_id = ? AND shard_index = ? AND state = 'retrying' AND attempt = ? AND next_attempt_at_ms <= ?",
-    )
+         WHERE run_id = ? AND shard_index = ? AND state = {} AND attempt = ? AND next_attempt_at_ms <= ?",
+        sql_state(RunState::Retrying)
+    )))
     .bind(to.as_str())
     .bind(attempt)
     .bind(executor_id)
@@ -592,10 +576,11 @@ pub(super) async fn retry_begin(s: &SqlStore, p: &ShardRetryBegin) -> Result<Opt
         return Ok(None);
     }
     let webhook_id = webhook_id(&p.run_id, p.shard_index, attempt);
-    sqlx::query(
+    sqlx::query(sqlx::AssertSqlSafe(format!(
         "INSERT INTO attempts (run_id, shard_index, attempt, webhook_id, executor_id, address, state, trail, started_at_ms) \
-         VALUES (?, ?, ?, ?, ?, ?, 'dispatching', '[]', ?)",
-    )
+         VALUES (?, ?, ?, ?, ?, ?, {}, '[]', ?)",
+        sql_state(to)
+    )))
     .bind(&p.run_id)
     .bind(p.shard_index)
     .bind(attempt)
@@ -620,9 +605,13 @@ pub(super) async fn overdue(s: &SqlStore, before_ms: i64, buckets: u64, limit: i
     // Shards of a run still `dispatching` are covered by the run's lease (a redelivery).
     with_runs(
         s,
-        "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id \
-         WHERE s.state IN ('dispatching', 'running') AND s.deadline_ms < ? AND r.state = 'running' \
-         AND ((? >> r.bucket) & 1) = 1 ORDER BY s.deadline_ms, s.run_id, s.shard_index LIMIT ?",
+        format!(
+            "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id \
+             WHERE s.state IN ({}) AND s.deadline_ms < ? AND r.state = {} \
+             AND ((? >> r.bucket) & 1) = 1 ORDER BY s.deadline_ms, s.run_id, s.shard_index LIMIT ?",
+            sql_states(&[RunState::Dispatching, RunState::Running]),
+            sql_state(RunState::Running)
+        ),
         before_ms,
         Some(buckets),
         limit,
@@ -638,8 +627,11 @@ pub(super) async fn on_silent_executors(
 ) -> Result<Vec<(Run, RunShard)>> {
     with_runs(
         s,
-        "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id JOIN executors e ON e.id = s.executor_id \
-         WHERE s.state = 'running' AND r.state = 'running' AND e.last_heartbeat_ms < ? AND ((? >> r.bucket) & 1) = 1 LIMIT ?",
+        format!(
+            "SELECT s.* FROM run_shards s JOIN runs r ON r.id = s.run_id JOIN executors e ON e.id = s.executor_id \
+             WHERE s.state = {running} AND r.state = {running} AND e.last_heartbeat_ms < ? AND ((? >> r.bucket) & 1) = 1 LIMIT ?",
+            running = sql_state(RunState::Running)
+        ),
         silent_before_ms,
         Some(buckets),
         limit,
@@ -657,30 +649,6 @@ pub(super) async fn log_append(
     let mut tx = s.begin().await?;
     log_insert(&mut tx, run_id, shard_index, attempt, lines).await?;
     tx.commit().await?;
-    Ok(())
-}
-
-/// Insert log lines of one shard attempt (`log_append`, and `log_append_within` after its quota check).
-pub(super) async fn log_insert(
-    tx: &mut Transaction<'static, Any>,
-    run_id: &str,
-    shard_index: i64,
-    attempt: i64,
-    lines: &[(i64, String, String)],
-) -> Result<()> {
-    for (at, level, message) in lines {
-        sqlx::query(
-            "INSERT INTO run_logs (run_id, shard_index, attempt, at_ms, level, message) VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(run_id)
-        .bind(shard_index)
-        .bind(attempt)
-        .bind(*at)
-        .bind(level)
-        .bind(message)
-        .execute(&mut **tx)
-        .await?;
-    }
     Ok(())
 }
 

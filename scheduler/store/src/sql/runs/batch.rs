@@ -10,77 +10,17 @@ use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
 use sundial_core::types::{BlockStrategy, JobState, Route, RunState};
 
-use super::{run_row, set_terminal};
-use crate::sql::apps::executor_row;
 use crate::sql::chains;
-use crate::sql::jobs::{JOB_COLS, job_row};
+use crate::sql::rows::{JOB_COLS, executor_row, job_row, run_row};
+use crate::sql::writes::{insert_runs, set_terminal, webhook_id_of};
 use crate::sql::{
     IDS, IN_CHUNK, Ix, SqlStore, col, distinct, fetch_in, in_list, in_width, json_opt, placeholders, pow2_chunks,
-    refused, sorted, to_json,
+    refused, sorted, sql_state, sql_states, to_json,
 };
 use crate::{
     AppRouting, AttemptResult, Dialect, DispatchDecision, FinishAttempt, FinishOutcome, GenerateJob, Job, Result, Run,
     StoreError, ToDispatch,
 };
-
-/// Insert runs unless their (job, fire key) exists, in multi-row statements; returns how many were inserted.
-pub(super) async fn insert_runs<R: std::borrow::Borrow<Run>>(
-    tx: &mut Transaction<'static, Any>,
-    dialect: Dialect,
-    runs: &[R],
-) -> Result<usize> {
-    let verb = match dialect {
-        Dialect::MySql => "INSERT IGNORE",
-        Dialect::Sqlite => "INSERT OR IGNORE",
-    };
-    let row = format!("({})", placeholders(26));
-    let mut inserted = 0;
-    let mut rest = runs;
-    for size in pow2_chunks(runs.len()) {
-        let (chunk, tail) = rest.split_at(size);
-        rest = tail;
-        let sql = format!(
-            "{verb} INTO runs (id, tenant_id, job_id, fire_key, trigger_kind, scheduled_at_ms, state, attempt, shard_total, params, \
-             parent_run_id, parent_output, job_version, owner_node, lease_until_ms, deadline_ms, next_attempt_at_ms, reason, message, \
-             output, expired_count, created_at_ms, updated_at_ms, started_at_ms, finished_at_ms, bucket) VALUES {}",
-            vec![row.as_str(); size].join(", ")
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for r in chunk {
-            let r: &Run = r.borrow();
-            q = q
-                .bind(&r.id)
-                .bind(&r.tenant_id)
-                .bind(&r.job_id)
-                .bind(&r.fire_key)
-                .bind(r.trigger.as_str())
-                .bind(r.scheduled_at_ms)
-                .bind(r.state.as_str())
-                .bind(r.attempt)
-                .bind(r.shard_total)
-                .bind(r.params.as_ref().map(to_json))
-                .bind(&r.parent_run_id)
-                .bind(r.parent_output.as_ref().map(to_json))
-                .bind(r.job_version)
-                .bind(&r.owner_node)
-                .bind(r.lease_until_ms)
-                .bind(r.deadline_ms)
-                .bind(r.next_attempt_at_ms)
-                .bind(&r.reason)
-                .bind(&r.message)
-                .bind(r.output.as_ref().map(to_json))
-                .bind(r.expired_count)
-                .bind(r.created_at_ms)
-                .bind(r.updated_at_ms)
-                .bind(r.started_at_ms)
-                .bind(r.finished_at_ms)
-                // Job affinity: derived from the job id, never stored on `Run` (it cannot disagree).
-                .bind(sundial_core::affinity::bucket_of(&r.job_id));
-        }
-        inserted += q.execute(&mut **tx).await?.rows_affected() as usize;
-    }
-    Ok(inserted)
-}
 
 impl SqlStore {
     /// Lock and read runs by id (MySQL `FOR UPDATE`; SQLite holds the write lock already).
@@ -182,9 +122,10 @@ impl SqlStore {
         let fresh = |r: &Run| matches!(r.state, RunState::Pending | RunState::Queued);
         let queued_jobs = distinct(todo.iter().filter(|id| fresh(&runs[*id])).map(|id| runs[id].job_id.as_str()));
         let inflight_sql = format!(
-            "SELECT * FROM runs{} WHERE open_job_id IN ({}) AND state IN ('dispatching', 'running', 'retrying')",
+            "SELECT * FROM runs{} WHERE open_job_id IN ({}) AND state IN ({})",
             self.hint(Ix::RunsOpen),
-            IDS
+            IDS,
+            sql_states(&[RunState::Dispatching, RunState::Running, RunState::Retrying])
         );
         let mut inflight: HashMap<String, Vec<Run>> = HashMap::new();
         for row in fetch_in(&mut tx, &inflight_sql, &queued_jobs).await? {
@@ -356,9 +297,11 @@ impl SqlStore {
             "UPDATE runs{} SET state = ?, attempt = attempt + 1, owner_node = ?, deadline_ms = ?, \
              lease_until_ms = ?, next_attempt_at_ms = NULL, started_at_ms = COALESCE(started_at_ms, ?), \
              job_version = ?, updated_at_ms = ? WHERE id IN ({}) \
-             AND (state = 'pending' OR (state IN ('queued', 'retrying') AND owner_node = ?)) AND attempt = ?",
+             AND (state = {} OR (state IN ({}) AND owner_node = ?)) AND attempt = ?",
             self.hint(Ix::Primary),
-            IDS
+            IDS,
+            sql_state(RunState::Pending),
+            sql_states(&[RunState::Queued, RunState::Retrying])
         );
         // The new state is `transition`'s (computed per run above), and the write is
         // conditional on the attempt each run had when it was read (the runs above carry it
@@ -402,14 +345,14 @@ impl SqlStore {
                 r.shard_total.is_some() || jobs[&r.job_id].route == Route::Sharding
             })
             .collect();
-        let row = "(?, 0, ?, ?, 'dispatching', '[]', ?)";
+        let row = format!("(?, 0, ?, ?, {}, '[]', ?)", sql_state(RunState::Dispatching));
         let mut rest = sharded.as_slice();
         for size in pow2_chunks(sharded.len()) {
             let (chunk, tail) = rest.split_at(size);
             rest = tail;
             let sql = format!(
                 "INSERT INTO attempts (run_id, shard_index, attempt, webhook_id, state, trail, started_at_ms) VALUES {}",
-                vec![row; size].join(", ")
+                vec![row.as_str(); size].join(", ")
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
             for id in chunk {
@@ -516,9 +459,10 @@ impl SqlStore {
     pub(super) async fn extend_dispatch(&self, run_ids: &[String], node_id: &str, by_ms: i64) -> Result<u64> {
         let sql = format!(
             "UPDATE runs{} SET deadline_ms = deadline_ms + ?, lease_until_ms = lease_until_ms + ? \
-             WHERE id IN ({}) AND state = 'dispatching' AND owner_node = ?",
+             WHERE id IN ({}) AND state = {} AND owner_node = ?",
             self.hint(Ix::Primary),
-            IDS
+            IDS,
+            sql_state(RunState::Dispatching)
         );
         let mut n = 0;
         for chunk in run_ids.chunks(IN_CHUNK) {
@@ -597,9 +541,10 @@ impl SqlStore {
                 .transpose()?;
         let webhook_id = stored.unwrap_or_else(|| webhook_id(&run));
         let lease = now_ms + job.timeout_ms + lease_ms;
-        sqlx::query(
-            "UPDATE runs SET lease_until_ms = ?, deadline_ms = ?, updated_at_ms = ? WHERE id = ? AND state = 'dispatching' AND owner_node = ?",
-        )
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE runs SET lease_until_ms = ?, deadline_ms = ?, updated_at_ms = ? WHERE id = ? AND state = {} AND owner_node = ?",
+            sql_state(RunState::Dispatching)
+        )))
         .bind(lease)
         .bind(now_ms + job.timeout_ms)
         .bind(now_ms)
@@ -915,9 +860,10 @@ async fn hold_claim(
 ) -> Result<()> {
     if run.state == RunState::Pending {
         let to = transition(run.state, &RunEvent::Claim).map_err(refused)?.to;
-        sqlx::query(
-            "UPDATE runs SET state = ?, owner_node = ?, lease_until_ms = ?, updated_at_ms = ? WHERE id = ? AND state = 'pending'",
-        )
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE runs SET state = ?, owner_node = ?, lease_until_ms = ?, updated_at_ms = ? WHERE id = ? AND state = {}",
+            sql_state(RunState::Pending)
+        )))
         .bind(to.as_str())
         .bind(node_id)
         .bind(lease_until_ms)
@@ -938,7 +884,7 @@ async fn hold_claim(
 }
 
 fn webhook_id(run: &Run) -> String {
-    super::webhook_id_of(&run.id, run.attempt)
+    webhook_id_of(&run.id, run.attempt)
 }
 
 struct RunWrite {
@@ -969,9 +915,9 @@ struct AttemptWrite {
 /// An attempt result's stored status and its event for the run's state machine.
 fn result_event(r: &AttemptResult) -> (&'static str, RunEvent) {
     match r {
-        AttemptResult::Succeeded => ("succeeded", RunEvent::Succeeded),
+        AttemptResult::Succeeded => (RunState::Succeeded.as_str(), RunEvent::Succeeded),
         AttemptResult::Failed { reason, retry_at_ms } => {
-            ("failed", RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
+            (RunState::Failed.as_str(), RunEvent::AttemptFailed { reason: *reason, retry: retry_at_ms.is_some() })
         }
     }
 }
@@ -1046,9 +992,10 @@ fn groups<W, K: PartialEq>(writes: &[W], key: impl Fn(&W) -> K) -> Vec<Vec<&W>> 
 async fn write_runs(tx: &mut Transaction<'static, Any>, hint: &str, writes: &[RunWrite]) -> Result<bool> {
     let sql = format!(
         "UPDATE runs{hint} SET state = ?, reason = ?, message = ?, output = ?, next_attempt_at_ms = ?, finished_at_ms = ?, \
-         owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? WHERE id IN ({}) AND state IN ('dispatching', 'running') \
+         owner_node = NULL, lease_until_ms = NULL, updated_at_ms = ? WHERE id IN ({}) AND state IN ({}) \
          AND attempt = ?",
-        IDS
+        IDS,
+        sql_states(&[RunState::Dispatching, RunState::Running])
     );
     let key = |w: &RunWrite| {
         (
