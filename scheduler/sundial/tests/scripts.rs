@@ -527,7 +527,7 @@ async fn a_runner_process_registers_runs_the_apps_scripts_and_deregisters() {
     assert_eq!(execs["items"][0]["state"], "offline", "deregistered: {execs}");
 }
 
-/// The example scripts in `examples/scripts/` (the README's) run as documented.
+/// The example scripts in `examples/scripts/` (docs/scripts.md's) run as documented.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_scripts_run() {
     let app = start(None, &[("SUNDIAL_ALLOW_SHELL", "true")]).await;
