@@ -550,7 +550,7 @@ async fn the_example_scripts_run() {
     }
 }
 
-/// The README's chain walk-through (`examples/chains/pipeline.sh`): extract → two transforms
+/// The chain walk-through of docs/chains.md (`examples/chains/pipeline.sh`): extract → two transforms
 /// in parallel → load (a fan-in), and an `on_failure` alert, as script jobs on the built-in
 /// runner; the chain's params flow down and the tree says what fired and what did not.
 async fn the_chain_example_runs(database_url: Option<&str>) {
