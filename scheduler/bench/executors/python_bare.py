@@ -1,5 +1,5 @@
 """The same executor without the SDK: a bare ASGI app under uvicorn (one process) doing what
-every executor must (README, "Write an executor"): verify the signature in constant time,
+every executor must (docs/executors.md, "Verify, and act once"): verify the signature in constant time,
 refuse a timestamp off by more than 5 minutes, act once per webhook-id (a bounded memory of
 answers), answer the handler's output."""
 import base64

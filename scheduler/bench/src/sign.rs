@@ -1,4 +1,4 @@
-//! Standard Webhooks signatures, written here from the protocol in the README rather than
+//! Standard Webhooks signatures, written here from the protocol in docs/executors.md rather than
 //! taken from Sundial's code, so the sink checks Sundial's deliveries independently:
 //! `webhook-signature: v1,<base64 HMAC-SHA256(key, "{webhook-id}.{webhook-timestamp}.{body}")>`,
 //! key = base64 decoding of what follows `whsec_`.

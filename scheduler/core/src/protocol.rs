@@ -174,7 +174,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// The wire form executors rely on (the README's protocol section shows it).
+    /// The wire form executors rely on (docs/executors.md, "The protocol", shows it).
     #[test]
     fn the_wire_form_is_the_documented_one() {
         let d = Delivery {
