@@ -17,7 +17,7 @@
 //!   ones are listed;
 //! - **exactly once**: no fire delivered under two run ids, no run under two webhook-ids,
 //!   no webhook-id twice (one node, none dies: nothing is ever redelivered);
-//! - **the misfire policies** (README, "Misfire"): a fire is *missed* when the node first
+//! - **the misfire policies** (docs/runs.md, "Misfire"): a fire is *missed* when the node first
 //!   finds it more than `threshold_ms` (5 s) late. Fires the node had read into its timer
 //!   before the freeze (due within the claim window, 5 s, plus the insert-claim margin,
 //!   3 s: `FOUND_AHEAD_MS`) were found on time and are delivered late whatever the
@@ -199,7 +199,7 @@ async fn a_node_far_behind_after_a_database_stall_is_on_time_again_by_itself_and
                 }
                 let (s, job) = call(&api, Method::POST, "/api/v1/jobs", &key, Some(body)).await;
                 assert_eq!(s, 201, "{job}");
-                // The default misfire policy is fire_once (README, JobInput.misfire).
+                // The default misfire policy is fire_once (docs/runs.md, "Misfire"; JobInput.misfire in the spec).
                 assert_eq!(job["misfire"]["policy"], policy.label(), "{job}");
                 (job["id"].as_str().unwrap().to_string(), policy)
             }
