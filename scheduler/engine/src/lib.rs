@@ -185,6 +185,16 @@ fn decayed_max(old: i64, sample: i64) -> i64 {
     sample.max(old - (old + 31) / 32).max(0)
 }
 
+/// A dispatch time as a sample for the lead's estimate: at most the lead's cap `max`. A
+/// dispatch that waited out a database stall took as long as the stall (20 s); the lead is
+/// capped at `max` (2 s) whatever the estimate, but that estimate decays by 1/32 per batch,
+/// so it kept the lead at its cap for a hundred batches after the stall — half a minute in
+/// which each per-second `serial` job's next fire was checked while its previous one was
+/// committed and waiting for its instant, held back, and sent a second late every few seconds.
+fn lead_sample(took: i64, max: i64) -> i64 {
+    if max > 0 { took.min(max) } else { took }
+}
+
 /// The lead for a dispatch-time estimate: a quarter more, at most `max`.
 fn lead_for(took: i64, max: i64) -> i64 {
     (took + took / 4).clamp(0, max.max(0))
@@ -707,7 +717,10 @@ impl Engine {
     /// Record what a dispatch transaction cost per run (µs), for the herd part of the lead.
     pub(crate) fn note_dispatch_cost(&self, took_ms: i64, runs: usize) {
         use std::sync::atomic::Ordering::Relaxed;
-        if runs == 0 || took_ms < 0 {
+        let max = self.cfg.max_dispatch_lead_ms;
+        // A transaction slower than the whole lead waited on something (a stalled database),
+        // and measures that, not the cost of its runs.
+        if runs == 0 || took_ms < 0 || (max > 0 && took_ms > max) {
             return;
         }
         let sample = took_ms * 1000 / runs as i64;
@@ -722,7 +735,8 @@ impl Engine {
     /// during a transaction, set it to exercise the lead).
     pub fn note_dispatch_took(&self, took_ms: i64) {
         use std::sync::atomic::Ordering::Relaxed;
-        let _ = self.lead.dispatch_took_ms.fetch_update(Relaxed, Relaxed, |old| Some(decayed_max(old, took_ms)));
+        let sample = lead_sample(took_ms, self.cfg.max_dispatch_lead_ms);
+        let _ = self.lead.dispatch_took_ms.fetch_update(Relaxed, Relaxed, |old| Some(decayed_max(old, sample)));
     }
 
     /// What this engine has done since it was created.
@@ -762,7 +776,20 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use super::{decayed_max, lead_for};
+    use super::{decayed_max, lead_for, lead_sample};
+
+    #[test]
+    fn after_a_database_stall_the_lead_is_back_under_a_second_within_thirty_batches() {
+        // A 20 s stall counts as the cap (2 s) ...
+        let mut est = decayed_max(0, lead_sample(20_000, 2_000));
+        assert_eq!(lead_for(est, 2_000), 2_000);
+        // ... so 30 ordinary batches later the lead is under a second (uncapped: 100 batches).
+        for _ in 0..30 {
+            est = decayed_max(est, lead_sample(30, 2_000));
+        }
+        assert!(lead_for(est, 2_000) < 1_000, "{est}");
+        assert_eq!(lead_sample(20_000, 0), 20_000, "no cap: the lead is off anyway");
+    }
 
     #[test]
     fn the_dispatch_lead_follows_slow_dispatches_at_once_and_decays_slowly() {
