@@ -54,7 +54,7 @@ const THRESHOLD_MS: i64 = 5_000;
 const FOUND_AHEAD_MS: i64 = 5_000 + 2_000 + 1_000;
 /// The on-time span starts this long after the resume. The target is 10 s, measured by
 /// `sundial-bench --stall-db-at` on the release build (docs/benchmarks.md). This test runs the
-/// debug build: on time again 7.6–8.7 s after the resume on a 2-core guest. It used to take
+/// debug build: on time again 3.6–8.7 s after the resume on a 2-core guest. It used to take
 /// 24–39 s, every third second's fires a second late, because the dispatches that waited out
 /// the stall raised the dispatch lead's estimate to 20 s and it decayed by 1/32 a batch: a lead
 /// over a second checked each per-second `serial` job's next fire while its previous one was

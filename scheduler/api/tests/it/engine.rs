@@ -1995,12 +1995,8 @@ async fn fires_beyond_the_timers_room_and_a_tenants_share_lose_nothing(app: &Tes
     }
 }
 
-/// A tenant whose runs fill its share of a node's timer (three quarters: a hung executor's
-/// serial jobs pile up there) is passed over by the claim, so another tenant's run still finds
-/// room; its own runs wait as rows (`store/it/runs.rs` checks they are claimed again).
-async fn a_tenant_past_its_share_of_the_timer_is_passed_over_by_the_claim(app: &TestApp) {
-    use std::sync::Arc;
-    use sundial_engine::{Engine, EngineConfig};
+/// The big tenant of the timer-share tests: a manual job triggered ten times, its runs due.
+async fn a_big_tenant_with_ten_runs_due(app: &TestApp) -> (Setup, Value) {
     let s = setup(app).await;
     let big = app.job(&s.key, manual("big", json!({}))).await;
     for _ in 0..10 {
@@ -2009,6 +2005,16 @@ async fn a_tenant_past_its_share_of_the_timer_is_passed_over_by_the_claim(app: &
         assert_eq!(st, StatusCode::CREATED, "{v}");
     }
     app.clock.advance(10);
+    (s, big)
+}
+
+/// A tenant whose runs fill its share of a node's timer (three quarters: a hung executor's
+/// serial jobs pile up there) is passed over by the claim, so another tenant's run still finds
+/// room; its own runs wait as rows (`store/it/runs.rs` checks they are claimed again).
+async fn a_tenant_past_its_share_of_the_timer_is_passed_over_by_the_claim(app: &TestApp) {
+    use std::sync::Arc;
+    use sundial_engine::{Engine, EngineConfig};
+    let (s, big) = a_big_tenant_with_ten_runs_due(app).await;
     let small = app.tenant("small").await;
     let (st, _) = app.post("/api/v1/apps", &small.admin, json!({"name": "billing"})).await;
     assert_eq!(st, StatusCode::CREATED);
@@ -2042,14 +2048,7 @@ async fn a_tenant_past_its_share_of_the_timer_is_passed_over_by_the_claim(app: &
 async fn a_small_tenants_fire_finds_room_in_a_timer_another_tenant_filled(app: &TestApp) {
     use std::sync::Arc;
     use sundial_engine::{Engine, EngineConfig};
-    let s = setup(app).await;
-    let big = app.job(&s.key, manual("big", json!({}))).await;
-    for _ in 0..10 {
-        let (st, v) =
-            app.post(&format!("/api/v1/jobs/{}/trigger", big["id"].as_str().unwrap()), &s.key, json!({})).await;
-        assert_eq!(st, StatusCode::CREATED, "{v}");
-    }
-    app.clock.advance(10);
+    let (s, _) = a_big_tenant_with_ten_runs_due(app).await;
     let mut cfg = EngineConfig::new("node_reserve");
     cfg.capacity = 8; // a share of 6, a quarter of 2
     cfg.claim_batch = 8;
