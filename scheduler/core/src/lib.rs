@@ -11,10 +11,13 @@
 
 pub mod affinity;
 pub mod clock;
+pub mod dispatch;
 pub mod error;
+pub mod fan_in;
 pub mod ids;
 pub mod job;
 pub mod keys;
+pub mod model;
 pub mod outbound;
 pub mod protocol;
 pub mod quota;

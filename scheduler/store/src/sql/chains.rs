@@ -17,9 +17,8 @@
 //! not hold, naming why. So an `all` fan-in is never left waiting for a parent that cannot
 //! come; the walk is a work list, not recursion, and ends because the job graph has no cycles.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
@@ -27,6 +26,8 @@ use sundial_core::types::{EdgeCondition, JobState, RunState, TriggerKind, WaitFo
 
 use super::writes::{insert_child_run, insert_run, list_in_chain};
 use super::{IDS, col, fetch_in, json_opt, parse_col, refused, sql_states, to_json};
+use sundial_core::fan_in::{self, Arrival, Arrivals, Decision, EdgeTo, Follow, Upstream, decide};
+
 use crate::{Dialect, Result, Run, StoreError};
 
 /// A child edge of a parent job, with what the child's side needs to decide.
@@ -67,25 +68,6 @@ pub(super) async fn edges_from(
     }
     Ok(out)
 }
-
-/// One parent's arrival at a fan-in child in a chain.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Arrival {
-    /// The parent's run in the chain (none: the parent will never run in it).
-    #[serde(default)]
-    pub run_id: Option<String>,
-    #[serde(default)]
-    pub state: Option<RunState>,
-    /// Does the parent's edge fire for it?
-    pub holds: bool,
-    /// Why it does not hold.
-    #[serde(default)]
-    pub reason: Option<String>,
-    pub at_ms: i64,
-}
-
-/// The arrivals of a join, by parent job id.
-pub type Arrivals = BTreeMap<String, Arrival>;
 
 /// Something that happened in a chain, still to be passed on to child jobs.
 enum Step {
@@ -194,68 +176,41 @@ async fn walk(
             None => edges_from(tx, &[from_job.as_str()]).await?.remove(&from_job).unwrap_or_default(),
         };
         for edge in edges {
-            let (holds, why_not) = match &step {
-                Step::Ended(r) => {
-                    let holds = edge.on.fires_on(r.state);
-                    let why =
-                        format!("`{}` ended `{}` and its edge fires {}", r.job_id, r.state.as_str(), edge.on.as_str());
-                    (holds, (!holds).then_some(why))
+            let from = match &step {
+                Step::Ended(r) => Upstream::Ended { job_id: &r.job_id, run_id: &r.id, state: r.state },
+                Step::WillNotRun { job_id, reason } => Upstream::WillNotRun { job_id, reason },
+            };
+            let to = EdgeTo { on: edge.on, child_state: edge.child_state, parents: edge.parents };
+            let reason = match fan_in::follow(&from, to, now_ms) {
+                Follow::Fire => {
+                    let Step::Ended(r) = &step else { unreachable!("only an ended run fires a child") };
+                    if let Some(child) =
+                        insert_child_run(tx, dialect, r, &edge.child_job_id, r.output.clone(), now_ms).await?
+                    {
+                        fired.push(child);
+                    }
+                    continue;
                 }
-                Step::WillNotRun { job_id, reason } => {
-                    (false, Some(format!("`{job_id}` will not run in this chain: {reason}")))
+                Follow::WillNotRun(reason) => reason,
+                Follow::Arrive(arrival) => {
+                    let join = Join { chain_id, tenant_id, child: &edge, chain_params };
+                    match arrive(tx, dialect, &join, &from_job, arrival, now_ms).await? {
+                        Joined::Waiting => continue,
+                        Joined::Recorded(child) if child.state == RunState::Pending => {
+                            fired.push(*child);
+                            continue;
+                        }
+                        Joined::Recorded(skipped) => {
+                            todo.push_back((Step::Ended(skipped), None));
+                            continue;
+                        }
+                        Joined::NotRun(reason) => reason,
+                    }
                 }
             };
-            let stopped = edge.child_state != JobState::Active;
-            if edge.parents <= 1 {
-                match (&step, holds && !stopped) {
-                    (Step::Ended(r), true) => {
-                        if let Some(child) =
-                            insert_child_run(tx, dialect, r, &edge.child_job_id, r.output.clone(), now_ms).await?
-                        {
-                            fired.push(child);
-                        }
-                    }
-                    _ => {
-                        let reason = if stopped && holds {
-                            "the job is stopped".to_string()
-                        } else {
-                            why_not.unwrap_or_default()
-                        };
-                        if edge.children > 0 && passed_on.insert(edge.child_job_id.clone()) {
-                            todo.push_back((Step::WillNotRun { job_id: edge.child_job_id.clone(), reason }, None));
-                        }
-                    }
-                }
-                continue;
-            }
-            if stopped {
-                // A stopped fan-in child is not fired by any parent: what it would release is released now.
-                if edge.children > 0 && passed_on.insert(edge.child_job_id.clone()) {
-                    todo.push_back((
-                        Step::WillNotRun { job_id: edge.child_job_id.clone(), reason: "the job is stopped".into() },
-                        None,
-                    ));
-                }
-                continue;
-            }
-            let arrival = match &step {
-                Step::Ended(r) => {
-                    Arrival { run_id: Some(r.id.clone()), state: Some(r.state), holds, reason: why_not, at_ms: now_ms }
-                }
-                Step::WillNotRun { .. } => {
-                    Arrival { run_id: None, state: None, holds: false, reason: why_not, at_ms: now_ms }
-                }
-            };
-            let join = Join { chain_id, tenant_id, child: &edge, chain_params };
-            match arrive(tx, dialect, &join, &from_job, arrival, now_ms).await? {
-                Joined::Waiting => {}
-                Joined::Recorded(child) if child.state == RunState::Pending => fired.push(*child),
-                Joined::Recorded(skipped) => todo.push_back((Step::Ended(skipped), None)),
-                Joined::NotRun(reason) => {
-                    if edge.children > 0 && passed_on.insert(edge.child_job_id.clone()) {
-                        todo.push_back((Step::WillNotRun { job_id: edge.child_job_id.clone(), reason }, None));
-                    }
-                }
+            // What will not run is passed on once per job, to jobs that have children.
+            if edge.children > 0 && passed_on.insert(edge.child_job_id.clone()) {
+                todo.push_back((Step::WillNotRun { job_id: edge.child_job_id.clone(), reason }, None));
             }
         }
     }
@@ -350,47 +305,6 @@ async fn arrive(
         .execute(&mut **tx)
         .await?;
     Ok(joined)
-}
-
-/// How a join is decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    Fire,
-    Skip(String),
-}
-
-/// The decision, once `arrivals` settle the wait for the parents in `waits_for` (`None`:
-/// still waiting). `all`: every parent's edge held (fire), or one did not (skip at once:
-/// the child can no longer fire). `any`: one held (fire at once), or every parent arrived
-/// and none held (skip).
-pub fn decide(wait: WaitFor, waits_for: &[String], arrivals: &Arrivals) -> Option<Decision> {
-    let mut arrived = waits_for.iter().filter_map(|p| arrivals.get(p).map(|a| (p, a)));
-    let all_in = waits_for.iter().all(|p| arrivals.contains_key(p));
-    match wait {
-        WaitFor::All => {
-            if let Some((p, a)) = arrived.find(|(_, a)| !a.holds) {
-                return Some(Decision::Skip(format!(
-                    "waits for all parents, and `{p}` did not fire it: {}",
-                    a.reason.as_deref().unwrap_or("its edge's condition was not met")
-                )));
-            }
-            all_in.then_some(Decision::Fire)
-        }
-        WaitFor::Any => {
-            if arrived.any(|(_, a)| a.holds) {
-                return Some(Decision::Fire);
-            }
-            all_in.then(|| {
-                let why: Vec<String> = waits_for
-                    .iter()
-                    .map(|p| {
-                        format!("{p}: {}", arrivals[p].reason.as_deref().unwrap_or("its edge's condition was not met"))
-                    })
-                    .collect();
-                Decision::Skip(format!("waits for any parent, and none fired it ({})", why.join("; ")))
-            })
-        }
-    }
 }
 
 /// The parents a fan-in child waits for in a chain: its parent jobs that the chain's root
@@ -575,38 +489,4 @@ pub(super) async fn view(
         });
     }
     Ok(crate::ChainView { runs, jobs, edges, joins })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn a(holds: bool) -> Arrival {
-        Arrival { run_id: None, state: None, holds, reason: (!holds).then(|| "no".into()), at_ms: 0 }
-    }
-
-    fn arrivals(items: &[(&str, bool)]) -> Arrivals {
-        items.iter().map(|(p, h)| (p.to_string(), a(*h))).collect()
-    }
-
-    #[test]
-    fn all_waits_for_every_parent_and_skips_at_the_first_that_cannot_fire() {
-        let w: Vec<String> = vec!["a".into(), "b".into(), "c".into()];
-        assert_eq!(decide(WaitFor::All, &w, &arrivals(&[("a", true), ("b", true)])), None);
-        assert_eq!(decide(WaitFor::All, &w, &arrivals(&[("a", true), ("b", true), ("c", true)])), Some(Decision::Fire));
-        assert!(
-            matches!(decide(WaitFor::All, &w, &arrivals(&[("b", false)])), Some(Decision::Skip(m)) if m.contains("`b`"))
-        );
-        // An arrival from a job the chain does not wait for changes nothing.
-        assert_eq!(decide(WaitFor::All, &w, &arrivals(&[("a", true), ("b", true), ("x", false)])), None);
-    }
-
-    #[test]
-    fn any_fires_at_the_first_that_holds_and_skips_when_none_did() {
-        let w: Vec<String> = vec!["a".into(), "b".into()];
-        assert_eq!(decide(WaitFor::Any, &w, &arrivals(&[("a", false)])), None);
-        assert_eq!(decide(WaitFor::Any, &w, &arrivals(&[("a", false), ("b", true)])), Some(Decision::Fire));
-        assert_eq!(decide(WaitFor::Any, &w, &arrivals(&[("b", true)])), Some(Decision::Fire));
-        assert!(matches!(decide(WaitFor::Any, &w, &arrivals(&[("a", false), ("b", false)])), Some(Decision::Skip(_))));
-    }
 }

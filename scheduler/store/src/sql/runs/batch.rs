@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use sqlx::{Any, Transaction};
+use sundial_core::dispatch::{self, Entry, Plan};
 use sundial_core::run_state::{RunEvent, transition};
-use sundial_core::types::{BlockStrategy, JobState, Route, RunState};
+use sundial_core::types::{BlockStrategy, Route, RunState};
 
 use crate::sql::chains;
 use crate::sql::rows::{JOB_COLS, executor_row, job_row, run_row};
@@ -92,26 +93,14 @@ impl SqlStore {
             }
             let decision = match runs.get(*id) {
                 None => Some(DispatchDecision::Gone),
-                Some(run) => {
-                    let ours =
-                        run.owner_node.as_deref() == Some(node_id) && run.lease_until_ms.is_some_and(|l| l >= now_ms);
-                    match run.state {
-                        // A fire nobody has claimed (read by this node's peek): ours under the row lock.
-                        RunState::Pending => {
-                            todo.push(id.to_string());
-                            None
-                        }
-                        RunState::Queued | RunState::Retrying if ours => {
-                            todo.push(id.to_string());
-                            None
-                        }
-                        RunState::Dispatching if ours && redeliver.contains(id) => {
-                            Some(self.redeliver(&mut tx, run.clone(), node_id, now_ms, lease_ms).await?)
-                        }
-                        // Claimed by another node, already under way, or over.
-                        _ => Some(DispatchDecision::Gone),
+                Some(run) => match dispatch::entry(run, node_id, now_ms, redeliver.contains(id)) {
+                    Entry::Decide => {
+                        todo.push(id.to_string());
+                        None
                     }
-                }
+                    Entry::Redeliver => Some(self.redeliver(&mut tx, run.clone(), node_id, now_ms, lease_ms).await?),
+                    Entry::Gone => Some(DispatchDecision::Gone),
+                },
             };
             decisions.push((id.to_string(), decision));
         }
@@ -148,10 +137,9 @@ impl SqlStore {
             .filter(|r| jobs.get(&r.job_id).is_some_and(|j| j.block == BlockStrategy::CoverEarly));
         let taken = self.fires_with_rows(&mut tx, covering).await?;
         for (id, run) in &unwritten {
-            let fires_then = jobs.get(&run.job_id).is_some_and(|j| {
-                j.state == JobState::Active && (j.version == run.job_version || still_fires_at(j, run.scheduled_at_ms))
-            });
-            if !fires_then || taken.contains(&(run.job_id.clone(), run.fire_key.clone())) {
+            if !dispatch::fire_stands(jobs.get(&run.job_id).map(Arc::as_ref), run)
+                || taken.contains(&(run.job_id.clone(), run.fire_key.clone()))
+            {
                 skipped.insert(id.to_string(), DispatchDecision::Gone);
             }
         }
@@ -173,82 +161,70 @@ impl SqlStore {
             if fresh_fire {
                 to_write.push(id.clone());
             }
-            let Some(job) = jobs.get(&runs[id].job_id) else {
-                set_terminal(&mut tx, &runs[id], RunEvent::Cancel, "the job was deleted", now_ms).await?;
-                skipped.insert(id.clone(), DispatchDecision::Gone);
-                continue;
-            };
-            let more_of_job = later.get_mut(job.id.as_str()).is_some_and(|n| {
-                *n -= 1;
-                *n > 0
+            let job = jobs.get(&runs[id].job_id);
+            let more_of_job = job.is_some_and(|job| {
+                later.get_mut(job.id.as_str()).is_some_and(|n| {
+                    *n -= 1;
+                    *n > 0
+                })
             });
-            if state == RunState::Retrying
-                && !job.failure.allow_overlap.unwrap_or(false)
-                && self.still_running_elsewhere(&mut tx, &runs[id], now_ms).await?
-            {
-                // The timed-out attempt's executor still reports running it: the retry waits.
-                hold_claim(&mut tx, &runs[id], node_id, now_ms, now_ms + lease_ms).await?;
-                skipped.insert(id.clone(), DispatchDecision::Blocked { until_ms: None });
-                continue;
-            }
-            if fresh(&runs[id]) {
-                let list = inflight.entry(job.id.clone()).or_default();
-                list.retain(|r| r.id != *id);
-                let mut still = list.len() as i64;
-                if !list.is_empty() {
-                    match job.block {
-                        BlockStrategy::Serial => {
-                            // Waits in `queued`, claimed by this node if it was still `pending`.
-                            let r = runs.get_mut(id).expect("in the batch");
-                            hold_fire(&mut tx, r, fresh_fire, node_id, now_ms, now_ms + lease_ms).await?;
-                            skipped.insert(id.clone(), DispatchDecision::Blocked { until_ms: retries_due_at(list) });
-                            continue;
+            let overlap_busy = match job {
+                Some(job) if dispatch::needs_overlap_check(&runs[id], job) => {
+                    self.still_running_elsewhere(&mut tx, &runs[id], now_ms).await?
+                }
+                _ => false,
+            };
+            let no_runs = Vec::new();
+            let job_in_flight = job.and_then(|j| inflight.get(&j.id)).unwrap_or(&no_runs);
+            let plan = dispatch::decide(&runs[id], job.map(Arc::as_ref), job_in_flight, overlap_busy, now_ms, lease_ms);
+            let (deadline_ms, lease_until_ms, cover) = match plan {
+                Plan::JobDeleted => {
+                    set_terminal(&mut tx, &runs[id], RunEvent::Cancel, "the job was deleted", now_ms).await?;
+                    skipped.insert(id.clone(), DispatchDecision::Gone);
+                    continue;
+                }
+                Plan::Hold { lease_until_ms, until_ms } => {
+                    // Waits claimed by this node (in `queued`, claimed now if it was `pending`).
+                    let r = runs.get_mut(id).expect("in the batch");
+                    hold_fire(&mut tx, r, fresh_fire, node_id, now_ms, lease_until_ms).await?;
+                    skipped.insert(id.clone(), DispatchDecision::Blocked { until_ms });
+                    continue;
+                }
+                Plan::Skip(reason) => {
+                    let r = runs.get_mut(id).expect("in the batch");
+                    skip_fire(&mut tx, self.dialect, r, fresh_fire, reason.message(), now_ms).await?;
+                    skipped.insert(id.clone(), DispatchDecision::Skipped { reason: reason.code() });
+                    continue;
+                }
+                Plan::Dispatch { deadline_ms, lease_until_ms, cover } => (deadline_ms, lease_until_ms, cover),
+            };
+            let job = job.expect("a dispatch plan has its job");
+            if !cover.is_empty() {
+                // `cover_early`: the runs in flight this fire replaces are cancelled first.
+                let list = inflight.remove(&job.id).unwrap_or_default();
+                let mut covered = Vec::new();
+                let mut left = 0;
+                for r in list.into_iter().filter(|r| cover.contains(&r.id)) {
+                    if set_terminal(&mut tx, &r, RunEvent::Cancel, "cover_early: replaced by a newer run", now_ms)
+                        .await?
+                    {
+                        if r.chain_id.is_some() {
+                            // A chain step replaced: fan-ins waiting for it are released.
+                            let mut ended = r.clone();
+                            ended.state = RunState::Cancelled;
+                            chains::run_ended(&mut tx, self.dialect, &ended, None, now_ms).await?;
                         }
-                        BlockStrategy::DiscardLater => {
-                            let msg = "discard_later: the previous run is still in flight";
-                            skip_fire(
-                                &mut tx,
-                                self.dialect,
-                                runs.get_mut(id).expect("in the batch"),
-                                fresh_fire,
-                                msg,
-                                now_ms,
-                            )
-                            .await?;
-                            skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "discard_later" });
-                            continue;
-                        }
-                        BlockStrategy::CoverEarly => {
-                            let mut covered = Vec::new();
-                            for r in std::mem::take(list) {
-                                if set_terminal(
-                                    &mut tx,
-                                    &r,
-                                    RunEvent::Cancel,
-                                    "cover_early: replaced by a newer run",
-                                    now_ms,
-                                )
-                                .await?
-                                {
-                                    still -= 1;
-                                    if r.chain_id.is_some() {
-                                        // A chain step replaced: fan-ins waiting for it are released.
-                                        let mut ended = r.clone();
-                                        ended.state = RunState::Cancelled;
-                                        chains::run_ended(&mut tx, self.dialect, &ended, None, now_ms).await?;
-                                    }
-                                    covered.push(r);
-                                }
-                            }
-                            covered_by.insert(id.clone(), covered);
-                        }
+                        covered.push(r);
+                    } else {
+                        left += 1;
                     }
                 }
-                if job.max_concurrency.is_some_and(|m| still >= m) {
-                    let msg = "max_concurrency reached";
-                    skip_fire(&mut tx, self.dialect, runs.get_mut(id).expect("in the batch"), fresh_fire, msg, now_ms)
-                        .await?;
-                    skipped.insert(id.clone(), DispatchDecision::Skipped { reason: "max_concurrency" });
+                covered_by.insert(id.clone(), covered);
+                if !dispatch::within_concurrency(job.max_concurrency, left) {
+                    let reason = dispatch::SkipReason::MaxConcurrency;
+                    let r = runs.get_mut(id).expect("in the batch");
+                    skip_fire(&mut tx, self.dialect, r, fresh_fire, reason.message(), now_ms).await?;
+                    skipped.insert(id.clone(), DispatchDecision::Skipped { reason: reason.code() });
                     continue;
                 }
             }
@@ -262,8 +238,8 @@ impl SqlStore {
             r.state = t.to;
             r.attempt += 1;
             r.owner_node = Some(node_id.to_string());
-            r.lease_until_ms = Some(now_ms + job.timeout_ms + lease_ms);
-            r.deadline_ms = Some(now_ms + job.timeout_ms);
+            r.lease_until_ms = Some(lease_until_ms);
+            r.deadline_ms = Some(deadline_ms);
             r.next_attempt_at_ms = None;
             r.started_at_ms = r.started_at_ms.or(Some(now_ms));
             r.job_version = job.version;
@@ -319,8 +295,8 @@ impl SqlStore {
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(&update_sql, chunk.len())))
                     .bind(to.as_str())
                     .bind(node_id)
-                    .bind(now_ms + timeout_ms)
-                    .bind(now_ms + timeout_ms + lease_ms)
+                    .bind(dispatch::deadline_ms(now_ms, timeout_ms))
+                    .bind(dispatch::lease_until_ms(now_ms, timeout_ms, lease_ms))
                     .bind(now_ms)
                     .bind(version)
                     .bind(now_ms);
@@ -540,13 +516,13 @@ impl SqlStore {
                 .map(|r| col(r, "webhook_id"))
                 .transpose()?;
         let webhook_id = stored.unwrap_or_else(|| webhook_id(&run));
-        let lease = now_ms + job.timeout_ms + lease_ms;
+        let lease = dispatch::lease_until_ms(now_ms, job.timeout_ms, lease_ms);
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE runs SET lease_until_ms = ?, deadline_ms = ?, updated_at_ms = ? WHERE id = ? AND state = {} AND owner_node = ?",
             sql_state(RunState::Dispatching)
         )))
         .bind(lease)
-        .bind(now_ms + job.timeout_ms)
+        .bind(dispatch::deadline_ms(now_ms, job.timeout_ms))
         .bind(now_ms)
         .bind(&run.id)
         .bind(node_id)
@@ -554,7 +530,7 @@ impl SqlStore {
         .await?;
         run.lease_until_ms = Some(lease);
         // The redelivery gets the job's full timeout, measured from now.
-        run.deadline_ms = Some(now_ms + job.timeout_ms);
+        run.deadline_ms = Some(dispatch::deadline_ms(now_ms, job.timeout_ms));
         run.updated_at_ms = now_ms;
         Ok(DispatchDecision::Dispatch { run, job: Arc::new(job), webhook_id, covered: Vec::new(), routing: None })
     }
@@ -786,22 +762,6 @@ impl SqlStore {
 
 /// Is `at` still a fire of the job's current schedule? (An unwritten fire planned from an
 /// older version of the job.)
-fn still_fires_at(job: &Job, at: i64) -> bool {
-    sundial_core::schedule::Schedule::parse(&job.schedule, job.created_at_ms)
-        .is_ok_and(|s| s.next_after(at - 1) == Some(at))
-}
-
-/// When a fire held back by `holding` (its job's runs in flight) can next be let through:
-/// if every one of them is a retry waiting out its backoff, the earliest retry's due time
-/// (no run of the job ends before then); otherwise unknown (`None`: any may end any moment).
-fn retries_due_at(holding: &[Run]) -> Option<i64> {
-    holding
-        .iter()
-        .map(|r| if r.state == RunState::Retrying { r.next_attempt_at_ms } else { None })
-        .try_fold(i64::MAX, |earliest, at| at.map(|at| earliest.min(at)))
-        .filter(|&at| at != i64::MAX)
-}
-
 /// A fire its job's block strategy or concurrency limit refuses: `skipped`. A row is moved
 /// there; an unwritten fire (`unwritten`) is changed in memory, to be written so.
 async fn skip_fire(
