@@ -20,6 +20,7 @@ use crate::{
 };
 
 mod batch;
+mod dispatch;
 
 /// The instant of a schedule fire key `s:<ms>`.
 fn fire_key_ms(key: &str) -> Result<i64> {
