@@ -138,56 +138,84 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// Hold `<path>.lock` for the life of the store: a second `sundial serve` on the same
+/// SQLite file is refused with a hint instead of corrupting it.
+fn lock_sqlite_file(path: &str) -> Result<std::fs::File> {
+    let lock_path = format!("{path}.lock");
+    let f =
+        private_file_options().create(true).truncate(false).write(true).open(&lock_path).map_err(|e| {
+            StoreError::Locked { path: lock_path.clone(), hint: format!("cannot open the lock file: {e}") }
+        })?;
+    if f.try_lock().is_err() {
+        return Err(StoreError::Locked {
+            path: lock_path,
+            hint: "is another `sundial serve` running on this database file? Stop it, or use another --data-dir".into(),
+        });
+    }
+    Ok(f)
+}
+
 impl SqlStore {
     /// Connect (creating a SQLite file if missing) without migrating.
     pub async fn connect(opts: &ConnectOptions) -> Result<SqlStore> {
         sqlx::any::install_default_drivers();
         if opts.url.starts_with("mysql://") || opts.url.starts_with("mariadb://") {
-            let mut url = opts.url.replacen("mariadb://", "mysql://", 1);
-            // Every statement of the store fits in the prepared-statement cache (about 100
-            // distinct texts exist): an eviction costs a re-prepare, and sqlx's sockets run
-            // without TCP_NODELAY, where that round trip was measured to stall ~40 ms.
-            if !url.contains("statement-cache-capacity") {
-                url.push(if url.contains('?') { '&' } else { '?' });
-                url.push_str("statement-cache-capacity=1024");
-            }
-            let pool = AnyPoolOptions::new()
-                .max_connections(opts.max_connections)
-                // No ping on every checkout: it was a third of the hot path's round trips
-                // (docs/benchmarks-history.md). A connection that died fails its query, is dropped,
-                // and the loops retry with backoff.
-                .test_before_acquire(false)
-                .acquire_timeout(Duration::from_secs(10))
-                .after_connect(|conn, _| {
-                    Box::pin(async move {
-                        // Strict mode: refuse rather than truncate; UTC only matters for NOW().
-                        conn.execute(
-                            "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'",
-                        )
-                        .await?;
-                        // READ COMMITTED: locking reads lock the rows they return, not the gaps
-                        // and the rows they only scanned (REPEATABLE READ keeps both until commit).
-                        // Every locking read here is a point lookup by id or a claim scan whose
-                        // rows are re-checked under their lock, so no transaction relies on gap
-                        // locks; under REPEATABLE READ the claim's scan (past other nodes' buckets)
-                        // held thousands of next-key locks, deadlocking the generator's inserts and
-                        // the result writes of deliveries already sent (found by the chaos test).
-                        conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").await?;
-                        Ok(())
-                    })
-                })
-                .connect_with(any_options(&url, opts.slow_statement)?)
-                .await?;
-            return Ok(SqlStore {
-                pool,
-                read_pool: None,
-                dialect: Dialect::MySql,
-                jobs_seen: Default::default(),
-                migrate_lock_wait: opts.migrate_lock_wait,
-                secrets: opts.secret_keys.clone(),
-                _lock: None,
-            });
+            return Self::connect_mysql(opts).await;
         }
+        Self::connect_sqlite(opts).await
+    }
+
+    /// A pool of `max_connections` to MySQL/MariaDB, each session strict, UTC and `READ COMMITTED`.
+    async fn connect_mysql(opts: &ConnectOptions) -> Result<SqlStore> {
+        let mut url = opts.url.replacen("mariadb://", "mysql://", 1);
+        // Every statement of the store fits in the prepared-statement cache (about 100
+        // distinct texts exist): an eviction costs a re-prepare, and sqlx's sockets run
+        // without TCP_NODELAY, where that round trip was measured to stall ~40 ms.
+        if !url.contains("statement-cache-capacity") {
+            url.push(if url.contains('?') { '&' } else { '?' });
+            url.push_str("statement-cache-capacity=1024");
+        }
+        let pool = AnyPoolOptions::new()
+            .max_connections(opts.max_connections)
+            // No ping on every checkout: it was a third of the hot path's round trips
+            // (docs/benchmarks-history.md). A connection that died fails its query, is dropped,
+            // and the loops retry with backoff.
+            .test_before_acquire(false)
+            .acquire_timeout(Duration::from_secs(10))
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    // Strict mode: refuse rather than truncate; UTC only matters for NOW().
+                    conn.execute(
+                        "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'",
+                    )
+                    .await?;
+                    // READ COMMITTED: locking reads lock the rows they return, not the gaps
+                    // and the rows they only scanned (REPEATABLE READ keeps both until commit).
+                    // Every locking read here is a point lookup by id or a claim scan whose
+                    // rows are re-checked under their lock, so no transaction relies on gap
+                    // locks; under REPEATABLE READ the claim's scan (past other nodes' buckets)
+                    // held thousands of next-key locks, deadlocking the generator's inserts and
+                    // the result writes of deliveries already sent (found by the chaos test).
+                    conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").await?;
+                    Ok(())
+                })
+            })
+            .connect_with(any_options(&url, opts.slow_statement)?)
+            .await?;
+        Ok(SqlStore {
+            pool,
+            read_pool: None,
+            dialect: Dialect::MySql,
+            jobs_seen: Default::default(),
+            migrate_lock_wait: opts.migrate_lock_wait,
+            secrets: opts.secret_keys.clone(),
+            _lock: None,
+        })
+    }
+
+    /// One writer connection and a few readers to a SQLite file (or one connection to
+    /// `:memory:`), the file private to its user and locked against a second `sundial serve`.
+    async fn connect_sqlite(opts: &ConnectOptions) -> Result<SqlStore> {
         let Some(path) = sqlite_path(&opts.url) else {
             return Err(StoreError::BadUrl(redact_url(&opts.url)));
         };
@@ -201,23 +229,7 @@ impl SqlStore {
             }
             private_sqlite_files(path)?;
         }
-        let lock = if opts.lock_sqlite_file && !memory {
-            let lock_path = format!("{path}.lock");
-            let f = private_file_options().create(true).truncate(false).write(true).open(&lock_path).map_err(|e| {
-                StoreError::Locked { path: lock_path.clone(), hint: format!("cannot open the lock file: {e}") }
-            })?;
-            if f.try_lock().is_err() {
-                return Err(StoreError::Locked {
-                    path: lock_path,
-                    hint:
-                        "is another `sundial serve` running on this database file? Stop it, or use another --data-dir"
-                            .into(),
-                });
-            }
-            Some(f)
-        } else {
-            None
-        };
+        let lock = if opts.lock_sqlite_file && !memory { Some(lock_sqlite_file(path)?) } else { None };
         let url = if memory { "sqlite::memory:".to_string() } else { format!("sqlite://{path}?mode=rwc") };
         // One writer connection: SQLite has one writer, and one connection means no
         // SQLITE_BUSY and a natural queue. WAL lets the readers below read while it writes.

@@ -1,9 +1,10 @@
 //! [`RunStore`] for [`SqlStore`]: runs and attempts, listing, claim and peek, cancel and
 //! retry, the reaper's scans, run logs. The hot-path batches (dispatch, finish, generate)
-//! are in `runs/batch.rs`.
+//! are in `runs/dispatch.rs` and `runs/batch.rs`.
 
 use async_trait::async_trait;
 use serde_json::Value;
+use sqlx::{Any, Transaction};
 use sundial_core::run_state::{RunEvent, transition};
 use sundial_core::types::RunState;
 
@@ -134,142 +135,21 @@ impl RunStore for SqlStore {
     }
 
     async fn run_claim(&self, p: &ClaimParams) -> Result<Vec<Run>> {
-        // Nodes claiming at once skip each other's locked rows instead of waiting.
-        let lock = match self.dialect {
-            Dialect::MySql => " FOR UPDATE SKIP LOCKED",
-            Dialect::Sqlite => "",
-        };
         let mut tx = self.begin().await?;
-        // Triggered runs (manual, API, a parent's children) go to whichever node claims first: the one
-        // that took the request is woken at once. Job affinity: a schedule fire is ours at once
-        // if its bucket is in our mask (unless our peek reads those), anyone's once overdue
-        // past the grace. Each scan reads its own kind of `ix_runs_wake` only (`triggered`
-        // or `schedule`), never the schedule fires the peek hands to dispatch. One bind for the
-        // mask keeps the text constant.
-        // Like the orphans below, found by plain reads and locked by id (still `pending`), so
-        // that no locking range scan holds the entry past its end: the next schedule fire to be
-        // A tenant over its share of the node's timer is passed over (one more condition,
-        // only then: it reads each candidate's row).
-        let skip = if p.skip_tenant.is_some() { " AND tenant_id <> ?" } else { "" };
-        let triggered_sql = format!(
-            "SELECT id FROM runs WHERE wake_kind = 'triggered' AND wake_at_ms <= ?{skip} ORDER BY wake_at_ms LIMIT ?"
-        );
-        let schedule_sql = format!(
-            "SELECT id FROM runs WHERE wake_kind = 'schedule' AND wake_at_ms <= ? \
-             AND wake_at_ms <= CASE WHEN ((? >> bucket) & 1) = 1 THEN ? ELSE ? END{skip} ORDER BY wake_at_ms LIMIT ?"
-        );
-        let lock_pending_sql = format!(
-            "SELECT * FROM runs{} WHERE id IN ({}) AND state = {}{lock}",
-            self.hint(Ix::Primary),
-            IDS,
-            sql_state(RunState::Pending)
-        );
-        let mask = p.owned_buckets as i64;
-        // Pending fires of our own buckets that the peek reads are claimed only as a backstop.
-        let own_due = p.own_fires_due_before_ms.unwrap_or(p.due_before_ms);
-        let mut claimed: Vec<Run> = Vec::new();
-        {
-            // Recovery: claims whose lease ran out (their node died or lost the database).
-            // A `queued` run goes back through the misfire policy; a `dispatching` one is
-            // redelivered as the same attempt with the same webhook-id.
-            // Found by a plain read, then locked by id with the condition checked again: a
-            // locking range scan of `ix_runs_wake` also locks the first entry past its end,
-            // the lease of the run claimed longest ago, which is the next to be dispatched;
-            // every dispatch of it then waited for this claim's commit.
-            let candidates: Vec<String> =
-                sqlx::query("SELECT id FROM runs WHERE wake_kind = 'lease' AND wake_at_ms < ? LIMIT ?")
-                    .bind(p.now_ms)
-                    .bind(p.limit)
-                    .fetch_all(&mut *tx)
-                    .await?
-                    .iter()
-                    .map(|r| col::<String>(r, "id"))
-                    .collect::<Result<_>>()?;
-            let orphan_sql = format!(
-                "SELECT * FROM runs{} WHERE id IN ({}) AND state IN ({}) AND lease_until_ms < ?{lock}",
-                self.hint(Ix::Primary),
-                IDS,
-                sql_states(&[RunState::Queued, RunState::Dispatching])
-            );
-            let ids: Vec<&str> = candidates.iter().map(String::as_str).collect();
-            let orphans: Vec<Run> = fetch_in_with(&mut tx, &orphan_sql, &ids, &[p.now_ms])
-                .await?
-                .iter()
-                .map(run_row)
-                .collect::<Result<_>>()?;
-            if !orphans.is_empty() {
-                tracing::warn!(runs = orphans.len(), node_id = %p.node_id, "recovering runs whose claim expired");
-            }
-            claimed.extend(orphans);
-        }
+        // In order, while there is room: runs whose claim expired, triggered runs, schedule
+        // fires (only as the backstop for this node's own, which the peek reads), due retries.
+        let mut claimed = self.claim_orphans(&mut tx, p).await?;
         let room = p.limit - claimed.len() as i64;
         if room > 0 {
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(triggered_sql)).bind(p.due_before_ms);
-            if let Some(t) = &p.skip_tenant {
-                q = q.bind(t);
-            }
-            let ids: Vec<String> = q
-                .bind(room)
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(|r| col::<String>(r, "id"))
-                .collect::<Result<_>>()?;
-            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-            for row in fetch_in_with(&mut tx, &lock_pending_sql, &ids, &[]).await? {
-                claimed.push(run_row(&row)?);
-            }
+            claimed.extend(self.claim_pending(&mut tx, p, WakeScan::Triggered, room).await?);
         }
         let room = p.limit - claimed.len() as i64;
         if room > 0 && p.include_schedule {
-            // Left to the peek, our own fires are scanned only up to the backstop's instant. A
-            // node that owns every bucket scans no further: past that instant every row would be
-            // read and filtered out, and while a node is behind (own backstop a lease back) that
-            // was every fire of the last half minute, on each claim round.
-            let scan_to = if p.owned_buckets == sundial_core::affinity::ALL_BUCKETS {
-                own_due
-            } else {
-                own_due.max(p.foreign_due_before_ms)
-            };
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(schedule_sql))
-                .bind(scan_to)
-                .bind(mask)
-                .bind(own_due)
-                .bind(p.foreign_due_before_ms);
-            if let Some(t) = &p.skip_tenant {
-                q = q.bind(t);
-            }
-            let ids: Vec<String> = q
-                .bind(room)
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(|r| col::<String>(r, "id"))
-                .collect::<Result<_>>()?;
-            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-            for row in fetch_in_with(&mut tx, &lock_pending_sql, &ids, &[]).await? {
-                claimed.push(run_row(&row)?);
-            }
+            claimed.extend(self.claim_pending(&mut tx, p, WakeScan::Schedule, room).await?);
         }
         let room = p.limit - claimed.len() as i64;
         if room > 0 {
-            let retry_sql = format!(
-                "SELECT * FROM runs WHERE wake_kind = 'retry' AND wake_at_ms <= ? \
-                 AND (owner_node IS NULL OR lease_until_ms < ?) \
-                 AND (owner_node IS NOT NULL OR trigger_kind <> 'schedule' OR next_attempt_at_ms <= ? OR ((? >> bucket) & 1) = 1)\
-                 {skip} ORDER BY wake_at_ms LIMIT ?{lock}"
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(retry_sql))
-                .bind(p.due_before_ms)
-                .bind(p.now_ms)
-                .bind(p.foreign_due_before_ms)
-                .bind(mask);
-            if let Some(t) = &p.skip_tenant {
-                q = q.bind(t);
-            }
-            let retrying: Vec<Run> =
-                q.bind(room).fetch_all(&mut *tx).await?.iter().map(run_row).collect::<Result<_>>()?;
-            claimed.extend(retrying);
+            claimed.extend(self.claim_retries(&mut tx, p, room).await?);
         }
         // Few statement texts: ids go in chunks, each list sized to a power of two (`in_list`).
         for chunk in claimed.chunks(IN_CHUNK) {
@@ -774,5 +654,136 @@ impl RunStore for SqlStore {
                 })
             })
             .collect()
+    }
+}
+
+/// Which pending runs a claim scan reads (each its own kind of `ix_runs_wake`).
+#[derive(Clone, Copy)]
+enum WakeScan {
+    /// Manual, API and a parent's children: whichever node claims first.
+    Triggered,
+    /// Schedule fires: ours at once if their bucket is in our mask (only as the peek's
+    /// backstop), anyone's once overdue past the affinity grace.
+    Schedule,
+}
+
+impl SqlStore {
+    /// ` FOR UPDATE SKIP LOCKED` on MySQL: nodes claiming at once skip each other's locked
+    /// rows instead of waiting (SQLite holds the write lock already).
+    fn skip_locked(&self) -> &'static str {
+        match self.dialect {
+            Dialect::MySql => " FOR UPDATE SKIP LOCKED",
+            Dialect::Sqlite => "",
+        }
+    }
+
+    /// Recovery: claims whose lease ran out (their node died or lost the database). A
+    /// `queued` run goes back through the misfire policy; a `dispatching` one is redelivered
+    /// as the same attempt with the same webhook-id. Found by a plain read, then locked by id
+    /// with the condition checked again: a locking range scan of `ix_runs_wake` also locks
+    /// the first entry past its end, the lease of the run claimed longest ago, which is the
+    /// next to be dispatched; every dispatch of it then waited for this claim's commit.
+    async fn claim_orphans(&self, tx: &mut Transaction<'static, Any>, p: &ClaimParams) -> Result<Vec<Run>> {
+        let candidates: Vec<String> =
+            sqlx::query("SELECT id FROM runs WHERE wake_kind = 'lease' AND wake_at_ms < ? LIMIT ?")
+                .bind(p.now_ms)
+                .bind(p.limit)
+                .fetch_all(&mut **tx)
+                .await?
+                .iter()
+                .map(|r| col::<String>(r, "id"))
+                .collect::<Result<_>>()?;
+        let orphan_sql = format!(
+            "SELECT * FROM runs{} WHERE id IN ({}) AND state IN ({}) AND lease_until_ms < ?{}",
+            self.hint(Ix::Primary),
+            IDS,
+            sql_states(&[RunState::Queued, RunState::Dispatching]),
+            self.skip_locked()
+        );
+        let ids: Vec<&str> = candidates.iter().map(String::as_str).collect();
+        let orphans: Vec<Run> =
+            fetch_in_with(tx, &orphan_sql, &ids, &[p.now_ms]).await?.iter().map(run_row).collect::<Result<_>>()?;
+        if !orphans.is_empty() {
+            tracing::warn!(runs = orphans.len(), node_id = %p.node_id, "recovering runs whose claim expired");
+        }
+        Ok(orphans)
+    }
+
+    /// Up to `room` pending runs of one scan, due now. Like the orphans, found by a plain read
+    /// and locked by id (still `pending`), so that no locking range scan holds the index entry
+    /// past its end. A tenant over its share of the node's timer (`skip_tenant`) is passed
+    /// over: one more condition, only then (it reads each candidate's row). One bind for the
+    /// bucket mask keeps the text constant.
+    async fn claim_pending(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        p: &ClaimParams,
+        scan: WakeScan,
+        room: i64,
+    ) -> Result<Vec<Run>> {
+        let skip = if p.skip_tenant.is_some() { " AND tenant_id <> ?" } else { "" };
+        let mut q = match scan {
+            WakeScan::Triggered => sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT id FROM runs WHERE wake_kind = 'triggered' AND wake_at_ms <= ?{skip} ORDER BY wake_at_ms LIMIT ?"
+            )))
+            .bind(p.due_before_ms),
+            WakeScan::Schedule => {
+                // Pending fires of our own buckets, which the peek reads, are claimed only as a
+                // backstop, and scanned only up to its instant. A node that owns every bucket
+                // scans no further: past that instant every row would be read and filtered out,
+                // and while a node is behind (own backstop a lease back) that was every fire of
+                // the last half minute, on each claim round.
+                let own_due = p.own_fires_due_before_ms.unwrap_or(p.due_before_ms);
+                let scan_to = if p.owned_buckets == sundial_core::affinity::ALL_BUCKETS {
+                    own_due
+                } else {
+                    own_due.max(p.foreign_due_before_ms)
+                };
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT id FROM runs WHERE wake_kind = 'schedule' AND wake_at_ms <= ? \
+                     AND wake_at_ms <= CASE WHEN ((? >> bucket) & 1) = 1 THEN ? ELSE ? END{skip} ORDER BY wake_at_ms LIMIT ?"
+                )))
+                .bind(scan_to)
+                .bind(p.owned_buckets as i64)
+                .bind(own_due)
+                .bind(p.foreign_due_before_ms)
+            }
+        };
+        if let Some(t) = &p.skip_tenant {
+            q = q.bind(t);
+        }
+        let ids: Vec<String> =
+            q.bind(room).fetch_all(&mut **tx).await?.iter().map(|r| col::<String>(r, "id")).collect::<Result<_>>()?;
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let lock_pending_sql = format!(
+            "SELECT * FROM runs{} WHERE id IN ({}) AND state = {}{}",
+            self.hint(Ix::Primary),
+            IDS,
+            sql_state(RunState::Pending),
+            self.skip_locked()
+        );
+        fetch_in_with(tx, &lock_pending_sql, &ids, &[]).await?.iter().map(run_row).collect()
+    }
+
+    /// Up to `room` retries due: unowned or whose claim ran out; a schedule fire's retry with
+    /// no owner only once overdue past the grace or when its bucket is ours.
+    async fn claim_retries(&self, tx: &mut Transaction<'static, Any>, p: &ClaimParams, room: i64) -> Result<Vec<Run>> {
+        let skip = if p.skip_tenant.is_some() { " AND tenant_id <> ?" } else { "" };
+        let retry_sql = format!(
+            "SELECT * FROM runs WHERE wake_kind = 'retry' AND wake_at_ms <= ? \
+             AND (owner_node IS NULL OR lease_until_ms < ?) \
+             AND (owner_node IS NOT NULL OR trigger_kind <> 'schedule' OR next_attempt_at_ms <= ? OR ((? >> bucket) & 1) = 1)\
+             {skip} ORDER BY wake_at_ms LIMIT ?{}",
+            self.skip_locked()
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(retry_sql))
+            .bind(p.due_before_ms)
+            .bind(p.now_ms)
+            .bind(p.foreign_due_before_ms)
+            .bind(p.owned_buckets as i64);
+        if let Some(t) = &p.skip_tenant {
+            q = q.bind(t);
+        }
+        q.bind(room).fetch_all(&mut **tx).await?.iter().map(run_row).collect()
     }
 }

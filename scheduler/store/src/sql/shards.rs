@@ -113,70 +113,7 @@ pub(super) async fn freeze(s: &SqlStore, p: &ShardFreeze) -> Result<Option<Vec<S
         if p.targets.is_empty() {
             return Ok(Some(Vec::new()));
         }
-        // Shards are born `dispatching`: the run's Dispatch event, once per shard.
-        let born = transition(RunState::Queued, &RunEvent::Dispatch).map_err(refused)?.to;
-        let insert_attempt = match s.dialect {
-            Dialect::MySql => "INSERT IGNORE",
-            Dialect::Sqlite => "INSERT OR IGNORE",
-        };
-        let insert_attempt = format!(
-            "{insert_attempt} INTO attempts (run_id, shard_index, attempt, webhook_id, executor_id, address, state, trail, started_at_ms) \
-             VALUES (?, ?, ?, ?, ?, ?, {}, '[]', ?)",
-            sql_state(born)
-        );
-        let insert_shard = format!(
-            "INSERT INTO run_shards (run_id, shard_index, state, attempt, executor_id, address, deadline_ms, started_at_ms, updated_at_ms) \
-             VALUES (?, ?, {}, ?, ?, ?, ?, ?, ?)",
-            sql_state(born)
-        );
-        for (i, t) in p.targets.iter().enumerate() {
-            let i = i as i64;
-            sqlx::query(sqlx::AssertSqlSafe(insert_shard.as_str()))
-                .bind(&run.id)
-                .bind(i)
-                .bind(run.attempt)
-                .bind(&t.executor_id)
-                .bind(&t.address)
-                .bind(p.deadline_ms)
-                .bind(p.now_ms)
-                .bind(p.now_ms)
-                .execute(&mut *tx)
-                .await?;
-            // Shard 0's first attempt row was written by the dispatch transaction, with
-            // this same webhook id; it only learns its executor here.
-            let inserted = sqlx::query(sqlx::AssertSqlSafe(insert_attempt.clone()))
-                .bind(&run.id)
-                .bind(i)
-                .bind(run.attempt)
-                .bind(webhook_id(&run.id, i, run.attempt))
-                .bind(&t.executor_id)
-                .bind(&t.address)
-                .bind(p.now_ms)
-                .execute(&mut *tx)
-                .await?;
-            if inserted.rows_affected() == 0 {
-                sqlx::query(
-                    "UPDATE attempts SET executor_id = ?, address = ? WHERE run_id = ? AND shard_index = ? AND attempt = ?",
-                )
-                .bind(&t.executor_id)
-                .bind(&t.address)
-                .bind(&run.id)
-                .bind(i)
-                .bind(run.attempt)
-                .execute(&mut *tx)
-                .await?;
-            }
-        }
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE runs SET shard_total = ?, updated_at_ms = ? WHERE id = ? AND state = {} AND attempt = ?",
-            sql_state(RunState::Dispatching)
-        )))
-        .bind(p.targets.len() as i64)
-        .bind(p.now_ms)
-        .bind(&run.id)
-        .bind(run.attempt)
-        .execute(&mut *tx)
-        .await?;
+        write_shard_set(s, &mut tx, &run, p).await?;
         shards = shards_of(&mut tx, &run.id).await?;
     } else {
         // A redelivery (the run's lease ran out and this node re-began the same attempt):
@@ -199,6 +136,76 @@ pub(super) async fn freeze(s: &SqlStore, p: &ShardFreeze) -> Result<Option<Vec<S
     let out = deliveries(&mut tx, &run.id, shards).await?;
     tx.commit().await?;
     Ok(Some(out))
+}
+
+/// Freeze a sharded run's shard set: one shard per target, each with its first attempt's
+/// row (shard 0's exists already, written by the dispatch), and the run's shard total.
+async fn write_shard_set(s: &SqlStore, tx: &mut Transaction<'static, Any>, run: &Run, p: &ShardFreeze) -> Result<()> {
+    // Shards are born `dispatching`: the run's Dispatch event, once per shard.
+    let born = transition(RunState::Queued, &RunEvent::Dispatch).map_err(refused)?.to;
+    let insert_attempt = match s.dialect {
+        Dialect::MySql => "INSERT IGNORE",
+        Dialect::Sqlite => "INSERT OR IGNORE",
+    };
+    let insert_attempt = format!(
+        "{insert_attempt} INTO attempts (run_id, shard_index, attempt, webhook_id, executor_id, address, state, trail, started_at_ms) \
+         VALUES (?, ?, ?, ?, ?, ?, {}, '[]', ?)",
+        sql_state(born)
+    );
+    let insert_shard = format!(
+        "INSERT INTO run_shards (run_id, shard_index, state, attempt, executor_id, address, deadline_ms, started_at_ms, updated_at_ms) \
+         VALUES (?, ?, {}, ?, ?, ?, ?, ?, ?)",
+        sql_state(born)
+    );
+    for (i, t) in p.targets.iter().enumerate() {
+        let i = i as i64;
+        sqlx::query(sqlx::AssertSqlSafe(insert_shard.as_str()))
+            .bind(&run.id)
+            .bind(i)
+            .bind(run.attempt)
+            .bind(&t.executor_id)
+            .bind(&t.address)
+            .bind(p.deadline_ms)
+            .bind(p.now_ms)
+            .bind(p.now_ms)
+            .execute(&mut **tx)
+            .await?;
+        // Shard 0's first attempt row was written by the dispatch transaction, with
+        // this same webhook id; it only learns its executor here.
+        let inserted = sqlx::query(sqlx::AssertSqlSafe(insert_attempt.clone()))
+            .bind(&run.id)
+            .bind(i)
+            .bind(run.attempt)
+            .bind(webhook_id(&run.id, i, run.attempt))
+            .bind(&t.executor_id)
+            .bind(&t.address)
+            .bind(p.now_ms)
+            .execute(&mut **tx)
+            .await?;
+        if inserted.rows_affected() == 0 {
+            sqlx::query(
+                "UPDATE attempts SET executor_id = ?, address = ? WHERE run_id = ? AND shard_index = ? AND attempt = ?",
+            )
+            .bind(&t.executor_id)
+            .bind(&t.address)
+            .bind(&run.id)
+            .bind(i)
+            .bind(run.attempt)
+            .execute(&mut **tx)
+            .await?;
+        }
+    }
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE runs SET shard_total = ?, updated_at_ms = ? WHERE id = ? AND state = {} AND attempt = ?",
+        sql_state(RunState::Dispatching)
+    )))
+    .bind(p.targets.len() as i64)
+    .bind(p.now_ms)
+    .bind(&run.id)
+    .bind(run.attempt)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 pub(super) async fn list(s: &SqlStore, run_id: &str) -> Result<Vec<RunShard>> {
@@ -330,20 +337,7 @@ pub(super) async fn finish(s: &SqlStore, p: &FinishShard) -> Result<ShardFinishO
     let live = |st: RunState| matches!(st, RunState::Dispatching | RunState::Running);
     let current = shard.attempt == p.attempt && live(shard.state) && live(run.state);
     if !current {
-        let prior =
-            sqlx::query("SELECT state, output FROM attempts WHERE run_id = ? AND shard_index = ? AND attempt = ?")
-                .bind(&p.run_id)
-                .bind(p.shard_index)
-                .bind(p.attempt)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if let Some(prior) = prior {
-            let state: String = col(&prior, "state")?;
-            if state == status && json_opt(&prior, "output")? == p.output {
-                return Ok(ShardFinishOutcome::Duplicate);
-            }
-        }
-        return Ok(ShardFinishOutcome::Conflict { state: shard.state, attempt: shard.attempt });
+        return stale_result(&mut tx, p, status, &shard).await;
     }
     let t = transition(shard.state, &event).map_err(refused)?;
     let (reason, retry_at) = match &p.result {
@@ -397,23 +391,67 @@ pub(super) async fn finish(s: &SqlStore, p: &FinishShard) -> Result<ShardFinishO
         ..shard
     };
     let mut run = run;
+    let children = run_follows_shard(s, &mut tx, &mut run, p, t.to, reason).await?;
+    tx.commit().await?;
+    if run.state.is_terminal() {
+        run.owner_node = None;
+        run.lease_until_ms = None;
+        run.updated_at_ms = p.now_ms;
+    }
+    Ok(ShardFinishOutcome::Applied { run, shard, children })
+}
+
+/// A shard result that is not for the shard's current attempt in flight: a duplicate of the
+/// one recorded, or a conflict.
+async fn stale_result(
+    tx: &mut Transaction<'static, Any>,
+    p: &FinishShard,
+    status: &str,
+    shard: &RunShard,
+) -> Result<ShardFinishOutcome> {
+    let prior = sqlx::query("SELECT state, output FROM attempts WHERE run_id = ? AND shard_index = ? AND attempt = ?")
+        .bind(&p.run_id)
+        .bind(p.shard_index)
+        .bind(p.attempt)
+        .fetch_optional(&mut **tx)
+        .await?;
+    if let Some(prior) = prior {
+        let state: String = col(&prior, "state")?;
+        if state == status && json_opt(&prior, "output")? == p.output {
+            return Ok(ShardFinishOutcome::Duplicate);
+        }
+    }
+    Ok(ShardFinishOutcome::Conflict { state: shard.state, attempt: shard.attempt })
+}
+
+/// The sharded run follows a shard that ended (`shard_to`): it succeeds when every shard
+/// has, with their outputs in index order; it fails when one shard failed for good, and the
+/// shards still out are cancelled. Returns the child runs its end fired.
+async fn run_follows_shard(
+    s: &SqlStore,
+    tx: &mut Transaction<'static, Any>,
+    run: &mut Run,
+    p: &FinishShard,
+    shard_to: RunState,
+    reason: Option<sundial_core::run_state::FailReason>,
+) -> Result<Vec<Run>> {
     let mut children = Vec::new();
-    match t.to {
+    match shard_to {
         RunState::Succeeded => {
-            let all = shards_of(&mut tx, &run.id).await?;
+            let all = shards_of(tx, &run.id).await?;
             let total = run.shard_total.unwrap_or(all.len() as i64);
             let done = all.iter().filter(|sh| sh.state == RunState::Succeeded).count() as i64;
             if done == total && all.len() as i64 == total {
                 // Every shard succeeded: so did the run. Its output is the shards' outputs in index order.
                 let output = Value::Array(all.iter().map(|sh| sh.output.clone().unwrap_or(Value::Null)).collect());
                 let rt = transition(run.state, &RunEvent::Succeeded).map_err(refused)?;
-                if end_run(&mut tx, &run, rt.to, None, None, Some(&output), p.now_ms).await? {
+                if end_run(tx, run, rt.to, None, None, Some(&output), p.now_ms).await? {
                     run.state = rt.to;
                     run.output = Some(output);
                     run.reason = None;
                     run.message = None;
                     run.finished_at_ms = Some(p.now_ms);
-                    children = chains::run_ended(&mut tx, s.dialect, &run, None, p.now_ms).await?;
+                    children = chains::run_ended(tx, s.dialect, run, None, p.now_ms).await?;
                 }
             }
         }
@@ -423,31 +461,20 @@ pub(super) async fn finish(s: &SqlStore, p: &FinishShard) -> Result<ShardFinishO
             let rt = transition(run.state, &RunEvent::AttemptFailed { reason, retry: false }).map_err(refused)?;
             let message =
                 format!("shard {} failed for good: {}", p.shard_index, p.message.as_deref().unwrap_or(reason.as_str()));
-            if end_run(&mut tx, &run, rt.to, Some(reason.as_str()), Some(&message), None, p.now_ms).await? {
-                cancel_open(
-                    &mut tx,
-                    &run.id,
-                    &format!("the run failed: shard {} failed for good", p.shard_index),
-                    p.now_ms,
-                )
-                .await?;
+            if end_run(tx, run, rt.to, Some(reason.as_str()), Some(&message), None, p.now_ms).await? {
+                cancel_open(tx, &run.id, &format!("the run failed: shard {} failed for good", p.shard_index), p.now_ms)
+                    .await?;
                 run.state = rt.to;
                 run.reason = Some(reason.as_str().to_string());
                 run.message = Some(message);
                 run.finished_at_ms = Some(p.now_ms);
                 run.output = None;
-                children = chains::run_ended(&mut tx, s.dialect, &run, None, p.now_ms).await?;
+                children = chains::run_ended(tx, s.dialect, run, None, p.now_ms).await?;
             }
         }
         _ => {} // retrying: the shard waits out its backoff; the run stays where it is
     }
-    tx.commit().await?;
-    if run.state.is_terminal() {
-        run.owner_node = None;
-        run.lease_until_ms = None;
-        run.updated_at_ms = p.now_ms;
-    }
-    Ok(ShardFinishOutcome::Applied { run, shard, children })
+    Ok(children)
 }
 
 /// Move a sharded run to its terminal state, conditional on the state and attempt it was read in.
