@@ -380,17 +380,7 @@ impl JobDef {
         if input.app.is_empty() {
             return Err(FieldError::invalid("app", "must name an app (its name or id)"));
         }
-        let target = match (&input.handler, &input.script) {
-            (Some(h), None) => Target::Handler(parse_handler("handler", h)?),
-            (None, Some(s)) if !s.is_empty() => Target::Script(s.clone()),
-            (None, Some(_)) => return Err(FieldError::invalid("script", "must not be empty")),
-            (Some(_), Some(_)) => {
-                return Err(FieldError::invalid("script", "give either `handler` or `script`, not both"));
-            }
-            (None, None) => {
-                return Err(FieldError::new("handler", "missing_field", "one of `handler` or `script` is required"));
-            }
-        };
+        let target = parse_target(input)?;
         let script_version = match (input.script_version, &target) {
             (None, _) => None,
             (Some(_), Target::Handler(_)) => {
@@ -432,37 +422,7 @@ impl JobDef {
             .map_err(|e| e.within("failure"))?;
         let timeout_ms = in_range("timeout_ms", input.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS), 1_000, 86_400_000)?;
         let max_concurrency = input.max_concurrency.map(|n| in_range("max_concurrency", n, 1, 10_000)).transpose()?;
-        let given = input.children.clone().unwrap_or_default();
-        if given.len() > MAX_CHILDREN {
-            return Err(FieldError::invalid("children", format!("at most {MAX_CHILDREN} child jobs")));
-        }
-        let mut children = Vec::with_capacity(given.len());
-        for (i, c) in given.iter().enumerate() {
-            let (job_id, on) = match c {
-                ChildInput::Id(id) => (id, crate::types::EdgeCondition::OnSuccess),
-                ChildInput::Edge { job, on } => (
-                    job,
-                    match on {
-                        Some(o) => crate::types::parse_enum(&format!("children[{i}].on"), o)?,
-                        None => crate::types::EdgeCondition::OnSuccess,
-                    },
-                ),
-            };
-            if !crate::ids::looks_like(crate::ids::JOB, job_id) {
-                let field = match c {
-                    ChildInput::Id(_) => format!("children[{i}]"),
-                    ChildInput::Edge { .. } => format!("children[{i}].job"),
-                };
-                return Err(FieldError::invalid(field, format!("`{job_id}` is not a job id")));
-            }
-            children.push(ChildEdge { job_id: job_id.clone(), on });
-        }
-        let mut dedup: Vec<&str> = children.iter().map(|c| c.job_id.as_str()).collect();
-        dedup.sort();
-        dedup.dedup();
-        if dedup.len() != children.len() {
-            return Err(FieldError::invalid("children", "lists a job more than once"));
-        }
+        let children = parse_children(input.children.as_deref().unwrap_or_default())?;
         let script_limits = match (&input.script_limits, &target) {
             (None, _) => None,
             (Some(_), Target::Handler(_)) => {
@@ -494,6 +454,57 @@ impl JobDef {
             script_limits,
         })
     }
+}
+
+/// A job's target: a webhook handler or a script (exactly one of them).
+fn parse_target(input: &JobInput) -> Result<Target, FieldError> {
+    Ok(match (&input.handler, &input.script) {
+        (Some(h), None) => Target::Handler(parse_handler("handler", h)?),
+        (None, Some(s)) if !s.is_empty() => Target::Script(s.clone()),
+        (None, Some(_)) => return Err(FieldError::invalid("script", "must not be empty")),
+        (Some(_), Some(_)) => {
+            return Err(FieldError::invalid("script", "give either `handler` or `script`, not both"));
+        }
+        (None, None) => {
+            return Err(FieldError::new("handler", "missing_field", "one of `handler` or `script` is required"));
+        }
+    })
+}
+
+/// A job's child edges: job ids (fired on success) or `{job, on}`; at most
+/// [`MAX_CHILDREN`], each job once.
+fn parse_children(given: &[ChildInput]) -> Result<Vec<ChildEdge>, FieldError> {
+    if given.len() > MAX_CHILDREN {
+        return Err(FieldError::invalid("children", format!("at most {MAX_CHILDREN} child jobs")));
+    }
+    let mut children = Vec::with_capacity(given.len());
+    for (i, c) in given.iter().enumerate() {
+        let (job_id, on) = match c {
+            ChildInput::Id(id) => (id, crate::types::EdgeCondition::OnSuccess),
+            ChildInput::Edge { job, on } => (
+                job,
+                match on {
+                    Some(o) => crate::types::parse_enum(&format!("children[{i}].on"), o)?,
+                    None => crate::types::EdgeCondition::OnSuccess,
+                },
+            ),
+        };
+        if !crate::ids::looks_like(crate::ids::JOB, job_id) {
+            let field = match c {
+                ChildInput::Id(_) => format!("children[{i}]"),
+                ChildInput::Edge { .. } => format!("children[{i}].job"),
+            };
+            return Err(FieldError::invalid(field, format!("`{job_id}` is not a job id")));
+        }
+        children.push(ChildEdge { job_id: job_id.clone(), on });
+    }
+    let mut dedup: Vec<&str> = children.iter().map(|c| c.job_id.as_str()).collect();
+    dedup.sort();
+    dedup.dedup();
+    if dedup.len() != children.len() {
+        return Err(FieldError::invalid("children", "lists a job more than once"));
+    }
+    Ok(children)
 }
 
 /// When a job fires next on its own: the first fire of its schedule at or after `now_ms`.

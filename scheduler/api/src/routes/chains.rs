@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::{EdgeCondition, JobState, RunState, TriggerKind};
-use sundial_store::{ChainJob, ChainView, Run};
+use sundial_store::{ChainEdge, ChainJob, ChainView, Run};
 use utoipa::ToSchema;
 
 use crate::auth::TenantCaller;
@@ -168,95 +168,7 @@ pub fn tree(chain_id: &str, view: ChainView) -> ChainOut {
     for x in &view.runs {
         for e in view.edges.iter().filter(|e| e.parent_job_id == x.job_id) {
             let Some(y) = jobs.get(e.child_job_id.as_str()) else { continue };
-            let link = |status, to_run: Option<&str>, reason: Option<&str>, detail: Option<String>| ChainLinkOut {
-                from_job: x.job_id.clone(),
-                from_run: x.id.clone(),
-                to_job: e.child_job_id.clone(),
-                on: e.on,
-                status,
-                to_run: to_run.map(String::from),
-                reason: reason.map(String::from),
-                detail,
-            };
-            // Why an edge from `x` did not fire, if the reason is on `x`'s or the child job's side.
-            let plain_reason = || -> Option<(&'static str, String)> {
-                if !x.state.is_terminal() {
-                    return Some(("parent_running", format!("the parent run is `{}`", x.state.as_str())));
-                }
-                if !e.on.fires_on(x.state) {
-                    return Some((
-                        "condition_not_met",
-                        format!("the edge fires {}; the parent run ended `{}`", e.on.as_str(), x.state.as_str()),
-                    ));
-                }
-                if y.state != JobState::Active {
-                    return Some(("child_job_stopped", "the child job is stopped".to_string()));
-                }
-                None
-            };
-            let after_the_parent = || {
-                x.finished_at_ms
-                    .is_some_and(|f| e.created_at_ms > f)
-                    .then_some(("edge_added_later", "the edge was added after the parent run ended".to_string()))
-            };
-            if y.parents <= 1 {
-                let fired =
-                    view.runs.iter().find(|r| r.job_id == e.child_job_id && r.parent_run_id.as_deref() == Some(&x.id));
-                edges.push(match fired {
-                    Some(c) => link(LinkStatus::Fired, Some(&c.id), None, None),
-                    None => {
-                        let (reason, detail) = plain_reason().or_else(after_the_parent).unwrap_or((
-                            "unknown",
-                            "no run of the child job was fired for this parent run".to_string(),
-                        ));
-                        link(LinkStatus::NotFired, None, Some(reason), Some(detail))
-                    }
-                });
-                continue;
-            }
-            let decided = view.runs.iter().find(|r| r.job_id == e.child_job_id && r.fire_key == fan_in_key);
-            let join = view.joins.iter().find(|j| j.child_job_id == e.child_job_id);
-            edges.push(match decided {
-                Some(r) if parent_run_ids(r).contains(&x.id) => {
-                    if r.state == RunState::Skipped {
-                        link(LinkStatus::Skipped, Some(&r.id), None, r.message.clone())
-                    } else {
-                        link(LinkStatus::Fired, Some(&r.id), None, None)
-                    }
-                }
-                Some(r) => {
-                    let (reason, detail) = plain_reason().filter(|(r, _)| *r == "parent_running").unwrap_or((
-                        "decided_without_it",
-                        format!("the fan-in was decided (`{}`) before this parent ended", r.state.as_str()),
-                    ));
-                    link(LinkStatus::NotFired, Some(&r.id), Some(reason), Some(detail))
-                }
-                None => match plain_reason() {
-                    Some((reason, detail)) => link(LinkStatus::NotFired, None, Some(reason), Some(detail)),
-                    None => {
-                        let arrived: Vec<&str> = join
-                            .map(|j| j.arrivals.iter().map(|a| a.parent_job_id.as_str()).collect())
-                            .unwrap_or_default();
-                        if arrived.contains(&x.job_id.as_str()) {
-                            let wait = y.wait.as_str();
-                            link(
-                                LinkStatus::Waiting,
-                                None,
-                                Some("waiting_for_parents"),
-                                Some(format!(
-                                    "waits for {wait} of its {} parents; ended in this chain: {}",
-                                    y.parents,
-                                    arrived.join(", ")
-                                )),
-                            )
-                        } else {
-                            let (reason, detail) = after_the_parent()
-                                .unwrap_or(("unknown", "this parent run has not reached the fan-in".to_string()));
-                            link(LinkStatus::NotFired, None, Some(reason), Some(detail))
-                        }
-                    }
-                },
-            });
+            edges.push(edge_link(&view, &fan_in_key, x, e, y));
         }
     }
     let params = view.runs.iter().find(|r| r.id == chain_id).and_then(|r| r.params.clone());
@@ -293,6 +205,96 @@ pub fn tree(chain_id: &str, view: ChainView) -> ChainOut {
         })
         .collect();
     ChainOut { chain_id: chain_id.to_string(), state, params, runs, edges, jobs }
+}
+
+/// What became of the edge `e` from run `x` to the child job `y`: fired, skipped, waiting,
+/// or not fired and why.
+fn edge_link(view: &ChainView, fan_in_key: &str, x: &Run, e: &ChainEdge, y: &ChainJob) -> ChainLinkOut {
+    let link = |status, to_run: Option<&str>, reason: Option<&str>, detail: Option<String>| ChainLinkOut {
+        from_job: x.job_id.clone(),
+        from_run: x.id.clone(),
+        to_job: e.child_job_id.clone(),
+        on: e.on,
+        status,
+        to_run: to_run.map(String::from),
+        reason: reason.map(String::from),
+        detail,
+    };
+    // Why an edge from `x` did not fire, if the reason is on `x`'s or the child job's side.
+    let plain_reason = || -> Option<(&'static str, String)> {
+        if !x.state.is_terminal() {
+            return Some(("parent_running", format!("the parent run is `{}`", x.state.as_str())));
+        }
+        if !e.on.fires_on(x.state) {
+            return Some((
+                "condition_not_met",
+                format!("the edge fires {}; the parent run ended `{}`", e.on.as_str(), x.state.as_str()),
+            ));
+        }
+        if y.state != JobState::Active {
+            return Some(("child_job_stopped", "the child job is stopped".to_string()));
+        }
+        None
+    };
+    let after_the_parent = || {
+        x.finished_at_ms
+            .is_some_and(|f| e.created_at_ms > f)
+            .then_some(("edge_added_later", "the edge was added after the parent run ended".to_string()))
+    };
+    if y.parents <= 1 {
+        let fired = view.runs.iter().find(|r| r.job_id == e.child_job_id && r.parent_run_id.as_deref() == Some(&x.id));
+        return match fired {
+            Some(c) => link(LinkStatus::Fired, Some(&c.id), None, None),
+            None => {
+                let (reason, detail) = plain_reason()
+                    .or_else(after_the_parent)
+                    .unwrap_or(("unknown", "no run of the child job was fired for this parent run".to_string()));
+                link(LinkStatus::NotFired, None, Some(reason), Some(detail))
+            }
+        };
+    }
+    let decided = view.runs.iter().find(|r| r.job_id == e.child_job_id && r.fire_key == fan_in_key);
+    let join = view.joins.iter().find(|j| j.child_job_id == e.child_job_id);
+    match decided {
+        Some(r) if parent_run_ids(r).contains(&x.id) => {
+            if r.state == RunState::Skipped {
+                link(LinkStatus::Skipped, Some(&r.id), None, r.message.clone())
+            } else {
+                link(LinkStatus::Fired, Some(&r.id), None, None)
+            }
+        }
+        Some(r) => {
+            let (reason, detail) = plain_reason().filter(|(r, _)| *r == "parent_running").unwrap_or((
+                "decided_without_it",
+                format!("the fan-in was decided (`{}`) before this parent ended", r.state.as_str()),
+            ));
+            link(LinkStatus::NotFired, Some(&r.id), Some(reason), Some(detail))
+        }
+        None => match plain_reason() {
+            Some((reason, detail)) => link(LinkStatus::NotFired, None, Some(reason), Some(detail)),
+            None => {
+                let arrived: Vec<&str> =
+                    join.map(|j| j.arrivals.iter().map(|a| a.parent_job_id.as_str()).collect()).unwrap_or_default();
+                if arrived.contains(&x.job_id.as_str()) {
+                    let wait = y.wait.as_str();
+                    link(
+                        LinkStatus::Waiting,
+                        None,
+                        Some("waiting_for_parents"),
+                        Some(format!(
+                            "waits for {wait} of its {} parents; ended in this chain: {}",
+                            y.parents,
+                            arrived.join(", ")
+                        )),
+                    )
+                } else {
+                    let (reason, detail) = after_the_parent()
+                        .unwrap_or(("unknown", "this parent run has not reached the fan-in".to_string()));
+                    link(LinkStatus::NotFired, None, Some(reason), Some(detail))
+                }
+            }
+        },
+    }
 }
 
 #[cfg(test)]
