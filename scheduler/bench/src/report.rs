@@ -110,6 +110,7 @@ impl Report {
         (ratios, Verdict { missed_zero, p99_within_2x_floor, pass: missed_zero && p99_within_2x_floor })
     }
 
+    // Over 100 lines on purpose: the report, section by section, in the order it prints.
     pub fn human(&self) -> String {
         let mut s = String::new();
         let c = &self.case;
