@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use sundial_runtimes::{OutputStream, RunInput, RunResult, RuntimeConfig, TrapKind, WasmRuntime};
+use sundial_wasm_sandbox::{OutputStream, RunInput, RunResult, RuntimeConfig, TrapKind, WasmRuntime};
 
 /// Writes "hello\n" to stdout and "oops\n" to stderr, then loops forever.
 fn hello_then_loop() -> String {

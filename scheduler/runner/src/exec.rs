@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sundial_core::protocol::Delivery;
-use sundial_runtimes::{RunInput, RunResult, TrapKind};
 use sundial_shell_sandbox::{KillReason, Shell, ShellResult, ShellRun};
+use sundial_wasm_sandbox::{RunInput, RunResult, TrapKind};
 
 use crate::runtimes::Runtimes;
 
@@ -269,15 +269,15 @@ fn wasm_input(
     input.cancel = Some(cancel);
     input.on_output = Some(Arc::new(move |stream, bytes: &[u8]| {
         let level = match stream {
-            sundial_runtimes::OutputStream::Stdout => "info",
-            sundial_runtimes::OutputStream::Stderr => "warn",
+            sundial_wasm_sandbox::OutputStream::Stdout => "info",
+            sundial_wasm_sandbox::OutputStream::Stderr => "warn",
         };
         sink(level, bytes)
     }));
     input
 }
 
-fn wasm_outcome(out: sundial_runtimes::RunOutcome) -> Outcome {
+fn wasm_outcome(out: sundial_wasm_sandbox::RunOutcome) -> Outcome {
     match out.result {
         RunResult::Exited(code) => exited(code, &out.stdout, &out.stderr, out.stdout_truncated || out.stderr_truncated),
         RunResult::Trap { kind, message } => Outcome::failed(match kind {
@@ -310,8 +310,11 @@ fn interpreted(
     let (Some(wasm), Some(interp)) = (&runtimes.wasm, &runtimes.interpreters) else {
         return Outcome::failed_for_good(format!("this runner does not run `{}` scripts", source.runtime));
     };
-    let lang =
-        if source.runtime == "python" { sundial_runtimes::Lang::Python } else { sundial_runtimes::Lang::JavaScript };
+    let lang = if source.runtime == "python" {
+        sundial_wasm_sandbox::Lang::Python
+    } else {
+        sundial_wasm_sandbox::Lang::JavaScript
+    };
     let module = match interp.get(lang) {
         Ok(m) => m,
         Err(why) => {
@@ -327,7 +330,7 @@ fn interpreted(
     {
         return Outcome::failed_for_good(format!("the {} source does not compile: {problem}", source.runtime));
     }
-    if lang == sundial_runtimes::Lang::Python
+    if lang == sundial_wasm_sandbox::Lang::Python
         && out.result == RunResult::Exited(1)
         && python_stack_exhausted(&out.stderr)
     {
