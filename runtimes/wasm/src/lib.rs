@@ -37,7 +37,7 @@ mod sleep;
 mod trampoline;
 
 pub use interp::{Interpreter, Interpreters, Lang, SourceProblem, Unavailable};
-pub use output::{OutputCallback, OutputStream};
+pub use sundial_core::script_output::{OutputCallback, OutputStream};
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;

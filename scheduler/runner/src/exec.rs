@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sundial_core::protocol::Delivery;
+use sundial_core::script_output::{OutputCallback, OutputStream};
 use sundial_shell_sandbox::{KillReason, Shell, ShellResult, ShellRun};
 use sundial_wasm_sandbox::{RunInput, RunResult, TrapKind};
 
@@ -200,13 +201,7 @@ fn shell_run(
             .kill_grace_ms
             .map_or(runtimes.kill_grace, |g| Duration::from_millis(g).min(runtimes.kill_grace)),
         cancel: Some(cancel),
-        on_output: Some(Arc::new(move |stream, bytes: &[u8]| {
-            let level = match stream {
-                sundial_shell_sandbox::OutputStream::Stdout => "info",
-                sundial_shell_sandbox::OutputStream::Stderr => "warn",
-            };
-            sink(level, bytes)
-        })),
+        on_output: Some(log_output(sink)),
     };
     match sandbox.run(run) {
         Err(e) => Outcome::failed(format!("the shell sandbox failed: {e}")),
@@ -267,14 +262,19 @@ fn wasm_input(
         ..RunInput::default()
     };
     input.cancel = Some(cancel);
-    input.on_output = Some(Arc::new(move |stream, bytes: &[u8]| {
+    input.on_output = Some(log_output(sink));
+    input
+}
+
+/// A script's output, from either sandbox, as log lines: stdout at `info`, stderr at `warn`.
+fn log_output(sink: LineSink) -> OutputCallback {
+    Arc::new(move |stream, bytes: &[u8]| {
         let level = match stream {
-            sundial_wasm_sandbox::OutputStream::Stdout => "info",
-            sundial_wasm_sandbox::OutputStream::Stderr => "warn",
+            OutputStream::Stdout => "info",
+            OutputStream::Stderr => "warn",
         };
         sink(level, bytes)
-    }));
-    input
+    })
 }
 
 fn wasm_outcome(out: sundial_wasm_sandbox::RunOutcome) -> Outcome {
