@@ -23,7 +23,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// `cpu.cfs_period_us` (v1) and the period of `cpu.max` (v2): 100 ms, the kernel's default.
 pub(crate) const CPU_PERIOD_US: u64 = 100_000;
@@ -206,18 +206,19 @@ fn read_words(path: &Path) -> Vec<String> {
 
 pub(crate) fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
     let mut random = [0u8; 8];
-    // getrandom(2) never blocks once the pool is initialised; on failure fall back to time/pid.
+    // getrandom(2) never blocks once the pool is initialised. Should it fail, the standard
+    // library's hash keys (drawn from the OS once per thread) stand in; pid and counter keep
+    // the name unique within this process either way.
     // SAFETY: the buffer is valid for 8 bytes.
     let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), libc::GRND_NONBLOCK) };
-    let random = if got == 8 { u64::from_ne_bytes(random) } else { nanos as u64 };
-    format!(
-        "{prefix}-{}-{}-{:016x}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed),
-        random ^ (nanos as u64).rotate_left(17)
-    )
+    let random = if got == 8 {
+        u64::from_ne_bytes(random)
+    } else {
+        std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), count)
+    };
+    format!("{prefix}-{}-{count}-{random:016x}", std::process::id())
 }
 
 /// The cgroups of one run.

@@ -31,6 +31,7 @@ use cgroup::{Backend, RunCgroup};
 pub use isolation::{CgroupMode, Isolation, IsolationLevel, RlimitsReport};
 pub use limits::Rlimits;
 use limits::RunRlimits;
+pub use sundial_core::script_output::{OutputCallback, OutputStream};
 
 /// The fixed `PATH` inside the sandbox.
 pub const SANDBOX_PATH: &str = "/usr/bin:/bin";
@@ -160,16 +161,6 @@ impl Shell {
         Path::new(self.interpreter()).exists()
     }
 }
-
-/// Which output stream a chunk came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputStream {
-    Stdout,
-    Stderr,
-}
-
-/// Called with each chunk of output as it is read (see [`ShellRun::on_output`]).
-pub type OutputCallback = Arc<dyn Fn(OutputStream, &[u8]) + Send + Sync>;
 
 /// One script run.
 #[derive(Clone)]

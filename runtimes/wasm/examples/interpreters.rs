@@ -2,7 +2,7 @@
 //! interpreter compiled with an empty cache, loaded from the cache, and run (hello world).
 //!
 //! ```text
-//! cargo run --release -p sundial-runtimes --example interpreters [-- INTERPRETERS_DIR [RUNS]]
+//! cargo run --release -p sundial-wasm-sandbox --example interpreters [-- INTERPRETERS_DIR [RUNS]]
 //! ```
 //!
 //! INTERPRETERS_DIR defaults to `target/interpreters` (see scripts/fetch-interpreters); RUNS
@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use sundial_runtimes::{Interpreters, Lang, RunInput, RuntimeConfig, WasmRuntime};
+use sundial_wasm_sandbox::{Interpreters, Lang, RunInput, RuntimeConfig, WasmRuntime};
 
 /// The small module: the wasm example script, a WASI command printing two lines.
 const HELLO_WAT: &str = include_str!("../../../examples/scripts/hello.wat");

@@ -37,7 +37,7 @@ mod sleep;
 mod trampoline;
 
 pub use interp::{Interpreter, Interpreters, Lang, SourceProblem, Unavailable};
-pub use output::{OutputCallback, OutputStream};
+pub use sundial_core::script_output::{OutputCallback, OutputStream};
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
@@ -48,6 +48,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
+use sundial_core::clock::{SharedClock, SystemClock};
 use wasmtime::{Config, Engine, Linker, Module, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::MemoryInputPipe;
@@ -122,6 +123,10 @@ pub struct RuntimeConfig {
     pub default_disk_bytes: u64,
     /// Files a run may hold open at once when it does not give a limit (default 256).
     pub default_open_files: u64,
+    /// The guest's wall clock (WASI `CLOCK_REALTIME`, and the sleeps until a time of it), to
+    /// the millisecond: `SystemClock` by default. (The deadline, the guest's monotonic clock
+    /// and its sleeps for a duration run on the host's monotonic `Instant`.)
+    pub wall_clock: SharedClock,
 }
 
 impl Default for RuntimeConfig {
@@ -134,6 +139,7 @@ impl Default for RuntimeConfig {
             max_interpreter_bytes: 64 << 20,
             default_disk_bytes: 64 << 20,
             default_open_files: 256,
+            wall_clock: Arc::new(SystemClock),
         }
     }
 }
@@ -341,6 +347,8 @@ struct RunState {
     deadline: Option<Instant>,
     /// Zero of the guest's monotonic clock (see `sleep::RunClock`).
     clock_base: Instant,
+    /// The guest's wall clock ([`RuntimeConfig::wall_clock`]).
+    wall_clock: SharedClock,
     /// The trampoline to wasmtime-wasi's own functions, once instantiated (see `trampoline`).
     trampoline: Option<wasmtime::Instance>,
     /// wasmtime-wasi's own functions, for the trampoline.
@@ -568,6 +576,7 @@ impl WasmRuntime {
         let clock_base = Instant::now();
         let mut wasi = WasiCtxBuilder::new();
         wasi.monotonic_clock(sleep::RunClock(clock_base))
+            .wall_clock(sleep::RunWallClock(self.config.wall_clock.clone()))
             .args(argv)
             .envs(&input.env)
             .stdin(MemoryInputPipe::new(input.stdin.clone()))
@@ -595,6 +604,7 @@ impl WasmRuntime {
             cancel: input.cancel.clone(),
             deadline: started.checked_add(input.deadline),
             clock_base,
+            wall_clock: self.config.wall_clock.clone(),
             trampoline: None,
             originals: self.originals.clone(),
             fs: input.work_dir.as_deref().map(|dir| {

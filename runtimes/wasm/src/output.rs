@@ -6,24 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use sundial_core::script_output::{OutputCallback, OutputStream};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream as WasiOutputStream, Pollable, StreamError};
-
-/// Which of the guest's output streams a chunk was written to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum OutputStream {
-    /// File descriptor 1.
-    Stdout,
-    /// File descriptor 2.
-    Stderr,
-}
-
-/// Called with each chunk the guest writes to stdout or stderr, as it writes it.
-///
-/// It runs on the thread executing the guest, while the guest waits: it should
-/// be quick (hand the bytes to a channel, a buffer, a log line) and must not
-/// block for long, or the run's wall-clock time is spent in it.
-pub type OutputCallback = Arc<dyn Fn(OutputStream, &[u8]) + Send + Sync>;
 
 struct Shared {
     buffer: Vec<u8>,

@@ -13,8 +13,9 @@
 //! pipe, a capture pipe or a regular file, all ready at once, so it does not
 //! block). It is reached through the trampoline (see [`crate::trampoline`]).
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
+use sundial_core::clock::SharedClock;
 use wasmtime::{Caller, Extern, Linker, Trap};
 
 use crate::{EPOCH_TICK, RunState, TrapKind, WASI_MODULE, trampoline};
@@ -40,6 +41,20 @@ impl wasmtime_wasi::HostMonotonicClock for RunClock {
 
     fn now(&self) -> u64 {
         u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// The wall clock given to each run's WASI context: [`crate::RuntimeConfig::wall_clock`], to
+/// the millisecond, so that absolute realtime timeouts are judged here by the same clock.
+pub(crate) struct RunWallClock(pub(crate) SharedClock);
+
+impl wasmtime_wasi::HostWallClock for RunWallClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_millis(1)
+    }
+
+    fn now(&self) -> Duration {
+        Duration::from_millis(u64::try_from(self.0.now_ms()).unwrap_or(0))
     }
 }
 
@@ -99,6 +114,7 @@ fn sleep_on_clocks(
 
     // Each clock's expiry as a host instant (`None`: too far away to represent).
     let clock_base = caller.data().clock_base;
+    let wall_now_ns = u128::try_from(caller.data().wall_clock.now_ms()).unwrap_or(0) * 1_000_000;
     let mut expiries = Vec::with_capacity(n);
     for sub in &subs {
         let id = u32::from_le_bytes(sub[16..20].try_into().expect("4 bytes"));
@@ -108,8 +124,7 @@ fn sleep_on_clocks(
             (CLOCK_REALTIME | CLOCK_MONOTONIC, false) => called.checked_add(Duration::from_nanos(timeout)),
             (CLOCK_MONOTONIC, true) => clock_base.checked_add(Duration::from_nanos(timeout)),
             (CLOCK_REALTIME, true) => {
-                let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos();
-                let wait = u128::from(timeout).saturating_sub(now);
+                let wait = u128::from(timeout).saturating_sub(wall_now_ns);
                 called.checked_add(Duration::from_nanos(u64::try_from(wait).unwrap_or(u64::MAX)))
             }
             _ => return Ok(Some(ERRNO_INVAL)),

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use sundial_runtimes::{OutputStream, RunInput, RunResult, RuntimeConfig, TrapKind, WasmRuntime};
+use sundial_core::clock::ManualClock;
+use sundial_wasm_sandbox::{OutputStream, RunInput, RunResult, RuntimeConfig, TrapKind, WasmRuntime};
 
 /// Writes "hello\n" to stdout and "oops\n" to stderr, then loops forever.
 fn hello_then_loop() -> String {
@@ -222,4 +223,43 @@ fn polling_a_descriptor_goes_to_wasi_and_does_not_wait_for_the_clock() {
     let out = rt.run(&compile(&rt, &poll_module(HOUR_NS, Some(("stdin", 0)))), input());
     assert_eq!(out.result, RunResult::Exited(60), "{:?}", out.result);
     assert!(out.elapsed < Duration::from_secs(5), "{:?}", out.elapsed);
+}
+
+/// The guest's wall clock is the runtime's `wall_clock`: `CLOCK_REALTIME` reads it, and a sleep
+/// until a realtime instant is judged by it (300 ms after a manual "now" that lies years before
+/// the host's clock, by which that instant is long past).
+#[test]
+fn the_guests_wall_clock_is_the_runtimes_clock() {
+    const NOW_MS: i64 = 1_700_000_000_000;
+    let config = RuntimeConfig { wall_clock: Arc::new(ManualClock::new(NOW_MS)), ..RuntimeConfig::default() };
+    let rt = WasmRuntime::new(config).unwrap();
+    // clock_time_get(REALTIME, precision 1, at 0); exits 0 when it read NOW_MS.
+    let read = format!(
+        r#"(module {IMPORTS}
+          (import "wasi_snapshot_preview1" "clock_time_get" (func $clock (param i32 i64 i32) (result i32)))
+          (memory (export "memory") 1)
+          (func (export "_start")
+            (drop (call $clock (i32.const 0) (i64.const 1) (i32.const 0)))
+            (call $proc_exit (i64.ne (i64.load (i32.const 0)) (i64.const {ns})))))"#,
+        ns = NOW_MS * 1_000_000
+    );
+    assert_eq!(rt.run(&compile(&rt, &read), input()).result, RunResult::Exited(0));
+    // One realtime clock subscription with ABSTIME, until NOW_MS + 300 ms; exits errno + 10 * events.
+    let sleep = format!(
+        r#"(module {IMPORTS}
+          (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll (param i32 i32 i32 i32) (result i32)))
+          (memory (export "memory") 1)
+          (func (export "_start") (local $errno i32)
+            (i64.store (i32.const 128) (i64.const 1))
+            (i32.store8 (i32.const 136) (i32.const 0))
+            (i32.store (i32.const 144) (i32.const 0))
+            (i64.store (i32.const 152) (i64.const {until}))
+            (i32.store16 (i32.const 168) (i32.const 1))
+            (local.set $errno (call $poll (i32.const 128) (i32.const 256) (i32.const 1) (i32.const 320)))
+            (call $proc_exit (i32.add (local.get $errno) (i32.mul (i32.load (i32.const 320)) (i32.const 10))))))"#,
+        until = (NOW_MS + 300) * 1_000_000
+    );
+    let out = rt.run(&compile(&rt, &sleep), input());
+    assert_eq!(out.result, RunResult::Exited(10), "{:?}", out.result);
+    assert!(out.elapsed >= Duration::from_millis(300) && out.elapsed < Duration::from_secs(5), "{:?}", out.elapsed);
 }

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use sundial_runtimes::{RunInput, RunResult};
+use sundial_wasm_sandbox::{RunInput, RunResult};
 
 /// Writes the environ buffer to stdout and exits with the variable count.
 fn env_dump() -> String {

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use sundial_runtimes::{
+use sundial_wasm_sandbox::{
     Interpreter, Interpreters, Lang, OutputStream, RunInput, RunOutcome, RunResult, RuntimeConfig, TrapKind,
     WasmRuntime,
 };

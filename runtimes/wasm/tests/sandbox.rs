@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use sundial_runtimes::{RunInput, RunResult, RuntimeConfig, TrapKind, WasmRuntime};
+use sundial_wasm_sandbox::{RunInput, RunResult, RuntimeConfig, TrapKind, WasmRuntime};
 
 #[test]
 fn hello_writes_stdout_and_exits_zero() {

@@ -5,7 +5,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use sundial_runtimes::{RunResult, RuntimeConfig, RuntimeError, WasmRuntime};
+use sundial_wasm_sandbox::{RunResult, RuntimeConfig, RuntimeError, WasmRuntime};
 
 #[test]
 fn garbage_is_not_a_module() {

@@ -60,6 +60,5 @@ mod tests {
         assert!(s.starts_with("whsec_"), "{s}");
         assert_eq!(STANDARD.decode(&s[6..]).unwrap().len(), 32, "{s}");
         assert_ne!(s, generate_signing_secret());
-        assert!(crate::signing::SigningKey::parse(&s).is_ok());
     }
 }

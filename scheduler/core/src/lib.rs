@@ -24,6 +24,7 @@ pub mod quota;
 pub mod route;
 pub mod run_state;
 pub mod schedule;
+pub mod script_output;
 pub mod signing;
 pub mod time;
 pub mod types;

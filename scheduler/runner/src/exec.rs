@@ -19,8 +19,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sundial_core::protocol::Delivery;
-use sundial_runtimes::{RunInput, RunResult, TrapKind};
+use sundial_core::script_output::{OutputCallback, OutputStream};
 use sundial_shell_sandbox::{KillReason, Shell, ShellResult, ShellRun};
+use sundial_wasm_sandbox::{RunInput, RunResult, TrapKind};
 
 use crate::runtimes::Runtimes;
 
@@ -200,13 +201,7 @@ fn shell_run(
             .kill_grace_ms
             .map_or(runtimes.kill_grace, |g| Duration::from_millis(g).min(runtimes.kill_grace)),
         cancel: Some(cancel),
-        on_output: Some(Arc::new(move |stream, bytes: &[u8]| {
-            let level = match stream {
-                sundial_shell_sandbox::OutputStream::Stdout => "info",
-                sundial_shell_sandbox::OutputStream::Stderr => "warn",
-            };
-            sink(level, bytes)
-        })),
+        on_output: Some(log_output(sink)),
     };
     match sandbox.run(run) {
         Err(e) => Outcome::failed(format!("the shell sandbox failed: {e}")),
@@ -267,17 +262,22 @@ fn wasm_input(
         ..RunInput::default()
     };
     input.cancel = Some(cancel);
-    input.on_output = Some(Arc::new(move |stream, bytes: &[u8]| {
-        let level = match stream {
-            sundial_runtimes::OutputStream::Stdout => "info",
-            sundial_runtimes::OutputStream::Stderr => "warn",
-        };
-        sink(level, bytes)
-    }));
+    input.on_output = Some(log_output(sink));
     input
 }
 
-fn wasm_outcome(out: sundial_runtimes::RunOutcome) -> Outcome {
+/// A script's output, from either sandbox, as log lines: stdout at `info`, stderr at `warn`.
+fn log_output(sink: LineSink) -> OutputCallback {
+    Arc::new(move |stream, bytes: &[u8]| {
+        let level = match stream {
+            OutputStream::Stdout => "info",
+            OutputStream::Stderr => "warn",
+        };
+        sink(level, bytes)
+    })
+}
+
+fn wasm_outcome(out: sundial_wasm_sandbox::RunOutcome) -> Outcome {
     match out.result {
         RunResult::Exited(code) => exited(code, &out.stdout, &out.stderr, out.stdout_truncated || out.stderr_truncated),
         RunResult::Trap { kind, message } => Outcome::failed(match kind {
@@ -310,8 +310,11 @@ fn interpreted(
     let (Some(wasm), Some(interp)) = (&runtimes.wasm, &runtimes.interpreters) else {
         return Outcome::failed_for_good(format!("this runner does not run `{}` scripts", source.runtime));
     };
-    let lang =
-        if source.runtime == "python" { sundial_runtimes::Lang::Python } else { sundial_runtimes::Lang::JavaScript };
+    let lang = if source.runtime == "python" {
+        sundial_wasm_sandbox::Lang::Python
+    } else {
+        sundial_wasm_sandbox::Lang::JavaScript
+    };
     let module = match interp.get(lang) {
         Ok(m) => m,
         Err(why) => {
@@ -327,7 +330,7 @@ fn interpreted(
     {
         return Outcome::failed_for_good(format!("the {} source does not compile: {problem}", source.runtime));
     }
-    if lang == sundial_runtimes::Lang::Python
+    if lang == sundial_wasm_sandbox::Lang::Python
         && out.result == RunResult::Exited(1)
         && python_stack_exhausted(&out.stderr)
     {

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use sundial_runtimes::{CompiledModule, RuntimeConfig, WasmRuntime};
 use sundial_shell_sandbox::{SandboxConfig, ShellSandbox};
+use sundial_wasm_sandbox::{CompiledModule, RuntimeConfig, WasmRuntime};
 
 /// Longest a source check at upload may take (CPython starts in ~40 ms in a release build).
 const CHECK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
@@ -82,7 +82,7 @@ pub struct Offer {
 /// The sandboxes, shared by every run.
 pub struct Runtimes {
     pub(crate) wasm: Option<Arc<WasmRuntime>>,
-    pub(crate) interpreters: Option<sundial_runtimes::Interpreters>,
+    pub(crate) interpreters: Option<sundial_wasm_sandbox::Interpreters>,
     pub(crate) shell: Option<ShellSandbox>,
     pub(crate) shell_reason: Option<String>,
     /// `python` and `javascript` run on the host's interpreters in the shell sandbox.
@@ -131,11 +131,11 @@ impl Runtimes {
         // With host interpreters on, `python`/`javascript` never run in wasm: the wasm
         // interpreters are not compiled (CPython takes seconds) and their offers are replaced below.
         let interpreters = match (&wasm, &cfg.interpreters_dir) {
-            (Some(w), Some(dir)) if !cfg.host_interpreters => Some(sundial_runtimes::Interpreters::load(dir, w)),
+            (Some(w), Some(dir)) if !cfg.host_interpreters => Some(sundial_wasm_sandbox::Interpreters::load(dir, w)),
             _ => None,
         };
         for (name, lang) in
-            [("python", sundial_runtimes::Lang::Python), ("javascript", sundial_runtimes::Lang::JavaScript)]
+            [("python", sundial_wasm_sandbox::Lang::Python), ("javascript", sundial_wasm_sandbox::Lang::JavaScript)]
         {
             let (available, detail) = match (&wasm, &interpreters) {
                 (None, _) => (false, wasm_detail.clone()),
@@ -259,10 +259,14 @@ impl Runtimes {
     /// does, or it cannot be told here (no wasm interpreter for it: host interpreters, a
     /// missing file; another runtime); `Ok(Some(problem))`: it does not; `Err`: the check
     /// failed (deadline, trap).
-    pub fn check_source(&self, runtime: &str, source: &str) -> Result<Option<sundial_runtimes::SourceProblem>, String> {
+    pub fn check_source(
+        &self,
+        runtime: &str,
+        source: &str,
+    ) -> Result<Option<sundial_wasm_sandbox::SourceProblem>, String> {
         let lang = match runtime {
-            "python" => sundial_runtimes::Lang::Python,
-            "javascript" => sundial_runtimes::Lang::JavaScript,
+            "python" => sundial_wasm_sandbox::Lang::Python,
+            "javascript" => sundial_wasm_sandbox::Lang::JavaScript,
             _ => return Ok(None),
         };
         let (Some(wasm), Some(interpreters)) = (&self.wasm, &self.interpreters) else { return Ok(None) };
@@ -276,7 +280,7 @@ impl Runtimes {
         wasm: &WasmRuntime,
         sha256: &str,
         bytes: &[u8],
-    ) -> Result<Arc<CompiledModule>, sundial_runtimes::RuntimeError> {
+    ) -> Result<Arc<CompiledModule>, sundial_wasm_sandbox::RuntimeError> {
         if let Some(m) = self.modules.lock().expect("modules").get(sha256) {
             return Ok(m.clone());
         }

@@ -200,34 +200,17 @@ pub struct Settings {
     #[arg(long, env = "SUNDIAL_LOG_GRACE_SECS")]
     pub log_grace_secs: Option<i64>,
 
-    /// Linear memory of a wasm, Python or JavaScript run, in bytes (default 128 MiB).
-    #[arg(long, env = "SUNDIAL_SCRIPT_MEMORY_BYTES")]
-    pub script_memory_bytes: Option<u64>,
-    /// Memory of a shell run as a whole (its cgroup), in bytes (default 256 MiB).
-    #[arg(long, env = "SUNDIAL_SCRIPT_SHELL_MEMORY_BYTES")]
-    pub script_shell_memory_bytes: Option<u64>,
-    /// Fuel (wasm instructions) of a wasm, Python or JavaScript run; 0 (default): only the
-    /// job's timeout bounds its CPU time.
-    #[arg(long, env = "SUNDIAL_SCRIPT_FUEL")]
-    pub script_fuel: Option<u64>,
-    /// stdout and stderr of a run are each kept (and logged) up to this many bytes (default 1 MiB).
-    #[arg(long, env = "SUNDIAL_SCRIPT_OUTPUT_BYTES")]
-    pub script_output_bytes: Option<u64>,
-    /// Disk quota of a run, every runtime, in bytes (default 64 MiB).
-    #[arg(long, env = "SUNDIAL_SCRIPT_DISK_BYTES")]
-    pub script_disk_bytes: Option<u64>,
-    /// Files a run may hold open at once (default 256).
-    #[arg(long, env = "SUNDIAL_SCRIPT_OPEN_FILES")]
-    pub script_open_files: Option<u64>,
-    /// A shell run stopped by its timeout or a cancel gets SIGTERM this many milliseconds
-    /// before SIGKILL, within its timeout (0, the default: SIGKILL at once; at most 60000).
-    #[arg(long, env = "SUNDIAL_SCRIPT_KILL_GRACE_MS")]
-    pub script_kill_grace_ms: Option<u64>,
+    /// The limits of every script run on this node's built-in runner.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub script_limits: ScriptLimitSettings,
 }
 
-/// The limits of every script run on a runner (the operator's maxima): `serve`'s built-in
-/// runner takes them from [`Settings`] (the same keys), `sundial runner` from its flags.
-#[derive(Debug, Clone, Default, Args)]
+/// The limits of every script run on a runner (the operator's maxima), the same flags,
+/// variables and file keys for both: flattened into [`Settings`] for `serve`'s built-in
+/// runner, and into `sundial runner`'s flags. (No `deny_unknown_fields` here: serde refuses
+/// it on a flattened struct; `Settings` refuses unknown keys for both.)
+#[derive(Debug, Clone, Default, Args, Deserialize)]
 pub struct ScriptLimitSettings {
     /// Linear memory of a wasm, Python or JavaScript run, in bytes (default 128 MiB).
     #[arg(long, env = "SUNDIAL_SCRIPT_MEMORY_BYTES")]
@@ -355,24 +338,11 @@ pub struct Resolved {
 }
 
 impl Settings {
-    fn script_limits(&self) -> ScriptLimitSettings {
-        ScriptLimitSettings {
-            script_memory_bytes: self.script_memory_bytes,
-            script_shell_memory_bytes: self.script_shell_memory_bytes,
-            script_fuel: self.script_fuel,
-            script_output_bytes: self.script_output_bytes,
-            script_disk_bytes: self.script_disk_bytes,
-            script_open_files: self.script_open_files,
-            script_kill_grace_ms: self.script_kill_grace_ms,
-        }
-    }
-
     pub fn resolve(self) -> anyhow::Result<Resolved> {
         let file = match &self.config {
             Some(p) => load_file(p)?,
             None => Settings::default(),
         };
-        let (limits, file_limits) = (self.script_limits(), file.script_limits());
         let data_dir = self.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
         let database_url = self
             .database_url
@@ -556,7 +526,7 @@ impl Settings {
         runtimes.interpreters_dir = Some(interpreters_dir.clone());
         (runtimes.allow_shell, runtimes.shell_accept_weaker, runtimes.host_interpreters) =
             (allow_shell, shell_accept_weaker, host_interpreters);
-        limits.apply(&file_limits, &mut runtimes)?;
+        self.script_limits.apply(&file.script_limits, &mut runtimes)?;
         Ok(Resolved {
             runtimes,
             runner: self.runner.or(file.runner).unwrap_or(true),
@@ -707,13 +677,21 @@ mod tests {
         let file = dir.path().join("sundial.toml");
         std::fs::write(&file, "script_disk_bytes = 1048576\nscript_fuel = 5000000\nscript_memory_bytes = 33554432\n")
             .unwrap();
-        let r =
-            Settings { config: Some(file), script_disk_bytes: Some(2 << 20), ..Default::default() }.resolve().unwrap();
+        let r = Settings {
+            config: Some(file),
+            script_limits: ScriptLimitSettings { script_disk_bytes: Some(2 << 20), ..Default::default() },
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap();
         assert_eq!(r.runtimes.disk_bytes, 2 << 20, "the flag beats the file");
         assert_eq!((r.runtimes.wasm_fuel, r.runtimes.wasm_memory_bytes), (Some(5_000_000), 32 << 20));
-        let err = Settings { script_open_files: Some(1), ..Default::default() }.resolve().unwrap_err();
+        let limits = |l: ScriptLimitSettings| Settings { script_limits: l, ..Default::default() };
+        let err =
+            limits(ScriptLimitSettings { script_open_files: Some(1), ..Default::default() }).resolve().unwrap_err();
         assert!(err.to_string().contains("script_open_files"), "{err}");
-        let err = Settings { script_disk_bytes: Some(10), ..Default::default() }.resolve().unwrap_err();
+        let err =
+            limits(ScriptLimitSettings { script_disk_bytes: Some(10), ..Default::default() }).resolve().unwrap_err();
         assert!(err.to_string().contains("script_disk_bytes"), "{err}");
     }
 }

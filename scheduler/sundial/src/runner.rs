@@ -260,3 +260,47 @@ pub async fn run(args: RunnerArgs) -> anyhow::Result<()> {
     tracing::info!("stopped");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `serve` and `sundial runner` take the script limits from one struct: every `script_*`
+    /// row of the README's configuration table is a flag and a variable of both, spelled as there.
+    #[test]
+    fn serve_and_runner_take_the_script_limits_as_the_readme_names_them() {
+        use clap::{CommandFactory, Parser};
+        #[derive(Parser)]
+        #[allow(clippy::large_enum_variant)]
+        enum Cli {
+            Serve(crate::config::Settings),
+            Runner(RunnerArgs),
+        }
+        let rows: Vec<(String, String, String)> = include_str!("../../../README.md")
+            .lines()
+            .filter(|l| l.starts_with("| `script_"))
+            .map(|l| {
+                let cell = |i: usize| l.split('|').nth(i).unwrap().trim().trim_matches('`').to_string();
+                (cell(1), cell(2), cell(3))
+            })
+            .collect();
+        assert_eq!(rows.len(), 7, "{rows:?}");
+        let cli = Cli::command();
+        for command in ["serve", "runner"] {
+            let sub = cli.find_subcommand(command).unwrap();
+            for (key, flag, env) in &rows {
+                let arg = sub
+                    .get_arguments()
+                    .find(|a| a.get_id() == key.as_str())
+                    .unwrap_or_else(|| panic!("{command} {key}"));
+                assert_eq!(format!("--{}", arg.get_long().unwrap()), *flag, "{command} {key}");
+                assert_eq!(arg.get_env().and_then(|e| e.to_str()), Some(env.as_str()), "{command} {key}");
+            }
+        }
+        let Cli::Serve(s) = Cli::try_parse_from(["sundial", "serve", "--script-fuel", "7"]).unwrap() else { panic!() };
+        assert_eq!(s.script_limits.script_fuel, Some(7));
+        let runner = ["sundial", "runner", "--app-id", "app_1", "--app-secret", "whsec_x", "--script-fuel", "7"];
+        let Cli::Runner(r) = Cli::try_parse_from(runner).unwrap() else { panic!() };
+        assert_eq!(r.limits.script_fuel, Some(7));
+    }
+}

@@ -552,35 +552,45 @@ async fn the_example_scripts_run() {
 
 /// The chain walk-through of docs/chains.md (`examples/chains/pipeline.sh`): extract → two transforms
 /// in parallel → load (a fan-in), and an `on_failure` alert, as script jobs on the built-in
-/// runner; the chain's params flow down and the tree says what fired and what did not.
+/// runner; the chain's params flow down and the tree says what fired and what did not. Run a
+/// second time, it updates the scripts and jobs the first made and fires a new chain.
 async fn the_chain_example_runs(database_url: Option<&str>) {
     let app = start(database_url, &[]).await;
-    let out = tokio::process::Command::new("bash")
-        .arg(workspace().join("examples/chains/pipeline.sh"))
-        .env("SUNDIAL_URL", &app.node.base)
-        .env("KEY", &app.key)
-        .env("APP", "scripts")
-        .output()
-        .await
-        .unwrap();
-    let (text, err) = (String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && text.starts_with("chain "), "{text}\n{err}\n{}", tail(&app.node.log, 30));
-    let chain = text.split_whitespace().nth(1).unwrap().to_string();
-    assert!(text.starts_with(&format!("chain {chain} done params {{\"day\": \"2026-11-25\"}}")), "{text}");
-    for line in [
-        r#"load          succeeded  parent  {"day": "2026-11-25", "loaded": {"eu": 264.6, "us": 215.0}, "sum": 479.6}"#,
-        "transform-eu -> load: fired",
-        "extract -> alert: not_fired (condition_not_met: the edge fires on_failure; the parent run ended `succeeded`)",
-    ] {
-        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    let mut chains = Vec::new();
+    for _ in 0..2 {
+        let out = tokio::process::Command::new("bash")
+            .arg(workspace().join("examples/chains/pipeline.sh"))
+            .env("SUNDIAL_URL", &app.node.base)
+            .env("KEY", &app.key)
+            .env("APP", "scripts")
+            .output()
+            .await
+            .unwrap();
+        let (text, err) = (String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && text.starts_with("chain "), "{text}\n{err}\n{}", tail(&app.node.log, 30));
+        let chain = text.split_whitespace().nth(1).unwrap().to_string();
+        assert!(text.starts_with(&format!("chain {chain} done params {{\"day\": \"2026-11-25\"}}")), "{text}");
+        for line in [
+            r#"load          succeeded  parent  {"day": "2026-11-25", "loaded": {"eu": 264.6, "us": 215.0}, "sum": 479.6}"#,
+            "transform-eu -> load: fired",
+            "extract -> alert: not_fired (condition_not_met: the edge fires on_failure; the parent run ended `succeeded`)",
+        ] {
+            assert!(text.contains(line), "{line:?} not in:\n{text}");
+        }
+        let (s, v) = app.call(Method::GET, &format!("/api/v1/runs?chain_id={chain}"), None).await;
+        assert_eq!(s, 200, "{v}");
+        let runs = v["items"].as_array().unwrap();
+        assert_eq!(runs.len(), 4, "{v}");
+        let load = runs.iter().find(|r| r["parent_run_ids"].is_array()).expect("the fan-in");
+        assert_eq!(load["fire_key"], format!("p:{chain}"), "keyed by its chain: {load}");
+        assert_eq!(load["parent_run_ids"].as_array().unwrap().len(), 2, "{load}");
+        chains.push(chain);
     }
-    let (s, v) = app.call(Method::GET, &format!("/api/v1/runs?chain_id={chain}"), None).await;
-    assert_eq!(s, 200, "{v}");
-    let runs = v["items"].as_array().unwrap();
-    assert_eq!(runs.len(), 4, "{v}");
-    let load = runs.iter().find(|r| r["parent_run_ids"].is_array()).expect("the fan-in");
-    assert_eq!(load["fire_key"], format!("p:{chain}"), "keyed by its chain: {load}");
-    assert_eq!(load["parent_run_ids"].as_array().unwrap().len(), 2, "{load}");
+    assert_ne!(chains[0], chains[1], "the second run fires a chain of its own");
+    let (_, jobs) = app.call(Method::GET, "/api/v1/jobs?name=extract", None).await;
+    assert_eq!(jobs["items"].as_array().unwrap().len(), 1, "the jobs were replaced, not made twice: {jobs}");
+    let (_, script) = app.call(Method::GET, "/api/v1/scripts/extract", None).await;
+    assert_eq!(script["current_version"], 2, "the second run uploaded a new version: {script}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sundial_runtimes::{CompiledModule, RunInput, RunOutcome, RuntimeConfig, WasmRuntime};
+use sundial_wasm_sandbox::{CompiledModule, RunInput, RunOutcome, RuntimeConfig, WasmRuntime};
 
 /// Imports used by the guest modules below.
 pub const IMPORTS: &str = r#"

@@ -43,7 +43,7 @@ fn too_large(field: &str, size: usize, max: usize) -> ApiError {
 
 /// Why a WebAssembly binary is not a script Sundial can run, or `None` if it is one: a
 /// valid module whose imports are all functions of WASI preview 1 and that exports
-/// `_start: [] -> []` (the rules of `sundial-runtimes`, checked here without compiling).
+/// `_start: [] -> []` (the rules of `sundial-wasm-sandbox`, checked here without compiling).
 pub fn wasm_problem(bytes: &[u8]) -> Option<String> {
     if !bytes.starts_with(b"\0asm") {
         return Some("not a WebAssembly module (no `\\0asm` header); send the binary in base64 or `.wat` text".into());

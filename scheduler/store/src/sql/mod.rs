@@ -11,7 +11,7 @@
 //! and id-list helpers they share, and [`DbStore`]. What several modules share beyond
 //! that is in modules of its own that import only this file: `rows` (run, job and executor
 //! rows), `writes` (inserting runs, ending a run, log lines) and `jobs_seen` (the dispatch's
-//! job cache). The modules import each other without a cycle (`tests/sql_sources.rs`).
+//! job cache). The modules import each other without a cycle (`sundial/tests/invariants.rs`).
 //!
 //! Id lists stay few texts whatever the batch size (sqlx's prepared-statement cache must
 //! not churn, see `connect`): id lists go in chunks of at most [`IN_CHUNK`], each list a
