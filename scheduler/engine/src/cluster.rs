@@ -1,11 +1,15 @@
 //! The node's place in the cluster: heartbeats stamped with database time, the
 //! clock-skew guard, dead-node recovery, the live node set behind job affinity
-//! (`sundial_core::affinity`) and retention cleanup. None of these needs a
+//! (`sundial_core::affinity`). None of these needs a
 //! leader: every step is a conditional write that is correct when several nodes run it.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use sundial_core::affinity::{self, Ring};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::{Engine, Result};
 
@@ -93,26 +97,51 @@ impl Engine {
         self.membership.members.lock().expect("members lock").clone()
     }
 
-    /// Delete finished runs, their logs and silent executors older than the retention
-    /// period, in bounded batches. Returns runs deleted.
-    pub async fn retention_once(&self) -> Result<u64> {
-        let before = self.now_ms() - self.cfg.retention_ms;
-        let mut total = 0;
-        loop {
-            let n = self.store.retention_cleanup(before, 500).await?;
-            total += n;
-            if n < 500 {
-                break;
-            }
-        }
-        if total > 0 {
-            tracing::info!(runs = total, "retention: old runs deleted");
-        }
-        Ok(total)
-    }
-
     /// Is claiming suspended because this node's clock disagrees with the database?
     pub fn clock_skewed(&self) -> bool {
         self.membership.skewed.load(Ordering::SeqCst)
+    }
+}
+
+/// The heartbeat service: every `heartbeat_ms`, [`Engine::heartbeat_once`], at a steady
+/// pace, never backing off: a node that backed off past `node_dead_ms` would be declared
+/// dead by the others while still working.
+pub(crate) struct Heartbeat {
+    engine: Arc<Engine>,
+    settings: HeartbeatSettings,
+}
+
+/// The heartbeat's settings. Its step reads `max_clock_skew_ms`, `node_dead_ms`, `address`
+/// and `node_id`.
+#[derive(Debug, Clone)]
+pub(crate) struct HeartbeatSettings {
+    /// How often it beats (`heartbeat_ms`).
+    pub every: Duration,
+}
+
+impl Heartbeat {
+    pub(crate) fn new(engine: &Arc<Engine>) -> Self {
+        let every = Duration::from_millis(engine.cfg.heartbeat_ms);
+        Heartbeat { engine: engine.clone(), settings: HeartbeatSettings { every } }
+    }
+
+    /// One beat: the dead nodes found.
+    pub(crate) async fn run_once(&self) -> Result<Vec<String>> {
+        self.engine.heartbeat_once().await
+    }
+
+    /// Start the loop; it ends when `cancel` fires.
+    pub(crate) fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    _ = tokio::time::sleep(self.settings.every) => {}
+                }
+                if let Err(err) = self.run_once().await {
+                    tracing::warn!(error = %err, "heartbeat failed; retrying");
+                }
+            }
+        })
     }
 }
