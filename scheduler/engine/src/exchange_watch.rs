@@ -9,46 +9,7 @@ use crate::{Engine, Result};
 /// The exchange watch looks at exchanges open at least this long (most answer sooner).
 pub(crate) const WATCH_AFTER_MS: i64 = 1_000;
 
-impl Engine {
-    /// One turn of the exchange watch: the runs of this node's synchronous exchanges open
-    /// longer than [`WATCH_AFTER_MS`] are read in one query, and each found cancelled at that
-    /// attempt (through the API of another node, a chain cancel, a covering run) gets its
-    /// signed cancel, once. A cancel made on this node was sent already. Returns how many
-    /// cancels were queued.
-    pub async fn watch_exchanges_once(&self) -> Result<usize> {
-        let open = self.calls.cancels.exchanges();
-        let watched = open.uncancelled_since(self.now_ms() - WATCH_AFTER_MS);
-        if watched.is_empty() {
-            return Ok(0);
-        }
-        let ids: Vec<String> = watched.iter().map(|(id, _)| id.clone()).collect();
-        let states: std::collections::HashMap<String, (RunState, i64)> =
-            self.store.run_states(&ids).await?.into_iter().map(|(id, state, attempt)| (id, (state, attempt))).collect();
-        let mut sent = 0;
-        for (run_id, ex) in watched {
-            if states.get(&run_id) != Some(&(RunState::Cancelled, ex.attempt)) {
-                continue;
-            }
-            if let Some(ex) = open.take_for_cancel(&run_id, ex.attempt) {
-                tracing::info!(
-                    run_id,
-                    attempt = ex.attempt,
-                    "run cancelled while its exchange is open; cancelling it at the executor"
-                );
-                self.calls.cancels.cancel(CancelTarget::Open {
-                    app: ex.app,
-                    run_id,
-                    attempt: ex.attempt,
-                    address: ex.address,
-                });
-                sent += 1;
-            }
-        }
-        Ok(sent)
-    }
-}
-
-/// The exchange-watch service: every second, [`Engine::watch_exchanges_once`].
+/// The exchange-watch service: every second, one [`ExchangeWatch::run_once`].
 pub(crate) struct ExchangeWatch {
     engine: std::sync::Arc<Engine>,
     settings: ExchangeWatchSettings,
@@ -69,9 +30,42 @@ impl ExchangeWatch {
         }
     }
 
-    /// One step: [`Engine::watch_exchanges_once`].
+    /// One turn of the exchange watch: the runs of this node's synchronous exchanges open
+    /// longer than [`WATCH_AFTER_MS`] are read in one query, and each found cancelled at that
+    /// attempt (through the API of another node, a chain cancel, a covering run) gets its
+    /// signed cancel, once. A cancel made on this node was sent already. Returns how many
+    /// cancels were queued.
     pub(crate) async fn run_once(&self) -> Result<usize> {
-        self.engine.watch_exchanges_once().await
+        let e = &self.engine;
+        let open = e.calls.cancels.exchanges();
+        let watched = open.uncancelled_since(e.now_ms() - WATCH_AFTER_MS);
+        if watched.is_empty() {
+            return Ok(0);
+        }
+        let ids: Vec<String> = watched.iter().map(|(id, _)| id.clone()).collect();
+        let states: std::collections::HashMap<String, (RunState, i64)> =
+            e.store.run_states(&ids).await?.into_iter().map(|(id, state, attempt)| (id, (state, attempt))).collect();
+        let mut sent = 0;
+        for (run_id, ex) in watched {
+            if states.get(&run_id) != Some(&(RunState::Cancelled, ex.attempt)) {
+                continue;
+            }
+            if let Some(ex) = open.take_for_cancel(&run_id, ex.attempt) {
+                tracing::info!(
+                    run_id,
+                    attempt = ex.attempt,
+                    "run cancelled while its exchange is open; cancelling it at the executor"
+                );
+                e.calls.cancels.cancel(CancelTarget::Open {
+                    app: ex.app,
+                    run_id,
+                    attempt: ex.attempt,
+                    address: ex.address,
+                });
+                sent += 1;
+            }
+        }
+        Ok(sent)
     }
 
     /// Start the loop; it ends when `cancel` fires.
@@ -82,5 +76,12 @@ impl ExchangeWatch {
             let me = me.clone();
             async move { me.run_once().await.map(|_| ()) }
         })
+    }
+}
+
+impl Engine {
+    /// One step of the exchange watch ([`ExchangeWatch::run_once`]).
+    pub async fn watch_exchanges_once(self: &std::sync::Arc<Self>) -> Result<usize> {
+        ExchangeWatch::new(self).run_once().await
     }
 }
