@@ -23,13 +23,17 @@
 //! ([`Engine::settle_late`]).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use sundial_core::affinity::bucket_of;
 use sundial_core::schedule::Schedule;
 use sundial_core::types::{RunState, TriggerKind};
 use sundial_store::{GenerateJob, Job, Run};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::due_heap::{DueHeap, FairRanks, tenant_key};
 use crate::generate::plan_runs;
@@ -461,5 +465,100 @@ impl Engine {
                 "could not hand over unwritten fires; the next owner catches them up by the misfire policy"
             ),
         }
+    }
+}
+
+/// The at-dispatch sync service: [`Engine::at_dispatch_sync`] once a second, or at once
+/// when a job fell behind. No backoff: jobs that fell behind while the database was away
+/// are caught up by the first sync that works (a backoff made them wait up to its length
+/// after the database came back, all their fires late); failures are logged at most every 10 s.
+pub(crate) struct AtDispatchSync {
+    engine: Arc<Engine>,
+    settings: AtDispatchSyncSettings,
+}
+
+/// The at-dispatch sync's settings. Its step reads `max_dispatch_lead_ms`, `tick_ms`,
+/// `claim_window_ms`, `lease_ms`, `capacity`, `max_clock_skew_ms` and `node_id`.
+#[derive(Debug, Clone)]
+pub(crate) struct AtDispatchSyncSettings {
+    /// How often it runs at the latest (1 s).
+    pub every: Duration,
+}
+
+impl AtDispatchSync {
+    pub(crate) fn new(engine: &Arc<Engine>) -> Self {
+        AtDispatchSync {
+            engine: engine.clone(),
+            settings: AtDispatchSyncSettings { every: Duration::from_millis(1000) },
+        }
+    }
+
+    /// One step: [`Engine::at_dispatch_sync`].
+    pub(crate) async fn run_once(&self) -> Result<usize> {
+        self.engine.at_dispatch_sync().await
+    }
+
+    /// Start the loop; it ends when `cancel` fires.
+    pub(crate) fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut failures = 0u64;
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    _ = tokio::time::sleep(self.settings.every) => {}
+                    _ = self.engine.at_dispatch.behind.notified() => {}
+                }
+                match self.run_once().await {
+                    Ok(_) => failures = 0,
+                    Err(err) => {
+                        if failures.is_multiple_of(10) {
+                            tracing::warn!(service = "at-dispatch", error = %err, failures = failures + 1, "step failed; retrying every second");
+                        }
+                        failures += 1;
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// The at-dispatch fill service: [`Engine::at_dispatch_fill`] every tick (at most 100 ms).
+/// Memory only: keeps the timer filled with the high-frequency jobs' fires even while the
+/// database stalls (the timer's capacity bounds it).
+pub(crate) struct AtDispatchFill {
+    engine: Arc<Engine>,
+    settings: AtDispatchFillSettings,
+}
+
+/// The at-dispatch fill's settings. Its step reads `capacity`, `max_dispatch_lead_ms`,
+/// `tick_ms` and `claim_window_ms`.
+#[derive(Debug, Clone)]
+pub(crate) struct AtDispatchFillSettings {
+    /// How often it runs (`tick_ms`, at most 100 ms).
+    pub every: Duration,
+}
+
+impl AtDispatchFill {
+    pub(crate) fn new(engine: &Arc<Engine>) -> Self {
+        let every = Duration::from_millis(engine.cfg.tick_ms).min(Duration::from_millis(100));
+        AtDispatchFill { engine: engine.clone(), settings: AtDispatchFillSettings { every } }
+    }
+
+    /// One step: [`Engine::at_dispatch_fill`].
+    pub(crate) fn run_once(&self) -> usize {
+        self.engine.at_dispatch_fill()
+    }
+
+    /// Start the loop; it ends when `cancel` fires.
+    pub(crate) fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    _ = tokio::time::sleep(self.settings.every) => {}
+                }
+                self.run_once();
+            }
+        })
     }
 }

@@ -1,85 +1,22 @@
 //! The node's place in the cluster: heartbeats stamped with database time, the
 //! clock-skew guard, dead-node recovery, the live node set behind job affinity
-//! (`sundial_core::affinity`) and retention cleanup. None of these needs a
+//! (`sundial_core::affinity`). None of these needs a
 //! leader: every step is a conditional write that is correct when several nodes run it.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use sundial_core::affinity::{self, Ring};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::{Engine, Result};
 
 impl Engine {
-    /// Heartbeat into the database, check this node's clock against the database's,
-    /// and recover the claims of nodes that stopped heartbeating. Returns the dead nodes found.
-    pub async fn heartbeat_once(&self) -> Result<Vec<String>> {
-        let db_now = self.store.db_now_ms().await?;
-        let skew = self.now_ms() - db_now;
-        let too_far = skew.abs() > self.cfg.max_clock_skew_ms;
-        let was = self.membership.skewed.swap(too_far, Ordering::SeqCst);
-        if too_far {
-            tracing::error!(
-                skew_ms = skew,
-                max_ms = self.cfg.max_clock_skew_ms,
-                "this node's clock is too far from the database's: not claiming until it is fixed"
-            );
-        } else if was {
-            tracing::info!(skew_ms = skew, "clock back in line with the database: claiming again");
-        }
-        // Each its own transaction: one the database rolled back to break a deadlock (with
-        // another node reaping, say) is simply run again, not left for the next beat.
-        let (lateness_ms, misfired) = self.load.take_beat();
-        let beat = sundial_store::NodeBeat {
-            id: self.cfg.node_id.clone(),
-            address: self.cfg.address.clone(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            claimed: self.fire.timer.len() as i64,
-            started_at_ms: self.life.started_at_ms,
-            lateness_ms,
-            backlog: self.fire.timer.due_by(self.now_ms()) as i64,
-            misfired: misfired as i64,
-        };
-        crate::retry_deadlock_only(|| self.store.node_heartbeat(&beat)).await?;
-        let dead =
-            crate::retry_deadlock_only(|| self.store.node_reap_dead(db_now - self.cfg.node_dead_ms, self.now_ms()))
-                .await?;
-        for id in &dead {
-            tracing::warn!(node_id = %id, "node stopped heartbeating: its claims were handed back");
-        }
-        if !dead.is_empty() {
-            self.wake.notify_one();
-        }
-        let mut live = self.store.node_live_ids(db_now - self.cfg.node_dead_ms).await?;
-        self.set_members(&mut live);
-        Ok(dead)
-    }
-
-    /// Recompute this node's share of the job buckets from the live node set (this node is
-    /// always in it: it is alive, whatever the database said when it was read).
-    pub(crate) fn set_members(&self, live: &mut Vec<String>) {
-        if !live.contains(&self.cfg.node_id) {
-            live.push(self.cfg.node_id.clone());
-        }
-        live.sort_unstable();
-        live.dedup();
-        let mut members = self.membership.members.lock().expect("members lock");
-        if *members == *live {
-            return;
-        }
-        let ring = Ring::new(live);
-        let mask = ring.mask_of(&self.cfg.node_id);
-        self.membership.owned.store(mask, Ordering::SeqCst);
-        tracing::info!(
-            nodes = live.len(),
-            buckets = mask.count_ones(),
-            of = affinity::BUCKETS,
-            members = ?live,
-            "live node set changed: job buckets reassigned"
-        );
-        *members = std::mem::take(live);
-        drop(members);
-        // Buckets this node just took over may hold runs due now.
-        self.wake.notify_one();
+    /// One step of the heartbeat service ([`Heartbeat::run_once`]).
+    pub async fn heartbeat_once(self: &Arc<Self>) -> Result<Vec<String>> {
+        Heartbeat::new(self).run_once().await
     }
 
     /// The job buckets this node owns (bit `b` = bucket `b`).
@@ -93,26 +30,133 @@ impl Engine {
         self.membership.members.lock().expect("members lock").clone()
     }
 
-    /// Delete finished runs, their logs and silent executors older than the retention
-    /// period, in bounded batches. Returns runs deleted.
-    pub async fn retention_once(&self) -> Result<u64> {
-        let before = self.now_ms() - self.cfg.retention_ms;
-        let mut total = 0;
-        loop {
-            let n = self.store.retention_cleanup(before, 500).await?;
-            total += n;
-            if n < 500 {
-                break;
-            }
-        }
-        if total > 0 {
-            tracing::info!(runs = total, "retention: old runs deleted");
-        }
-        Ok(total)
-    }
-
     /// Is claiming suspended because this node's clock disagrees with the database?
     pub fn clock_skewed(&self) -> bool {
         self.membership.skewed.load(Ordering::SeqCst)
+    }
+}
+
+/// The heartbeat service: every `heartbeat_ms`, one [`Heartbeat::run_once`], at a steady
+/// pace, never backing off: a node that backed off past `node_dead_ms` would be declared
+/// dead by the others while still working.
+pub(crate) struct Heartbeat {
+    engine: Arc<Engine>,
+    settings: HeartbeatSettings,
+}
+
+/// The heartbeat's settings: its slice of [`crate::EngineConfig`].
+#[derive(Debug, Clone)]
+pub(crate) struct HeartbeatSettings {
+    /// How often it beats (`heartbeat_ms`).
+    pub every: Duration,
+    /// This node's id and address, as the node list shows them (`node_id`, `address`).
+    pub node_id: String,
+    pub address: String,
+    /// Stop claiming while this node's clock is further than this from the database's.
+    pub max_clock_skew_ms: i64,
+    /// A node without a heartbeat for this long is dead (`node_dead_ms`).
+    pub node_dead_ms: i64,
+}
+
+impl Heartbeat {
+    pub(crate) fn new(engine: &Arc<Engine>) -> Self {
+        let cfg = &engine.cfg;
+        let settings = HeartbeatSettings {
+            every: Duration::from_millis(cfg.heartbeat_ms),
+            node_id: cfg.node_id.clone(),
+            address: cfg.address.clone(),
+            max_clock_skew_ms: cfg.max_clock_skew_ms,
+            node_dead_ms: cfg.node_dead_ms,
+        };
+        Heartbeat { engine: engine.clone(), settings }
+    }
+
+    /// Heartbeat into the database, check this node's clock against the database's,
+    /// and recover the claims of nodes that stopped heartbeating. Returns the dead nodes found.
+    pub(crate) async fn run_once(&self) -> Result<Vec<String>> {
+        let e = &self.engine;
+        let db_now = e.store.db_now_ms().await?;
+        let skew = e.now_ms() - db_now;
+        let too_far = skew.abs() > self.settings.max_clock_skew_ms;
+        let was = e.membership.skewed.swap(too_far, Ordering::SeqCst);
+        if too_far {
+            tracing::error!(
+                skew_ms = skew,
+                max_ms = self.settings.max_clock_skew_ms,
+                "this node's clock is too far from the database's: not claiming until it is fixed"
+            );
+        } else if was {
+            tracing::info!(skew_ms = skew, "clock back in line with the database: claiming again");
+        }
+        // Each its own transaction: one the database rolled back to break a deadlock (with
+        // another node reaping, say) is simply run again, not left for the next beat.
+        let (lateness_ms, misfired) = e.load.take_beat();
+        let beat = sundial_store::NodeBeat {
+            id: self.settings.node_id.clone(),
+            address: self.settings.address.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            claimed: e.fire.timer.len() as i64,
+            started_at_ms: e.life.started_at_ms,
+            lateness_ms,
+            backlog: e.fire.timer.due_by(e.now_ms()) as i64,
+            misfired: misfired as i64,
+        };
+        crate::retry_deadlock_only(|| e.store.node_heartbeat(&beat)).await?;
+        let dead =
+            crate::retry_deadlock_only(|| e.store.node_reap_dead(db_now - self.settings.node_dead_ms, e.now_ms()))
+                .await?;
+        for id in &dead {
+            tracing::warn!(node_id = %id, "node stopped heartbeating: its claims were handed back");
+        }
+        if !dead.is_empty() {
+            e.wake.notify_one();
+        }
+        let mut live = e.store.node_live_ids(db_now - self.settings.node_dead_ms).await?;
+        self.set_members(&mut live);
+        Ok(dead)
+    }
+
+    /// Recompute this node's share of the job buckets from the live node set (this node is
+    /// always in it: it is alive, whatever the database said when it was read).
+    fn set_members(&self, live: &mut Vec<String>) {
+        let e = &self.engine;
+        if !live.contains(&self.settings.node_id) {
+            live.push(self.settings.node_id.clone());
+        }
+        live.sort_unstable();
+        live.dedup();
+        let mut members = e.membership.members.lock().expect("members lock");
+        if *members == *live {
+            return;
+        }
+        let ring = Ring::new(live);
+        let mask = ring.mask_of(&self.settings.node_id);
+        e.membership.owned.store(mask, Ordering::SeqCst);
+        tracing::info!(
+            nodes = live.len(),
+            buckets = mask.count_ones(),
+            of = affinity::BUCKETS,
+            members = ?live,
+            "live node set changed: job buckets reassigned"
+        );
+        *members = std::mem::take(live);
+        drop(members);
+        // Buckets this node just took over may hold runs due now.
+        e.wake.notify_one();
+    }
+
+    /// Start the loop; it ends when `cancel` fires.
+    pub(crate) fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    _ = tokio::time::sleep(self.settings.every) => {}
+                }
+                if let Err(err) = self.run_once().await {
+                    tracing::warn!(error = %err, "heartbeat failed; retrying");
+                }
+            }
+        })
     }
 }

@@ -7,14 +7,14 @@ use std::time::Duration;
 use sundial_core::route::{Candidate, TrailEntry};
 use sundial_core::run_state::FailReason;
 use sundial_core::time::rfc3339_utc;
-use sundial_core::types::{ExecutorState, JobState, Route, RunState};
+use sundial_core::types::{ExecutorState, JobState, Route};
 use sundial_store::{AppRouting, AttemptTarget, DispatchDecision, FinishOutcome, Job, Run, ToDispatch};
 
 use crate::bulkhead::{Bulkheads, Saturated, Share};
+use crate::cancel::OpenExchange;
 use crate::outcome::finish_params;
-use crate::transport::{
-    Answer, CancelTarget, ExecutorResult, OpenExchange, candidates, delivery_body, is_registered, read_answer,
-};
+use crate::transport::{Answer, ExecutorResult, delivery_body, is_registered, read_answer};
+use crate::work::Work;
 use crate::{Counters, Engine, Result};
 
 /// What an HTTP exchange holds while it is open: one of the node's delivery slots and its
@@ -27,69 +27,17 @@ pub(crate) struct Slot {
 /// A dispatch transaction slower than this moves its runs' deadlines by its duration.
 const DISPATCH_SLOW_MS: i64 = 250;
 
-/// The exchange watch looks at exchanges open at least this long (most answer sooner).
-pub(crate) const WATCH_AFTER_MS: i64 = 1_000;
-
-/// What an attempt of a job runs.
-pub(crate) enum Work {
-    /// The job's handler, on an executor that serves it.
-    Handler,
-    /// A script job: the version this attempt runs (recorded on the run), on a runner.
-    Script(sundial_core::protocol::ScriptRef),
-    /// A script job whose script or pinned version is gone: the attempt fails, saying so.
-    ScriptGone(String),
-}
-
-impl Work {
-    /// The handler the attempt is routed by ([`script_handler`](sundial_core::route::script_handler) for a script).
-    pub(crate) fn handler(&self, job: &Job) -> Option<String> {
-        match self {
-            Work::Handler => job.handler.clone(),
-            Work::Script(s) => Some(sundial_core::route::script_handler(&s.runtime)),
-            Work::ScriptGone(_) => None,
-        }
-    }
+/// A run its dispatch transaction committed (`DispatchDecision::Dispatch`), on its way to
+/// the wire.
+struct Committed {
+    run: Run,
+    job: Arc<Job>,
+    webhook_id: String,
+    covered: Vec<Run>,
+    routing: Option<Arc<AppRouting>>,
 }
 
 impl Engine {
-    /// What this attempt of `job` runs: for a script job, the version is picked (the
-    /// pinned one, else the current one) and recorded on the run now.
-    pub(crate) async fn work_of(&self, run: &Run, job: &Job) -> Result<Work> {
-        let Some(script_id) = &job.script_id else {
-            return Ok(Work::Handler);
-        };
-        Ok(match self.store.script_pick_for_run(&run.id, script_id, job.script_version).await? {
-            Some(p) => Work::Script(sundial_core::protocol::ScriptRef {
-                id: p.script.id,
-                name: p.script.name,
-                runtime: p.script.runtime.as_str().to_string(),
-                version: p.version.version,
-                sha256: p.version.sha256,
-                timeout_ms: job.timeout_ms,
-                limits: job.script_limits.clone(),
-            }),
-            None => Work::ScriptGone(match job.script_version {
-                Some(v) => format!("script {script_id} has no version {v}"),
-                None => format!("script {script_id} no longer exists"),
-            }),
-        })
-    }
-
-    /// The candidates for an attempt of `job`: this node's built-in runner joins a script job's.
-    pub(crate) fn candidates_for(
-        &self,
-        job: &Job,
-        app: &sundial_store::App,
-        executors: &[sundial_store::Executor],
-        now: i64,
-    ) -> Vec<Candidate> {
-        let builtin = match (&job.script_id, &self.cfg.builtin_runner) {
-            (Some(_), Some(b)) => Some((self.cfg.node_id.as_str(), b)),
-            _ => None,
-        };
-        candidates(app, executors, now, self.cfg.executor_offline_ms, builtin)
-    }
-
     /// Dispatch claimed runs: one transaction commits every one that may go as
     /// `dispatching` (commit before send) and reads the apps and executors routing needs;
     /// then each run is routed and delivered in a task of its own. With `wait`, returns
@@ -152,28 +100,7 @@ impl Engine {
         self.note_dispatch_cost(committed - began, runs.len());
         // The deadlines were set from `now`; if the transaction ended well after it (lock
         // waits, a busy pool), that time must not count against the executor's timeout.
-        let took = committed - now;
-        if took > DISPATCH_SLOW_MS {
-            let sent: Vec<String> = decisions
-                .iter()
-                .filter(|(_, d)| matches!(d, DispatchDecision::Dispatch { .. }))
-                .map(|(id, _)| id.clone())
-                .collect();
-            if !sent.is_empty() {
-                crate::retry_deadlock(|| self.store.run_extend_dispatch(&sent, &self.cfg.node_id, took)).await?;
-                for (_, d) in &mut decisions {
-                    if let DispatchDecision::Dispatch { run, .. } = d {
-                        run.deadline_ms = run.deadline_ms.map(|t| t + took);
-                        run.lease_until_ms = run.lease_until_ms.map(|t| t + took);
-                    }
-                }
-                tracing::info!(
-                    runs = sent.len(),
-                    took_ms = took,
-                    "slow dispatch transaction: deadlines moved by its duration"
-                );
-            }
-        }
+        self.move_deadlines(&mut decisions, committed - now).await?;
         let now = committed;
         // Before any `Blocked` below is parked: a run of its job sent in this same batch wakes it.
         for (run_id, d) in &decisions {
@@ -212,64 +139,8 @@ impl Engine {
             let staged = permits.split(1);
             // Every decided run was in the batch: its instant is known.
             let (due_ms, seq) = instant.get(&run_id).copied().unwrap_or((now, 0));
-            let e = self.clone();
-            let h = self.fire.deliveries.spawn(async move {
-                let _staged = staged;
-                let mut run = run;
-                let run_id = run.id.clone();
-                // Taken from the timer ahead by the dispatch lead: committed, it goes out at the
-                // instant it was due in the timer (its fire time, or a retry's end of backoff), not before.
-                // Never before the run's own instant either (a run let go again after waiting
-                // behind its job's previous run may be popped before it).
-                // Waiting runs leave in the order they were popped (tenants take turns at an
-                // instant), not in the order the runtime wakes sleepers: instant_gate.rs.
-                let due_ms = due_ms.max(run.scheduled_at_ms);
-                let early = due_ms - e.now_ms();
-                if early > 0 {
-                    let early = Duration::from_millis(early.min(e.cfg.max_dispatch_lead_ms.max(0)) as u64);
-                    let _ = e.fire.gate.enter(due_ms, seq, early).await;
-                }
-                let gate_ms = e.now_ms();
-                // The app's and tenant's share of the slots first (a sharded run's shards each
-                // take theirs): a hung executor holds only its own app's share.
-                let share = if job.route == Route::Sharding || run.shard_total.is_some() {
-                    None
-                } else {
-                    let wait = Bulkheads::wait_for(job.timeout_ms);
-                    let quota = e.fire.tenant_quotas.max_inflight(e.store.as_ref(), &job.tenant_id, e.now_ms()).await;
-                    match e.fire.bulkheads.acquire(&job.tenant_id, &job.app_id, quota, wait).await {
-                        Ok(share) => Some(share),
-                        Err(why) => {
-                            Counters::add(&e.counters.saturated, 1);
-                            if let Err(err) = e.fail_unsent(run, &job, why).await {
-                                tracing::warn!(run_id = %run_id, error = %err, "could not record an attempt not sent; its lease will bring it back");
-                            }
-                            let now = e.now_ms();
-                            e.fire.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
-                            return;
-                        }
-                    }
-                };
-                let share_ms = e.now_ms();
-                let slot = match e.delivery_slot(&mut run, due_ms, job.timeout_ms).await {
-                    Ok(p) => p,
-                    Err(err) => {
-                        tracing::warn!(run_id = %run_id, error = %err, "could not extend a waiting delivery; its lease will bring it back");
-                        let now = e.now_ms();
-                        e.fire.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
-                        return;
-                    }
-                };
-                let sent_ms = e.now_ms();
-                e.load.note_sent(sent_ms - due_ms);
-                stages.note_late(&run_id, (due_ms, run.scheduled_at_ms), [gate_ms, share_ms, sent_ms]);
-                let slot = Slot { _global: slot, _share: share };
-                if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref(), slot).await {
-                    tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
-                }
-                let now = e.now_ms();
-                e.fire.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
-            });
+            let run = Committed { run, job, webhook_id, covered, routing };
+            let h = self.fire.deliveries.spawn(self.clone().deliver_committed(run, (due_ms, seq), stages, staged));
             if wait {
                 handles.push(h);
             }
@@ -279,6 +150,101 @@ impl Engine {
             let _ = h.await;
         }
         Ok(())
+    }
+
+    /// The deadlines were set from the transaction's `now`; if it ended `took` ms after it
+    /// (lock waits, a busy pool) and that is over [`DISPATCH_SLOW_MS`], that time must not
+    /// count against the executor's timeout: the dispatched runs' deadlines and leases move.
+    async fn move_deadlines(&self, decisions: &mut [(String, DispatchDecision)], took: i64) -> Result<()> {
+        if took <= DISPATCH_SLOW_MS {
+            return Ok(());
+        }
+        let sent: Vec<String> = decisions
+            .iter()
+            .filter(|(_, d)| matches!(d, DispatchDecision::Dispatch { .. }))
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !sent.is_empty() {
+            crate::retry_deadlock(|| self.store.run_extend_dispatch(&sent, &self.cfg.node_id, took)).await?;
+            for (_, d) in decisions.iter_mut() {
+                if let DispatchDecision::Dispatch { run, .. } = d {
+                    run.deadline_ms = run.deadline_ms.map(|t| t + took);
+                    run.lease_until_ms = run.lease_until_ms.map(|t| t + took);
+                }
+            }
+            tracing::info!(
+                runs = sent.len(),
+                took_ms = took,
+                "slow dispatch transaction: deadlines moved by its duration"
+            );
+        }
+        Ok(())
+    }
+
+    /// Take one committed run to the wire: wait for its instant (in pop order), its app's
+    /// and tenant's share, a delivery slot; then deliver it, and tell the timer it is over.
+    async fn deliver_committed(
+        self: Arc<Self>,
+        committed: Committed,
+        (due_ms, seq): (i64, u64),
+        stages: Stages,
+        _staged: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) {
+        let e = self;
+        let Committed { mut run, job, webhook_id, covered, routing } = committed;
+        let run_id = run.id.clone();
+        // Taken from the timer ahead by the dispatch lead: committed, it goes out at the
+        // instant it was due in the timer (its fire time, or a retry's end of backoff), not before.
+        // Never before the run's own instant either (a run let go again after waiting
+        // behind its job's previous run may be popped before it).
+        // Waiting runs leave in the order they were popped (tenants take turns at an
+        // instant), not in the order the runtime wakes sleepers: instant_gate.rs.
+        let due_ms = due_ms.max(run.scheduled_at_ms);
+        let early = due_ms - e.now_ms();
+        if early > 0 {
+            let early = Duration::from_millis(early.min(e.cfg.max_dispatch_lead_ms.max(0)) as u64);
+            let _ = e.fire.gate.enter(due_ms, seq, early).await;
+        }
+        let gate_ms = e.now_ms();
+        // The app's and tenant's share of the slots first (a sharded run's shards each
+        // take theirs): a hung executor holds only its own app's share.
+        let share = if job.route == Route::Sharding || run.shard_total.is_some() {
+            None
+        } else {
+            let wait = Bulkheads::wait_for(job.timeout_ms);
+            let quota = e.fire.tenant_quotas.max_inflight(e.store.as_ref(), &job.tenant_id, e.now_ms()).await;
+            match e.fire.bulkheads.acquire(&job.tenant_id, &job.app_id, quota, wait).await {
+                Ok(share) => Some(share),
+                Err(why) => {
+                    Counters::add(&e.counters.saturated, 1);
+                    if let Err(err) = e.fail_unsent(run, &job, why).await {
+                        tracing::warn!(run_id = %run_id, error = %err, "could not record an attempt not sent; its lease will bring it back");
+                    }
+                    let now = e.now_ms();
+                    e.fire.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
+                    return;
+                }
+            }
+        };
+        let share_ms = e.now_ms();
+        let slot = match e.delivery_slot(&mut run, due_ms, job.timeout_ms).await {
+            Ok(p) => p,
+            Err(err) => {
+                tracing::warn!(run_id = %run_id, error = %err, "could not extend a waiting delivery; its lease will bring it back");
+                let now = e.now_ms();
+                e.fire.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
+                return;
+            }
+        };
+        let sent_ms = e.now_ms();
+        e.load.note_sent(sent_ms - due_ms);
+        stages.note_late(&run_id, (due_ms, run.scheduled_at_ms), [gate_ms, share_ms, sent_ms]);
+        let slot = Slot { _global: slot, _share: share };
+        if let Err(err) = e.deliver(run, job, webhook_id, covered, routing.as_deref(), slot).await {
+            tracing::warn!(run_id = %run_id, error = %err, "delivery failed; the run's lease will bring it back");
+        }
+        let now = e.now_ms();
+        e.fire.timer.after_dispatch(&run_id, now, now + e.cfg.lease_ms);
     }
 
     /// A delivery slot for a committed run. Waiting for it is normally short (only runs
@@ -324,6 +290,11 @@ impl Engine {
     }
 
     /// Route and deliver one attempt committed as `dispatching`, and record the answer.
+    ///
+    /// Longer than 100 lines on purpose: one attempt read top to bottom (its body, the
+    /// `'replan` loop over the route's targets, the answer recorded), the loop sharing the
+    /// trail, the candidates, the chosen target and the answer; its deadline arithmetic is
+    /// moving to `sundial-core` in a parallel change, which a split here would conflict with.
     async fn deliver(
         self: &Arc<Self>,
         run: Run,
@@ -497,43 +468,6 @@ impl Engine {
         // is recorded (by this node: the write was won), it gets a cancel in the background.
         let timed_out = !result.succeeded && result.reason == FailReason::Timeout && chosen.is_some();
         self.record(run, &job, result, target, timed_out).await
-    }
-
-    /// One turn of the exchange watch: the runs of this node's synchronous exchanges open
-    /// longer than [`WATCH_AFTER_MS`] are read in one query, and each found cancelled at that
-    /// attempt (through the API of another node, a chain cancel, a covering run) gets its
-    /// signed cancel, once. A cancel made on this node was sent already. Returns how many
-    /// cancels were queued.
-    pub async fn watch_exchanges_once(&self) -> Result<usize> {
-        let open = self.calls.cancels.exchanges();
-        let watched = open.uncancelled_since(self.now_ms() - WATCH_AFTER_MS);
-        if watched.is_empty() {
-            return Ok(0);
-        }
-        let ids: Vec<String> = watched.iter().map(|(id, _)| id.clone()).collect();
-        let states: std::collections::HashMap<String, (RunState, i64)> =
-            self.store.run_states(&ids).await?.into_iter().map(|(id, state, attempt)| (id, (state, attempt))).collect();
-        let mut sent = 0;
-        for (run_id, ex) in watched {
-            if states.get(&run_id) != Some(&(RunState::Cancelled, ex.attempt)) {
-                continue;
-            }
-            if let Some(ex) = open.take_for_cancel(&run_id, ex.attempt) {
-                tracing::info!(
-                    run_id,
-                    attempt = ex.attempt,
-                    "run cancelled while its exchange is open; cancelling it at the executor"
-                );
-                self.calls.cancels.cancel(CancelTarget::Open {
-                    app: ex.app,
-                    run_id,
-                    attempt: ex.attempt,
-                    address: ex.address,
-                });
-                sent += 1;
-            }
-        }
-        Ok(sent)
     }
 
     /// Record an attempt's result through the group commit (the failure policy applied),

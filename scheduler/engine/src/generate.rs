@@ -85,7 +85,27 @@ pub(crate) fn plan_runs(job: &Job, schedule: &Schedule, from: i64, until: i64, n
     runs
 }
 
+/// Time allowed for a generated run's insert to commit, in the margin of
+/// [`Engine::insert_claim_margin_ms`].
+const INSERT_COMMIT_MS: i64 = 1_000;
+
 impl Engine {
+    /// A run the generator writes due within the claim window plus this margin is written
+    /// claimed by its node (and goes into its timer at once) instead of `pending`: no peek
+    /// cursor, which is at most the claim window ahead of its node's clock, can have passed
+    /// it. The margin is the clock skew nodes tolerate ([`crate::EngineConfig::max_clock_skew_ms`],
+    /// 2 s by default, at most 10 s counted) plus 1 s for the insert to commit. An insert
+    /// slower than that to commit may leave a fire below a cursor: the claim's backstop
+    /// fires it after the affinity grace, late but never lost.
+    pub(crate) fn insert_claim_margin_ms(&self) -> i64 {
+        self.cfg.max_clock_skew_ms.clamp(0, 10_000) + INSERT_COMMIT_MS
+    }
+
+    /// Parse a stored schedule (stored specs are canonical, so this does not fail in practice).
+    pub(crate) fn schedule_of(job: &sundial_store::Job) -> Option<Schedule> {
+        Schedule::parse(&job.schedule, job.created_at_ms).ok()
+    }
+
     /// Runs about to be written that are due by `soon` are written claimed by this node
     /// (`queued`, with a lease) instead of `pending`, at most `room` of them (the timer's free
     /// capacity, counted down): see [`Engine::insert_claim_margin_ms`].
@@ -314,5 +334,42 @@ pub(crate) mod tests {
         let kept_missed =
             runs.iter().filter(|r| r.state == RunState::Pending && r.scheduled_at_ms < now - 5000).count();
         assert_eq!(kept_missed, 25, "fires within 30 s but older than the 5 s threshold");
+    }
+}
+
+/// The generator service: every second, [`Engine::generate_once`] (pre-generation).
+pub(crate) struct Generator {
+    engine: std::sync::Arc<Engine>,
+    settings: GeneratorSettings,
+}
+
+/// The generator's settings. Its step reads `horizon_ms`, `claim_window_ms`, `capacity`, `lease_ms`, `max_clock_skew_ms` and `node_id` from [`crate::EngineConfig`].
+#[derive(Debug, Clone)]
+pub(crate) struct GeneratorSettings {
+    /// How often it runs (1 s; backing off on failure).
+    pub every: std::time::Duration,
+}
+
+impl Generator {
+    pub(crate) fn new(engine: &std::sync::Arc<Engine>) -> Self {
+        Generator {
+            engine: engine.clone(),
+            settings: GeneratorSettings { every: std::time::Duration::from_millis(1000) },
+        }
+    }
+
+    /// One step: [`Engine::generate_once`].
+    pub(crate) async fn run_once(&self) -> Result<usize> {
+        self.engine.generate_once().await
+    }
+
+    /// Start the loop; it ends when `cancel` fires.
+    pub(crate) fn spawn(self, cancel: tokio_util::sync::CancellationToken) -> tokio::task::JoinHandle<()> {
+        let every = self.settings.every;
+        let me = std::sync::Arc::new(self);
+        crate::service::every("generator", every, cancel, move || {
+            let me = me.clone();
+            async move { me.run_once().await.map(|_| ()) }
+        })
     }
 }

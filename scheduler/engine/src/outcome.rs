@@ -2,13 +2,11 @@
 //! through the store's conditional update; and the reaper for runs nobody finishes.
 
 use rand::Rng;
-use sundial_core::run_state::FailReason;
 use sundial_core::types::{BackoffKind, FailurePolicyKind};
 use sundial_store::{AttemptResult, AttemptTarget, FinishAttempt, FinishOutcome, Job, Store};
 use tokio::sync::oneshot;
 
 pub use crate::transport::ExecutorResult;
-use crate::{Engine, Result};
 
 /// Delay before attempt `attempt + 1` after attempt `attempt` failed, or `None` if
 /// the failure policy allows no more attempts. `unit` in [0, 1) drives the jitter.
@@ -145,66 +143,6 @@ impl FinishBatcher {
             }
             drop(writing);
         }
-    }
-}
-
-impl Engine {
-    /// Fail `running` runs whose deadline (plus grace) passed, with reason `timeout`, then
-    /// queue a best-effort signed cancel to their executor (only for the attempts this node
-    /// failed: the loser of a race has nothing to cancel, and no one waits for the cancel),
-    /// and runs whose executor went silent, with reason `lost`. Only the runs of this
-    /// node's job buckets: each overdue run is reaped by one node, which takes over a dead
-    /// node's buckets with the rest of its share. Returns how many.
-    pub async fn reap_once(&self) -> Result<usize> {
-        let now = self.now_ms();
-        let mine = self.owned_buckets();
-        let overdue = self.store.run_overdue(now - self.cfg.reaper_grace_ms, mine, 500).await?;
-        let mut n = 0;
-        for run in overdue {
-            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
-                continue;
-            };
-            let result = ExecutorResult {
-                retry: true,
-                succeeded: false,
-                reason: FailReason::Timeout,
-                output: None,
-                message: Some(format!("no result within timeout_ms = {}", job.timeout_ms)),
-            };
-            if matches!(
-                finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, now).await?,
-                FinishOutcome::Applied { .. }
-            ) {
-                self.calls.cancels.cancel_run(&run);
-                n += 1;
-            }
-        }
-        // Executors silent past the grace period lose their runs (a missed heartbeat or two is not enough).
-        let lost = self.store.run_on_silent_executors(now - self.cfg.executor_lost_ms, mine, 500).await?;
-        for run in lost {
-            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else { continue };
-            let result = ExecutorResult {
-                retry: true,
-                succeeded: false,
-                reason: FailReason::Lost,
-                output: None,
-                message: Some(format!("the executor sent no heartbeat for {} ms", self.cfg.executor_lost_ms)),
-            };
-            if matches!(
-                finish_attempt(self.store.as_ref(), &job, &run.id, run.attempt, result, now).await?,
-                FinishOutcome::Applied { .. }
-            ) {
-                tracing::warn!(run_id = %run.id, "executor lost; attempt failed");
-                n += 1;
-            }
-        }
-        n += self.reap_shards(now).await?;
-        // Seen webhook ids only matter inside the signature tolerance window.
-        self.store.webhook_forget(now - 2 * sundial_core::signing::TOLERANCE_SECS * 1000).await?;
-        if n > 0 {
-            self.wake.notify_one();
-        }
-        Ok(n)
     }
 }
 

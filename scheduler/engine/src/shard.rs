@@ -10,13 +10,13 @@
 //!   the run is `running`.
 //! - **Each shard retries on its own**, with the job's failure policy counted in that
 //!   shard's attempts: a failed shard is `retrying` until its `next_attempt_at_ms`; the
-//!   shard-retry duty ([`Engine::shard_retry_once`]) starts its next attempt with a
+//!   shard-retry service ([`Engine::shard_retry_once`], `shard_retry.rs`) starts its next attempt with a
 //!   conditional update (one node wins), commits, then sends it to the shard's executor
 //!   if still eligible, else to another eligible one.
 //! - **The run follows its shards** (in the store's `shard_finish`): `succeeded` when all
 //!   have, `failed` as soon as one failed for good (its open shards are cancelled, and
 //!   their executors get a best-effort signed cancel).
-//! - **Timeouts and lost executors** are reaped per shard ([`Engine::reap_once`]).
+//! - **Timeouts and lost executors** are reaped per shard ([`Engine::reap_once`], `reaper.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,14 +27,14 @@ use sundial_core::run_state::FailReason;
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::{ExecutorState, JobState, Route, RunState};
 use sundial_store::{
-    App, AttemptResult, FinishShard, Job, Run, ShardDelivery, ShardFinishOutcome, ShardFreeze, ShardRetryBegin,
-    ShardTarget, Store,
+    App, AttemptResult, FinishShard, Job, Run, ShardDelivery, ShardFinishOutcome, ShardFreeze, ShardTarget, Store,
 };
 use tokio::task::JoinSet;
 
-use crate::delivery::Work;
+use crate::cancel::CancelTarget;
 use crate::outcome::{finish_attempt, retry_delay_ms};
-use crate::transport::{Answer, CancelTarget, ExecutorResult, is_registered, read_answer, shard_delivery_body};
+use crate::transport::{Answer, ExecutorResult, is_registered, read_answer, shard_delivery_body};
+use crate::work::Work;
 use sundial_core::protocol::ScriptRef;
 
 /// What [`Engine::shard_plan`] decides: the app, the eligible executors, the trail, and a
@@ -84,24 +84,24 @@ pub async fn finish_shard(
     Ok(outcome)
 }
 
-fn target_of(c: &Candidate) -> ShardTarget {
+pub(crate) fn target_of(c: &Candidate) -> ShardTarget {
     ShardTarget { executor_id: c.id.clone(), address: c.address.clone() }
 }
 
 /// The executors a route passed over (offline, lacking the handler): the start of every shard's trail.
-fn passed_over(trail: &[TrailEntry]) -> Vec<TrailEntry> {
+pub(crate) fn passed_over(trail: &[TrailEntry]) -> Vec<TrailEntry> {
     trail.iter().filter(|t| t.outcome != outcome::CHOSEN).cloned().collect()
 }
 
 /// What sending one shard attempt came to.
-struct Sent {
+pub(crate) struct Sent {
     retired: bool,
 }
 
 impl Engine {
     /// The app, its candidates, and the sharding plan (eligible executors and trail) now;
     /// for a script job, the script version the shards run (recorded on the run).
-    async fn shard_plan(&self, run: &Run, job: &Job) -> Result<ShardPlan> {
+    pub(crate) async fn shard_plan(&self, run: &Run, job: &Job) -> Result<ShardPlan> {
         let now = self.now_ms();
         let app = self.store.app_by_id(&job.app_id).await?;
         let Some(a) = &app else {
@@ -191,7 +191,10 @@ impl Engine {
     }
 
     /// Send one committed shard attempt, record its trail and what the answer means.
-    async fn send_shard(
+    ///
+    /// Longer than 100 lines on purpose: like `delivery.rs`'s `deliver`, one attempt read top
+    /// to bottom (its share and slot, the POST, the answer's meaning, its trail).
+    pub(crate) async fn send_shard(
         &self,
         run: &Run,
         job: &Job,
@@ -338,7 +341,7 @@ impl Engine {
     }
 
     /// Record a shard attempt's end; if that ended the run, cancel what is still out, or wake the claimer for children.
-    async fn after_finish(
+    pub(crate) async fn after_finish(
         &self,
         job: &Job,
         run: &Run,
@@ -357,111 +360,5 @@ impl Engine {
             self.wake.notify_one(); // child runs are due now
         }
         Ok(true)
-    }
-
-    /// Start the next attempt of every due `retrying` shard this node wins, then send it
-    /// to the shard's executor if it is still eligible, else to another eligible one.
-    /// Returns how many attempts were started. With `wait`, deliveries finish before this
-    /// returns (tests); otherwise they run as tasks.
-    pub async fn shard_retry_once(self: &Arc<Self>, wait: bool) -> Result<usize> {
-        if self.clock_skewed() {
-            return Ok(0); // backoffs are judged by this node's clock: not while it is off
-        }
-        let now = self.now_ms();
-        let due = self.store.shard_due_retries(now, 100).await?;
-        let mut started = 0;
-        let mut tasks = JoinSet::new();
-        for (run, shard) in due {
-            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
-                self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
-                continue;
-            };
-            let (app, eligible, trail, script) = self.shard_plan(&run, &job).await?;
-            let target = eligible
-                .iter()
-                .find(|c| shard.executor_id.as_deref() == Some(c.id.as_str()))
-                .or_else(|| eligible.get(shard.shard_index as usize % eligible.len().max(1)));
-            let begin = ShardRetryBegin {
-                run_id: run.id.clone(),
-                shard_index: shard.shard_index,
-                attempt: shard.attempt,
-                target: target.map(target_of),
-                deadline_ms: now + job.timeout_ms,
-                now_ms: now,
-            };
-            let Some(d) = crate::retry_deadlock(|| self.store.shard_retry_begin(&begin)).await? else {
-                continue; // another node started it, or the run ended
-            };
-            started += 1;
-            let total = run.shard_total.unwrap_or(1);
-            let permit = self.inflight_permit().await;
-            let (e, trail) = (self.clone(), passed_over(&trail));
-            tasks.spawn(async move {
-                let _permit = permit;
-                if let Err(err) = e.send_shard(&run, &job, (app.as_ref(), script.as_ref()), total, &d, trail).await {
-                    tracing::warn!(run_id = %run.id, shard = d.shard.shard_index, error = %err,
-                        "shard retry not recorded; its deadline brings it back");
-                }
-            });
-        }
-        if wait {
-            while tasks.join_next().await.is_some() {}
-        } else {
-            tasks.detach_all();
-        }
-        Ok(started)
-    }
-
-    /// The reaper's part for shards: a shard past its deadline (plus grace) gets a signed
-    /// cancel and fails `timeout`; one whose executor went silent fails `lost`; each then
-    /// follows its own retry policy. Returns how many shard attempts were failed.
-    pub(crate) async fn reap_shards(&self, now: i64) -> Result<usize> {
-        let mut n = 0;
-        let mine = self.owned_buckets();
-        for (run, shard) in self.store.shard_overdue(now - self.cfg.reaper_grace_ms, mine, 500).await? {
-            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
-                self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
-                continue;
-            };
-            let result = ExecutorResult {
-                retry: true,
-                succeeded: false,
-                reason: FailReason::Timeout,
-                output: None,
-                message: Some(format!("no result within timeout_ms = {}", job.timeout_ms)),
-            };
-            if self.after_finish(&job, &run, shard.shard_index, shard.attempt, result).await? {
-                // Failed by this node: its executor gets a cancel in the background.
-                if let (Some(address), Ok(Some(app))) = (&shard.address, self.store.app_by_id(&job.app_id).await) {
-                    self.calls.cancels.cancel(CancelTarget::Shard {
-                        app,
-                        run_id: run.id.clone(),
-                        shard_index: shard.shard_index,
-                        attempt: shard.attempt,
-                        address: address.clone(),
-                    });
-                }
-                n += 1;
-            }
-        }
-        let lost = self.store.shard_on_silent_executors(now - self.cfg.executor_lost_ms, mine, 500).await?;
-        for (run, shard) in lost {
-            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
-                self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
-                continue;
-            };
-            let result = ExecutorResult {
-                retry: true,
-                succeeded: false,
-                reason: FailReason::Lost,
-                output: None,
-                message: Some(format!("the executor sent no heartbeat for {} ms", self.cfg.executor_lost_ms)),
-            };
-            if self.after_finish(&job, &run, shard.shard_index, shard.attempt, result).await? {
-                tracing::warn!(run_id = %run.id, shard = shard.shard_index, "executor lost; shard attempt failed");
-                n += 1;
-            }
-        }
-        Ok(n)
     }
 }
