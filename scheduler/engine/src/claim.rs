@@ -12,9 +12,9 @@ use sundial_store::{ClaimParams, PeekParams, Run};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::misfire::LateFire;
 use crate::stats::Counters;
 use crate::{Engine, EngineError, Result};
+use sundial_core::misfire::LateFire;
 
 /// Where this node's peek stopped: the last (scheduled at, id) read, for the buckets `mask`.
 #[derive(Debug, Default)]

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sundial_core::dispatch::deadline_ms;
 use sundial_core::route::{Candidate, TrailEntry};
 use sundial_core::run_state::FailReason;
 use sundial_core::time::rfc3339_utc;
@@ -364,7 +365,7 @@ impl Engine {
                 if posted_at - run.scheduled_at_ms > crate::LATENESS_NOTED_MS {
                     tracing::debug!(target: "sundial_engine::lateness", run_id = %run.id, late_ms = posted_at - run.scheduled_at_ms, "posting late");
                 }
-                let remaining = (run.deadline_ms.unwrap_or(now + job.timeout_ms) - self.now_ms()).max(1);
+                let remaining = (run.deadline_ms.unwrap_or(deadline_ms(now, job.timeout_ms)) - self.now_ms()).max(1);
                 // Open until the answer is read (the guard leaves on every path): a cancel of
                 // this run finds the exchange's address here before any is stored.
                 let _open = self.calls.cancels.exchanges().open(

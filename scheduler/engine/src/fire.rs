@@ -8,9 +8,10 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use crate::Engine;
-use crate::misfire::{LATE_POP_MS, LateFire};
+use crate::misfire::LATE_POP_MS;
 use crate::stats::Counters;
 use crate::timer::Popped;
+use sundial_core::misfire::LateFire;
 
 /// Runs per dispatch transaction at most.
 pub(crate) const DISPATCH_BATCH: usize = 256;

@@ -1,7 +1,7 @@
 //! Pre-generation: runs for the horizon ahead are written to the store under their
 //! unique fire key, so dispatch needs no computation on the hot path.
 
-use sundial_core::job::{DEFAULT_CATCHUP_WINDOW_MS, DEFAULT_MAX_CATCHUP, DEFAULT_MISFIRE_THRESHOLD_MS};
+use sundial_core::misfire::{CatchUp, catch_up};
 use sundial_core::run_state::RunEvent;
 use sundial_core::schedule::Schedule;
 use sundial_core::time::rfc3339_utc;
@@ -56,15 +56,8 @@ pub(crate) fn schedule_run(job: &Job, at_ms: i64, now_ms: i64) -> Run {
 /// misfire threshold) beyond the catch-up window or the per-job cap are not written one
 /// by one: one `expired` record carries their count.
 pub(crate) fn plan_runs(job: &Job, schedule: &Schedule, from: i64, until: i64, now: i64) -> Vec<Run> {
-    let threshold = job.misfire.threshold_ms.unwrap_or(DEFAULT_MISFIRE_THRESHOLD_MS);
-    let window = job.misfire.catchup_window_ms.unwrap_or(DEFAULT_CATCHUP_WINDOW_MS);
-    let cap = job.misfire.max_catchup.unwrap_or(DEFAULT_MAX_CATCHUP).max(1) as usize;
     let fires = schedule.fires_between(from, until, MAX_WALK);
-    let missed_end = fires.partition_point(|t| *t < now - threshold);
-    let (missed, upcoming) = fires.split_at(missed_end);
-    // Keep the most recent missed fires inside the window, at most `cap`; count the rest.
-    let keep_from = missed.partition_point(|t| *t < now - window).max(missed.len().saturating_sub(cap));
-    let (dropped, kept) = missed.split_at(keep_from);
+    let CatchUp { dropped, kept, upcoming } = catch_up(&job.misfire, &fires, now);
     let mut runs = Vec::with_capacity(kept.len() + upcoming.len() + 1);
     if let (Some(first), Some(last)) = (dropped.first(), dropped.last()) {
         let mut r = schedule_run(job, *first, now);
@@ -210,13 +203,6 @@ impl Engine {
             tracing::debug!(runs = written, "runs generated");
         }
         Ok(written)
-    }
-}
-
-#[cfg(test)]
-pub(crate) mod tests_support {
-    pub fn job() -> sundial_store::Job {
-        super::tests::job(sundial_core::types::MisfirePolicy::FireAll, 3_600_000, 100).0
     }
 }
 

@@ -6,7 +6,8 @@
 //! `UPDATE` per chunk of the fires it drops, never one round trip (or one log line) per
 //! fire, so the backlog goes at the speed of a few statements and fresh fires are on time
 //! again within seconds. What the policy drops is written `expired` (nothing is lost
-//! silently); what it keeps is delivered late.
+//! silently); what it keeps is delivered late. The policies themselves are
+//! `sundial_core::misfire::decide`.
 //!
 //! [`Load`] counts lateness and expiries: a rate-limited WARN says the node is behind (with
 //! counts, the worst lateness and the backlog), and the heartbeat publishes the figures in
@@ -15,8 +16,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
 
-use sundial_core::job::{DEFAULT_CATCHUP_WINDOW_MS, DEFAULT_MISFIRE_THRESHOLD_MS, MisfireSpec};
-use sundial_core::types::MisfirePolicy;
+use sundial_core::job::MisfireSpec;
+use sundial_core::misfire::{LateFire, decide};
 
 use crate::{Engine, Result};
 
@@ -28,93 +29,6 @@ pub(crate) const LATE_POP_MS: i64 = 1_000;
 const LATE_WARN_MS: i64 = 1_000;
 /// At most one "behind" WARN line per this many ms.
 const REPORT_EVERY_MS: i64 = 10_000;
-
-/// A schedule fire past its instant, for [`Engine::settle_late`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LateFire {
-    pub id: String,
-    pub job_id: String,
-    pub scheduled_at_ms: i64,
-}
-
-/// What the misfire policies decided for a batch of late fires.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Settled {
-    /// Fires to deliver, late.
-    pub keep: Vec<String>,
-    /// Fires to write `expired`, by message (one statement per message and chunk).
-    pub expire: BTreeMap<String, Vec<String>>,
-}
-
-/// Decide a batch of late fires by their jobs' misfire specs (pure; `later_fire(job, at,
-/// before)` tells whether a later fire of the job has gone already or is missed too, i.e.
-/// scheduled before `before`, for `fire_once`).
-/// A fire whose job is unknown is kept: its dispatch finds the job gone and cancels it.
-pub(crate) fn decide(
-    fires: &[LateFire],
-    specs: &HashMap<String, MisfireSpec>,
-    now_ms: i64,
-    mut later_fire: impl FnMut(&str, i64, i64) -> bool,
-) -> Settled {
-    let mut by_job: BTreeMap<&str, Vec<&LateFire>> = BTreeMap::new();
-    for f in fires {
-        by_job.entry(f.job_id.as_str()).or_default().push(f);
-    }
-    let mut out = Settled::default();
-    for (job_id, mut fs) in by_job {
-        fs.sort_by_key(|f| (f.scheduled_at_ms, f.id.clone()));
-        let Some(spec) = specs.get(job_id) else {
-            out.keep.extend(fs.iter().map(|f| f.id.clone()));
-            continue;
-        };
-        let threshold = spec.threshold_ms.unwrap_or(DEFAULT_MISFIRE_THRESHOLD_MS);
-        let window = spec.catchup_window_ms.unwrap_or(DEFAULT_CATCHUP_WINDOW_MS);
-        let (missed, fresh): (Vec<&LateFire>, Vec<&LateFire>) =
-            fs.iter().partition(|f| now_ms - f.scheduled_at_ms > threshold);
-        out.keep.extend(fresh.iter().map(|f| f.id.clone()));
-        let mut drop = |msg: String, f: &LateFire| out.expire.entry(msg).or_default().push(f.id.clone());
-        match spec.policy {
-            MisfirePolicy::Skip => {
-                for f in &missed {
-                    drop(
-                        format!("missed by more than the misfire threshold of {threshold} ms; misfire policy skip"),
-                        f,
-                    );
-                }
-            }
-            MisfirePolicy::FireAll => {
-                for f in &missed {
-                    if now_ms - f.scheduled_at_ms > window {
-                        drop(
-                            format!("missed by more than the catch-up window of {window} ms; misfire policy fire_all"),
-                            f,
-                        );
-                    } else {
-                        out.keep.push(f.id.clone());
-                    }
-                }
-            }
-            MisfirePolicy::FireOnce => {
-                let msg = format!(
-                    "missed by more than the misfire threshold of {threshold} ms; fire_once fires only the latest missed fire"
-                );
-                if let Some((last, earlier)) = missed.split_last() {
-                    for f in earlier {
-                        drop(msg.clone(), f);
-                    }
-                    // Collapsed into the latest *missed* fire: fresher fires (within the
-                    // threshold) go as well, they are not misfires.
-                    if later_fire(job_id, last.scheduled_at_ms, now_ms - threshold) {
-                        drop(msg, last);
-                    } else {
-                        out.keep.push(last.id.clone());
-                    }
-                }
-            }
-        }
-    }
-    out
-}
 
 /// Lateness and expiries of this node: for the heartbeat (per beat) and the WARN line
 /// (per report interval).
@@ -299,60 +213,6 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fire(job: &str, at: i64) -> LateFire {
-        LateFire { id: format!("{job}@{at}"), job_id: job.into(), scheduled_at_ms: at }
-    }
-
-    fn spec(policy: MisfirePolicy) -> MisfireSpec {
-        MisfireSpec { policy, threshold_ms: Some(5_000), catchup_window_ms: Some(60_000), max_catchup: None }
-    }
-
-    #[test]
-    fn each_policy_decides_a_backlog_in_one_pass() {
-        let now = 100_000;
-        let fires: Vec<LateFire> =
-            [("s", 80_000), ("s", 90_000), ("s", 97_000), ("o", 80_000), ("o", 90_000), ("a", 30_000), ("a", 90_000)]
-                .iter()
-                .map(|(j, t)| fire(j, *t))
-                .collect();
-        let specs = HashMap::from([
-            ("s".to_string(), spec(MisfirePolicy::Skip)),
-            ("o".to_string(), spec(MisfirePolicy::FireOnce)),
-            ("a".to_string(), spec(MisfirePolicy::FireAll)),
-        ]);
-        let d = decide(&fires, &specs, now, |_, _, _| false);
-        let mut keep = d.keep.clone();
-        keep.sort();
-        // skip: the two missed fires expire, the one within the threshold goes; fire_once: only
-        // the latest missed fire goes; fire_all: the fire beyond the window expires.
-        assert_eq!(keep, ["a@90000", "o@90000", "s@97000"]);
-        let expired: Vec<String> = d.expire.values().flatten().cloned().collect();
-        assert_eq!(expired.len(), 4);
-        assert_eq!(d.expire.len(), 3, "one message (one statement) per policy and threshold");
-    }
-
-    #[test]
-    fn fire_once_drops_the_latest_too_when_a_later_fire_exists() {
-        let specs = HashMap::from([("o".to_string(), spec(MisfirePolicy::FireOnce))]);
-        let d = decide(&[fire("o", 10_000)], &specs, 100_000, |job, at, before| {
-            assert_eq!((job, at, before), ("o", 10_000, 95_000));
-            true
-        });
-        assert!(d.keep.is_empty());
-        // A fresh fire of the job (within the threshold) is no misfire: the latest missed
-        // fire still goes, and so does the fresh one.
-        let d = decide(&[fire("o", 10_000), fire("o", 99_000)], &specs, 100_000, |_, _, _| false);
-        let mut keep = d.keep.clone();
-        keep.sort();
-        assert_eq!(keep, ["o@10000", "o@99000"]);
-    }
-
-    #[test]
-    fn fires_of_unknown_jobs_are_kept_for_dispatch_to_cancel() {
-        let d = decide(&[fire("gone", 0)], &HashMap::new(), 100_000, |_, _, _| false);
-        assert_eq!(d.keep, ["gone@0"]);
-    }
 
     #[test]
     fn the_behind_report_is_rate_limited() {

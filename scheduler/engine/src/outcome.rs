@@ -2,33 +2,11 @@
 //! through the store's conditional update; and the reaper for runs nobody finishes.
 
 use rand::Rng;
-use sundial_core::types::{BackoffKind, FailurePolicyKind};
+use sundial_core::failure::retry_delay_ms;
 use sundial_store::{AttemptResult, AttemptTarget, FinishAttempt, FinishOutcome, Job, Store};
 use tokio::sync::oneshot;
 
 pub use crate::transport::ExecutorResult;
-
-/// Delay before attempt `attempt + 1` after attempt `attempt` failed, or `None` if
-/// the failure policy allows no more attempts. `unit` in [0, 1) drives the jitter.
-pub fn retry_delay_ms(job: &Job, attempt: i64, unit: f64) -> Option<i64> {
-    let f = &job.failure;
-    if f.policy == FailurePolicyKind::Discard {
-        return None;
-    }
-    let max_retries = f.max_retries.unwrap_or(sundial_core::job::DEFAULT_MAX_RETRIES);
-    if attempt > max_retries {
-        return None;
-    }
-    let b = f.backoff.as_ref();
-    let base = b.and_then(|b| b.base_ms).unwrap_or(sundial_core::job::DEFAULT_BACKOFF_BASE_MS);
-    let max = b.and_then(|b| b.max_ms).unwrap_or(sundial_core::job::DEFAULT_BACKOFF_MAX_MS).max(base);
-    let delay = match b.map(|b| b.kind).unwrap_or(BackoffKind::Exponential) {
-        BackoffKind::Fixed => base,
-        BackoffKind::Exponential => base.saturating_mul(1_i64 << (attempt - 1).clamp(0, 30)).min(max),
-    };
-    let jitter = b.and_then(|b| b.jitter).unwrap_or(true);
-    Some(if jitter { ((delay as f64) * (0.8 + 0.4 * unit)).round() as i64 } else { delay })
-}
 
 /// The store write for an attempt's outcome, with the job's failure policy applied
 /// (a failed attempt gets its retry time, or none when the policy allows no more, or
@@ -47,7 +25,7 @@ pub fn finish_params(
         let unit: f64 = rand::rng().random();
         AttemptResult::Failed {
             reason: result.reason,
-            retry_at_ms: retry_delay_ms(job, attempt, unit).filter(|_| result.retry).map(|d| now_ms + d),
+            retry_at_ms: retry_delay_ms(&job.failure, attempt, unit).filter(|_| result.retry).map(|d| now_ms + d),
         }
     };
     FinishAttempt {
@@ -143,60 +121,5 @@ impl FinishBatcher {
             }
             drop(writing);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use sundial_core::job::{BackoffSpec, FailureSpec};
-
-    fn job_with(failure: FailureSpec) -> Job {
-        let mut j = crate::generate::tests_support::job();
-        j.failure = failure;
-        j
-    }
-
-    #[test]
-    fn exponential_backoff_doubles_up_to_the_cap_and_stops_after_max_retries() {
-        let j = job_with(FailureSpec {
-            policy: FailurePolicyKind::Retry,
-            max_retries: Some(3),
-            backoff: Some(BackoffSpec {
-                kind: BackoffKind::Exponential,
-                base_ms: Some(1000),
-                max_ms: Some(3000),
-                jitter: Some(false),
-            }),
-            allow_overlap: None,
-        });
-        assert_eq!(retry_delay_ms(&j, 1, 0.5), Some(1000));
-        assert_eq!(retry_delay_ms(&j, 2, 0.5), Some(2000));
-        assert_eq!(retry_delay_ms(&j, 3, 0.5), Some(3000));
-        assert_eq!(retry_delay_ms(&j, 4, 0.5), None, "3 retries = 4 attempts");
-    }
-
-    #[test]
-    fn jitter_stays_within_twenty_percent_and_discard_never_retries() {
-        let j = job_with(FailureSpec {
-            policy: FailurePolicyKind::Retry,
-            max_retries: Some(5),
-            backoff: Some(BackoffSpec {
-                kind: BackoffKind::Fixed,
-                base_ms: Some(1000),
-                max_ms: None,
-                jitter: Some(true),
-            }),
-            allow_overlap: None,
-        });
-        assert_eq!(retry_delay_ms(&j, 1, 0.0), Some(800));
-        assert_eq!(retry_delay_ms(&j, 1, 0.999_999), Some(1200));
-        let d = job_with(FailureSpec {
-            policy: FailurePolicyKind::Discard,
-            max_retries: Some(0),
-            backoff: None,
-            allow_overlap: None,
-        });
-        assert_eq!(retry_delay_ms(&d, 1, 0.5), None);
     }
 }

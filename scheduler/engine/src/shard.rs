@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
+use sundial_core::dispatch::deadline_ms;
 use sundial_core::route::{Candidate, TrailEntry, outcome};
 use sundial_core::run_state::FailReason;
 use sundial_core::time::rfc3339_utc;
@@ -32,9 +33,10 @@ use sundial_store::{
 use tokio::task::JoinSet;
 
 use crate::cancel::CancelTarget;
-use crate::outcome::{finish_attempt, retry_delay_ms};
+use crate::outcome::finish_attempt;
 use crate::transport::{Answer, ExecutorResult, is_registered, read_answer, shard_delivery_body};
 use crate::work::Work;
+use sundial_core::failure::retry_delay_ms;
 use sundial_core::protocol::ScriptRef;
 
 /// What [`Engine::shard_plan`] decides: the app, the eligible executors, the trail, and a
@@ -64,7 +66,7 @@ pub async fn finish_shard(
         let nth = (attempt - run.attempt + 1).max(1);
         AttemptResult::Failed {
             reason: result.reason,
-            retry_at_ms: retry_delay_ms(job, nth, unit).filter(|_| result.retry).map(|d| now_ms + d),
+            retry_at_ms: retry_delay_ms(&job.failure, nth, unit).filter(|_| result.retry).map(|d| now_ms + d),
         }
     };
     let p = FinishShard {
@@ -135,7 +137,7 @@ impl Engine {
             run_attempt: run.attempt,
             node_id: self.cfg.node_id.clone(),
             targets: eligible.iter().map(target_of).collect(),
-            deadline_ms: run.deadline_ms.unwrap_or(now + job.timeout_ms),
+            deadline_ms: run.deadline_ms.unwrap_or(deadline_ms(now, job.timeout_ms)),
             now_ms: now,
         };
         let Some(shards) = crate::retry_deadlock(|| self.store.shard_freeze(&freeze)).await? else {
@@ -257,7 +259,7 @@ impl Engine {
             }
         };
         let now = self.now_ms();
-        let remaining = (shard.deadline_ms.unwrap_or(now + job.timeout_ms) - now).max(1);
+        let remaining = (shard.deadline_ms.unwrap_or(deadline_ms(now, job.timeout_ms)) - now).max(1);
         let resp = self
             .calls
             .client

@@ -36,7 +36,7 @@ impl Engine {
                 shard_index: shard.shard_index,
                 attempt: shard.attempt,
                 target: target.map(target_of),
-                deadline_ms: now + job.timeout_ms,
+                deadline_ms: sundial_core::dispatch::deadline_ms(now, job.timeout_ms),
                 now_ms: now,
             };
             let Some(d) = crate::retry_deadlock(|| self.store.shard_retry_begin(&begin)).await? else {
