@@ -20,7 +20,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -314,48 +314,11 @@ impl ShellSandbox {
     /// bwrap or the namespaces do not work, and with [`SandboxError::TooWeak`] when the
     /// isolation is below [`IsolationLevel::Strong`] and `accept_weaker` is false.
     pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
-        let unavailable = |reason: String| SandboxError::Unavailable { reason };
-        let bwrap = match &config.bwrap_path {
-            Some(p) => p.clone(),
-            None => find_in_path("bwrap").ok_or_else(|| {
-                unavailable(
-                    "bwrap (bubblewrap) not found in $PATH or /usr/bin; install it (apt-get install bubblewrap)".into(),
-                )
-            })?,
-        };
-        if !bwrap.is_file() {
-            return Err(unavailable(format!("bwrap not found at {}", bwrap.display())));
-        }
+        let bwrap = find_bwrap(&config)?;
         // SAFETY: plain syscalls.
         let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
         let host_ids = if euid == 0 { config.host_ids_when_root } else { None };
-        let trial = |extra: &[&str]| -> Result<(), String> {
-            let mut cmd = Command::new(&bwrap);
-            let hook = PreExec { setsid: false, rlimits: vec![], procs_files: vec![], host_ids, status_fd: None };
-            // SAFETY: the hook only makes async-signal-safe syscalls (see `PreExec::run`).
-            unsafe { cmd.pre_exec(move || hook.run()) };
-            let out = cmd
-                .args(extra)
-                .args(["--ro-bind", "/", "/", "true"])
-                .env_clear()
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .output()
-                .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
-            if out.status.success() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "trial run `{} {} --ro-bind / / true`{} failed ({}): {}",
-                    bwrap.display(),
-                    extra.join(" "),
-                    host_ids.map(|(u, g)| format!(" as uid {u} gid {g}")).unwrap_or_default(),
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ))
-            }
-        };
+        let trial = |extra: &[&str]| trial_run(&bwrap, host_ids, extra);
         // Layer by layer, so the reason names the one that is missing.
         trial(&["--unshare-user"]).map_err(|e| unavailable(format!("no user namespaces: {e}")))?;
         trial(&["--unshare-user", "--unshare-net"]).map_err(|e| unavailable(format!("no network namespace: {e}")))?;
@@ -365,22 +328,7 @@ impl ShellSandbox {
         let bwrap_version = bwrap_version(&bwrap);
         let cgroups = cgroup::detect(&config.cgroup_root, config.cpu_millis > 0);
         let (runs_as_uid, runs_as_gid) = host_ids.unwrap_or((euid, egid));
-
-        let (level, weaker_reason) = if runs_as_uid == 0 {
-            let reason = "bwrap would run as host root, so the sandbox's user namespace maps to host root \
-                          (host_ids_when_root is None)";
-            (IsolationLevel::HostRoot, Some(reason.to_string()))
-        } else if let Err(why) = &cgroups {
-            (IsolationLevel::NamespacesOnly, Some(format!("no cgroup limits (memory, pids): {why}")))
-        } else {
-            (IsolationLevel::Strong, None)
-        };
-        if let Some(reason) = weaker_reason
-            && !config.accept_weaker
-        {
-            return Err(SandboxError::TooWeak { level, reason });
-        }
-        let rl = &config.rlimits;
+        let level = isolation_level(runs_as_uid, &cgroups, config.accept_weaker)?;
         let isolation = Isolation {
             level,
             bwrap_path: bwrap.clone(),
@@ -402,27 +350,22 @@ impl ShellSandbox {
                     .collect(),
                 Err(_) => vec![],
             },
-            rlimits: RlimitsReport {
-                cpu_seconds: rl.cpu_seconds,
-                address_space_bytes: Some(
-                    rl.address_space_bytes.unwrap_or(config.memory_limit_bytes.saturating_mul(2)),
-                )
-                .filter(|b| *b != u64::MAX),
-                file_size_bytes: rl.file_size_bytes,
-                open_files: rl.open_files,
-                core_bytes: 0,
-            },
+            rlimits: rlimits_report(&config),
             disk_bytes: config.disk_bytes,
             runs_as_uid,
             runs_as_gid,
             sandbox_uid: SANDBOX_UID,
         };
-        let sandbox = ShellSandbox { bwrap, config, disable_userns, host_ids, cgroups, isolation };
+        ShellSandbox { bwrap, config, disable_userns, host_ids, cgroups, isolation }.probed()
+    }
+
+    /// The sandbox, once a full run of a small script in it printed what it should.
+    fn probed(self) -> Result<Self, SandboxError> {
         // A full run of a small script checks everything a real run needs (binds, the temp root
         // being reachable for the sandbox's uid, the rlimits, cgroup placement): bwrap's own
         // setup failures would otherwise look like a script exiting with status 1. Its output
         // shows that it really ran inside (a `bwrap` that only exits 0 does not pass).
-        let probe = sandbox.run(ShellRun {
+        let probe = self.run(ShellRun {
             shell: Shell::Sh,
             source: "echo \"sundial-probe $(id -u) $(cat /proc/sys/kernel/hostname)\"\n".into(),
             timeout: Duration::from_secs(30),
@@ -430,7 +373,7 @@ impl ShellSandbox {
         });
         let expected = format!("sundial-probe {SANDBOX_UID} sundial\n");
         match probe {
-            Ok(o) if o.result == ShellResult::Exited(0) && o.stdout == expected.as_bytes() => Ok(sandbox),
+            Ok(o) if o.result == ShellResult::Exited(0) && o.stdout == expected.as_bytes() => Ok(self),
             Ok(o) if o.result == ShellResult::Exited(0) => Err(unavailable(format!(
                 "trial sandboxed run printed {:?} instead of {expected:?}: {}",
                 String::from_utf8_lossy(&o.stdout),
@@ -471,92 +414,16 @@ impl ShellSandbox {
         validate(&input)?;
         let cancelled = |c: &Option<Arc<AtomicBool>>| c.as_ref().is_some_and(|c| c.load(Ordering::SeqCst));
         if cancelled(&input.cancel) {
-            return Ok(ShellOutcome {
-                result: ShellResult::Killed { reason: KillReason::Cancelled },
-                stdout: vec![],
-                stderr: vec![],
-                stdout_truncated: false,
-                stderr_truncated: false,
-                elapsed: Duration::ZERO,
-                limits_enforced: false,
-                oom_killed: false,
-                disk_full: false,
-                disk_bytes: self.disk_bytes(&input),
-            });
+            return Ok(cancelled_before_start(self.disk_bytes(&input)));
         }
-
-        // Per-run directory: <tmp>/sundial-shell-XXXX/work, bound at /work; removed on drop.
-        let temp_root = self.config.temp_root.clone().unwrap_or_else(std::env::temp_dir);
-        let run_dir = RunDir(
-            tempfile::Builder::new().prefix("sundial-shell-").tempdir_in(&temp_root).map_err(SandboxError::RunDir)?,
-        );
-        let work = run_dir.0.path().join("work");
-        fs::create_dir(&work).map_err(SandboxError::RunDir)?;
-        fs::write(work.join(".job.sh"), input.source.as_bytes()).map_err(SandboxError::RunDir)?;
-        if let Some((uid, gid)) = self.host_ids {
-            // bwrap runs as (uid, gid): it must traverse the run dir and own /work.
-            fs::set_permissions(run_dir.0.path(), fs::Permissions::from_mode(0o711)).map_err(SandboxError::RunDir)?;
-            std::os::unix::fs::chown(&work, Some(uid), Some(gid)).map_err(SandboxError::RunDir)?;
-            std::os::unix::fs::chown(work.join(".job.sh"), Some(uid), Some(gid)).map_err(SandboxError::RunDir)?;
-        }
-        fs::set_permissions(&work, fs::Permissions::from_mode(0o700)).map_err(SandboxError::RunDir)?;
-
-        let cgroup = match &self.cgroups {
-            Ok(backend) => {
-                let limits = cgroup::Limits {
-                    memory_bytes: self.memory_bytes(&input),
-                    pids: self.config.pids_limit,
-                    cpu_millis: self.config.cpu_millis,
-                };
-                Some(RunCgroup::create(backend, &limits).map_err(SandboxError::Cgroup)?)
-            }
-            Err(_) => None,
-        };
-
+        let (run_dir, work) = self.make_run_dir(&input)?;
+        let cgroup = self.make_cgroup(&input)?;
         let disk_bytes = self.disk_bytes(&input);
-        let mut cmd = self.command(&input, &work, disk_bytes);
-        let mut rlimits =
-            RunRlimits::resolve(&self.config.rlimits, self.memory_bytes(&input), input.cpu_seconds, input.timeout);
-        if let Some(open_files) = input.open_files {
-            rlimits.open_files = rlimits.open_files.min(open_files.max(8));
-        }
-        // The launcher reports the state of `/work` on fd 3 when the script ends.
-        let (status_read, status_write) = status_pipe().map_err(SandboxError::Spawn)?;
-        if input.shell == Shell::Node {
-            rlimits.address_space = u64::MAX; // V8 reserves address space it never uses: the cgroup bounds memory
-        }
-        let hook = PreExec {
-            setsid: true,
-            rlimits: rlimits.plan(),
-            procs_files: cgroup.as_ref().map(RunCgroup::procs_files).unwrap_or_default(),
-            host_ids: self.host_ids,
-            status_fd: Some(status_write.as_raw_fd()),
-        };
-        // SAFETY: the hook runs between fork and exec and only makes async-signal-safe syscalls
-        // (setsid, setrlimit, getpid, open, write, close, setgroups, setresgid, setresuid, dup2,
-        // fcntl) on memory prepared before the fork.
-        unsafe {
-            cmd.pre_exec(move || hook.run());
-        }
-        let start = Instant::now();
-        let spawned = cmd.spawn();
-        drop(status_write); // only the sandbox holds the write end now
-        let mut child = spawned.map_err(SandboxError::Spawn)?;
+        let (mut child, start, status_read) = self.spawn(&input, &work, disk_bytes, cgroup.as_ref())?;
         let pid = child.id() as libc::pid_t;
 
         let cap = input.output_cap_bytes.map_or(self.config.output_cap_bytes, |c| c.min(self.config.output_cap_bytes));
-        let (tx, rx) = mpsc::channel::<(OutputStream, Vec<u8>, bool)>();
-        let stdout = child.stdout.take().expect("piped stdout");
-        let stderr = child.stderr.take().expect("piped stderr");
-        spawn_reader(stdout, cap, OutputStream::Stdout, input.on_output.clone(), tx.clone());
-        spawn_reader(stderr, cap, OutputStream::Stderr, input.on_output.clone(), tx);
-        if let Some(mut stdin) = child.stdin.take() {
-            let data = input.stdin;
-            thread::spawn(move || {
-                // EPIPE if the script does not read its stdin: not an error.
-                let _ = stdin.write_all(&data);
-            });
-        }
+        let rx = start_io(&mut child, cap, &input.on_output, input.stdin);
 
         let deadline = start + input.timeout;
         // With a kill grace (and the cgroups that list the run's processes): SIGTERM first.
@@ -564,32 +431,7 @@ impl ShellSandbox {
             Some(_) => input.kill_grace.min(input.timeout / 2),
             None => Duration::ZERO,
         };
-        let mut ending = wait_for_exit(pid, deadline - grace, || cancelled(&input.cancel));
-        if let (Some(cg), Ok(stop @ (Ending::Timeout | Ending::Cancelled))) = (&cgroup, &ending)
-            && !grace.is_zero()
-        {
-            let stop = *stop;
-            // Not bubblewrap's own processes (their death would SIGKILL the sandbox at once):
-            // the script's.
-            cg.signal_once(libc::SIGTERM, pid);
-            ending = wait_for_exit(pid, Instant::now() + grace, || false).map(|e| match e {
-                // Ended by the SIGTERM, or still running at the end of the grace: either way
-                // the run was stopped for its timeout (or cancel).
-                Ending::Exited | Ending::Timeout | Ending::Cancelled => stop,
-            });
-        }
-        // bwrap has exited (not yet reaped, so its pid and process group cannot be reused) or
-        // must be stopped. SIGKILL its whole process group (bwrap and its pid-1 child; the
-        // script has its own session inside) and, on timeout or cancel, everything in the run's
-        // cgroups. --die-with-parent makes the kernel kill bwrap's pid-1 child, which takes the
-        // whole pid namespace with it.
-        // SAFETY: plain syscall; `pid` is our unreaped child, the leader of its own group.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
-        if !matches!(ending, Ok(Ending::Exited))
-            && let Some(cg) = &cgroup
-        {
-            cg.kill_once();
-        }
+        let ending = wait_then_kill(pid, cgroup.as_ref(), deadline, grace, || cancelled(&input.cancel));
         let status = child.wait();
         let elapsed = start.elapsed();
         let (ending, status) = match (ending, status) {
@@ -608,19 +450,7 @@ impl ShellSandbox {
             cg.kill_all(Duration::from_secs(5));
             events
         });
-
-        // Collect output. All writers are dead, so the pipes hit EOF promptly; the bound only
-        // guards against a leaked writer.
-        let (mut out, mut err) = ((Vec::new(), false), (Vec::new(), false));
-        let collect_deadline = Instant::now() + Duration::from_secs(5);
-        for _ in 0..2 {
-            let left = collect_deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok((OutputStream::Stdout, buf, t)) => out = (buf, t),
-                Ok((OutputStream::Stderr, buf, t)) => err = (buf, t),
-                Err(_) => break,
-            }
-        }
+        let (out, err) = collect_output(&rx);
 
         let result = match ending {
             Ending::Timeout => ShellResult::Killed { reason: KillReason::Timeout },
@@ -644,6 +474,81 @@ impl ShellSandbox {
             disk_full,
             disk_bytes,
         })
+    }
+
+    /// The run's directory and its `work`, with the script in it as `.job.sh`.
+    fn make_run_dir(&self, input: &ShellRun) -> Result<(RunDir, PathBuf), SandboxError> {
+        // Per-run directory: <tmp>/sundial-shell-XXXX/work, bound at /work; removed on drop.
+        let temp_root = self.config.temp_root.clone().unwrap_or_else(std::env::temp_dir);
+        let run_dir = RunDir(
+            tempfile::Builder::new().prefix("sundial-shell-").tempdir_in(&temp_root).map_err(SandboxError::RunDir)?,
+        );
+        let work = run_dir.0.path().join("work");
+        fs::create_dir(&work).map_err(SandboxError::RunDir)?;
+        fs::write(work.join(".job.sh"), input.source.as_bytes()).map_err(SandboxError::RunDir)?;
+        if let Some((uid, gid)) = self.host_ids {
+            // bwrap runs as (uid, gid): it must traverse the run dir and own /work.
+            fs::set_permissions(run_dir.0.path(), fs::Permissions::from_mode(0o711)).map_err(SandboxError::RunDir)?;
+            std::os::unix::fs::chown(&work, Some(uid), Some(gid)).map_err(SandboxError::RunDir)?;
+            std::os::unix::fs::chown(work.join(".job.sh"), Some(uid), Some(gid)).map_err(SandboxError::RunDir)?;
+        }
+        fs::set_permissions(&work, fs::Permissions::from_mode(0o700)).map_err(SandboxError::RunDir)?;
+        Ok((run_dir, work))
+    }
+
+    /// The run's cgroups with its limits, when the host has cgroups.
+    fn make_cgroup(&self, input: &ShellRun) -> Result<Option<RunCgroup>, SandboxError> {
+        Ok(match &self.cgroups {
+            Ok(backend) => {
+                let limits = cgroup::Limits {
+                    memory_bytes: self.memory_bytes(input),
+                    pids: self.config.pids_limit,
+                    cpu_millis: self.config.cpu_millis,
+                };
+                Some(RunCgroup::create(backend, &limits).map_err(SandboxError::Cgroup)?)
+            }
+            Err(_) => None,
+        })
+    }
+
+    /// bwrap started with the run's rlimits, in its cgroups: the child, when it started, and
+    /// the read end of the pipe the launcher reports the state of `/work` on.
+    fn spawn(
+        &self,
+        input: &ShellRun,
+        work: &Path,
+        disk_bytes: u64,
+        cgroup: Option<&RunCgroup>,
+    ) -> Result<(Child, Instant, OwnedFd), SandboxError> {
+        let mut cmd = self.command(input, work, disk_bytes);
+        let mut rlimits =
+            RunRlimits::resolve(&self.config.rlimits, self.memory_bytes(input), input.cpu_seconds, input.timeout);
+        if let Some(open_files) = input.open_files {
+            rlimits.open_files = rlimits.open_files.min(open_files.max(8));
+        }
+        // The launcher reports the state of `/work` on fd 3 when the script ends.
+        let (status_read, status_write) = status_pipe().map_err(SandboxError::Spawn)?;
+        if input.shell == Shell::Node {
+            rlimits.address_space = u64::MAX; // V8 reserves address space it never uses: the cgroup bounds memory
+        }
+        let hook = PreExec {
+            setsid: true,
+            rlimits: rlimits.plan(),
+            procs_files: cgroup.map(RunCgroup::procs_files).unwrap_or_default(),
+            host_ids: self.host_ids,
+            status_fd: Some(status_write.as_raw_fd()),
+        };
+        // SAFETY: the hook runs between fork and exec and only makes async-signal-safe syscalls
+        // (setsid, setrlimit, getpid, open, write, close, setgroups, setresgid, setresuid, dup2,
+        // fcntl) on memory prepared before the fork.
+        unsafe {
+            cmd.pre_exec(move || hook.run());
+        }
+        let start = Instant::now();
+        let spawned = cmd.spawn();
+        drop(status_write); // only the sandbox holds the write end now
+        let child = spawned.map_err(SandboxError::Spawn)?;
+        Ok((child, start, status_read))
     }
 
     /// The run's disk quota: the config's, or the run's own when lower.
@@ -707,6 +612,185 @@ impl ShellSandbox {
         // host process do not reach it, and the timeout can kill the whole group.
         cmd.env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd
+    }
+}
+
+/// The outcome of a run cancelled before it started: nothing ran.
+fn cancelled_before_start(disk_bytes: u64) -> ShellOutcome {
+    ShellOutcome {
+        result: ShellResult::Killed { reason: KillReason::Cancelled },
+        stdout: vec![],
+        stderr: vec![],
+        stdout_truncated: false,
+        stderr_truncated: false,
+        elapsed: Duration::ZERO,
+        limits_enforced: false,
+        oom_killed: false,
+        disk_full: false,
+        disk_bytes,
+    }
+}
+
+/// Readers for the child's stdout and stderr (each kept up to `cap`, passed to `on_output`),
+/// and a writer of `data` to its stdin; the kept output arrives on the channel returned.
+fn start_io(
+    child: &mut Child,
+    cap: usize,
+    on_output: &Option<OutputCallback>,
+    data: Vec<u8>,
+) -> mpsc::Receiver<(OutputStream, Vec<u8>, bool)> {
+    let (tx, rx) = mpsc::channel::<(OutputStream, Vec<u8>, bool)>();
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    spawn_reader(stdout, cap, OutputStream::Stdout, on_output.clone(), tx.clone());
+    spawn_reader(stderr, cap, OutputStream::Stderr, on_output.clone(), tx);
+    if let Some(mut stdin) = child.stdin.take() {
+        thread::spawn(move || {
+            // EPIPE if the script does not read its stdin: not an error.
+            let _ = stdin.write_all(&data);
+        });
+    }
+    rx
+}
+
+/// Waits for bwrap (`pid`) to exit, or stops it at `deadline` or on `cancelled()`: SIGTERM
+/// to the run's processes `grace` before, then SIGKILL. Either way its process group is
+/// SIGKILLed after, and on timeout or cancel everything in its cgroups; bwrap is left unreaped.
+fn wait_then_kill(
+    pid: libc::pid_t,
+    cgroup: Option<&RunCgroup>,
+    deadline: Instant,
+    grace: Duration,
+    cancelled: impl Fn() -> bool,
+) -> io::Result<Ending> {
+    let mut ending = wait_for_exit(pid, deadline - grace, cancelled);
+    if let (Some(cg), Ok(stop @ (Ending::Timeout | Ending::Cancelled))) = (cgroup, &ending)
+        && !grace.is_zero()
+    {
+        let stop = *stop;
+        // Not bubblewrap's own processes (their death would SIGKILL the sandbox at once):
+        // the script's.
+        cg.signal_once(libc::SIGTERM, pid);
+        ending = wait_for_exit(pid, Instant::now() + grace, || false).map(|e| match e {
+            // Ended by the SIGTERM, or still running at the end of the grace: either way
+            // the run was stopped for its timeout (or cancel).
+            Ending::Exited | Ending::Timeout | Ending::Cancelled => stop,
+        });
+    }
+    // bwrap has exited (not yet reaped, so its pid and process group cannot be reused) or
+    // must be stopped. SIGKILL its whole process group (bwrap and its pid-1 child; the
+    // script has its own session inside) and, on timeout or cancel, everything in the run's
+    // cgroups. --die-with-parent makes the kernel kill bwrap's pid-1 child, which takes the
+    // whole pid namespace with it.
+    // SAFETY: plain syscall; `pid` is our unreaped child, the leader of its own group.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    if !matches!(ending, Ok(Ending::Exited))
+        && let Some(cg) = cgroup
+    {
+        cg.kill_once();
+    }
+    ending
+}
+
+/// The kept stdout and stderr, each with whether it was truncated. All writers are dead, so
+/// the pipes hit EOF promptly; the bound only guards against a leaked writer.
+fn collect_output(rx: &mpsc::Receiver<(OutputStream, Vec<u8>, bool)>) -> ((Vec<u8>, bool), (Vec<u8>, bool)) {
+    let (mut out, mut err) = ((Vec::new(), false), (Vec::new(), false));
+    let collect_deadline = Instant::now() + Duration::from_secs(5);
+    for _ in 0..2 {
+        let left = collect_deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((OutputStream::Stdout, buf, t)) => out = (buf, t),
+            Ok((OutputStream::Stderr, buf, t)) => err = (buf, t),
+            Err(_) => break,
+        }
+    }
+    (out, err)
+}
+
+fn unavailable(reason: String) -> SandboxError {
+    SandboxError::Unavailable { reason }
+}
+
+/// The configured bwrap, else the one in `$PATH` or `/usr/bin`.
+fn find_bwrap(config: &SandboxConfig) -> Result<PathBuf, SandboxError> {
+    let bwrap = match &config.bwrap_path {
+        Some(p) => p.clone(),
+        None => find_in_path("bwrap").ok_or_else(|| {
+            unavailable(
+                "bwrap (bubblewrap) not found in $PATH or /usr/bin; install it (apt-get install bubblewrap)".into(),
+            )
+        })?,
+    };
+    if !bwrap.is_file() {
+        return Err(unavailable(format!("bwrap not found at {}", bwrap.display())));
+    }
+    Ok(bwrap)
+}
+
+/// `bwrap <extra> --ro-bind / / true` (as `host_ids`, if given): does this layer work here?
+fn trial_run(bwrap: &Path, host_ids: Option<(u32, u32)>, extra: &[&str]) -> Result<(), String> {
+    let mut cmd = Command::new(bwrap);
+    let hook = PreExec { setsid: false, rlimits: vec![], procs_files: vec![], host_ids, status_fd: None };
+    // SAFETY: the hook only makes async-signal-safe syscalls (see `PreExec::run`).
+    unsafe { cmd.pre_exec(move || hook.run()) };
+    let out = cmd
+        .args(extra)
+        .args(["--ro-bind", "/", "/", "true"])
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", bwrap.display()))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "trial run `{} {} --ro-bind / / true`{} failed ({}): {}",
+            bwrap.display(),
+            extra.join(" "),
+            host_ids.map(|(u, g)| format!(" as uid {u} gid {g}")).unwrap_or_default(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The isolation runs get: host root or no cgroups is weaker than strong, refused
+/// ([`SandboxError::TooWeak`]) unless `accept_weaker`.
+fn isolation_level(
+    runs_as_uid: u32,
+    cgroups: &Result<Backend, String>,
+    accept_weaker: bool,
+) -> Result<IsolationLevel, SandboxError> {
+    let (level, weaker_reason) = if runs_as_uid == 0 {
+        let reason = "bwrap would run as host root, so the sandbox's user namespace maps to host root \
+                      (host_ids_when_root is None)";
+        (IsolationLevel::HostRoot, Some(reason.to_string()))
+    } else if let Err(why) = cgroups {
+        (IsolationLevel::NamespacesOnly, Some(format!("no cgroup limits (memory, pids): {why}")))
+    } else {
+        (IsolationLevel::Strong, None)
+    };
+    if let Some(reason) = weaker_reason
+        && !accept_weaker
+    {
+        return Err(SandboxError::TooWeak { level, reason });
+    }
+    Ok(level)
+}
+
+/// The rlimits a run gets, as the isolation report shows them.
+fn rlimits_report(config: &SandboxConfig) -> RlimitsReport {
+    let rl = &config.rlimits;
+    RlimitsReport {
+        cpu_seconds: rl.cpu_seconds,
+        address_space_bytes: Some(rl.address_space_bytes.unwrap_or(config.memory_limit_bytes.saturating_mul(2)))
+            .filter(|b| *b != u64::MAX),
+        file_size_bytes: rl.file_size_bytes,
+        open_files: rl.open_files,
+        core_bytes: 0,
     }
 }
 

@@ -168,6 +168,17 @@ fn charge(caller: &mut Caller<'_, RunState>, bytes: u64) -> wasmtime::Result<()>
 /// descriptors, to follow stdio and the open files) in `linker` by the checking versions.
 pub(crate) fn shadow_fs_functions(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
+    shadow_writes(linker)?;
+    shadow_path_open(linker)?;
+    shadow_new_entries(linker)?;
+    shadow_descriptor_moves(linker)?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// `fd_write`, `fd_pwrite`, `fd_filestat_set_size`: their bytes are charged to the quota
+/// (writes to stdio are not).
+fn shadow_writes(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
     linker.func_wrap(
         WASI_MODULE,
         "fd_write",
@@ -203,6 +214,12 @@ pub(crate) fn shadow_fs_functions(linker: &mut Linker<RunState>) -> wasmtime::Re
         charge(&mut caller, size as u64)?;
         trampoline::call::<(i32, i64), i32>(&mut caller, "fd_filestat_set_size", (fd, size))
     })?;
+    Ok(())
+}
+
+/// `path_open`: refused at the open-files limit, a created file charged an entry; the
+/// descriptor it opens is followed.
+fn shadow_path_open(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
     linker.func_wrap(
         WASI_MODULE,
         "path_open",
@@ -242,6 +259,12 @@ pub(crate) fn shadow_fs_functions(linker: &mut Linker<RunState>) -> wasmtime::Re
             Ok(rc)
         },
     )?;
+    Ok(())
+}
+
+/// `path_create_directory`, `path_symlink`, `path_link`: each new entry is charged (a
+/// symlink with its target's length).
+fn shadow_new_entries(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
     linker.func_wrap(
         WASI_MODULE,
         "path_create_directory",
@@ -281,6 +304,11 @@ pub(crate) fn shadow_fs_functions(linker: &mut Linker<RunState>) -> wasmtime::Re
             )
         },
     )?;
+    Ok(())
+}
+
+/// `fd_renumber`, `fd_close`: stdio and the open files are followed to their new descriptors.
+fn shadow_descriptor_moves(linker: &mut Linker<RunState>) -> wasmtime::Result<()> {
     linker.func_wrap(WASI_MODULE, "fd_renumber", |mut caller: Caller<'_, RunState>, from: i32, to: i32| {
         let rc = trampoline::call::<(i32, i32), i32>(&mut caller, "fd_renumber", (from, to))?;
         if rc == 0
@@ -312,7 +340,6 @@ pub(crate) fn shadow_fs_functions(linker: &mut Linker<RunState>) -> wasmtime::Re
         }
         Ok(rc)
     })?;
-    linker.allow_shadowing(false);
     Ok(())
 }
 

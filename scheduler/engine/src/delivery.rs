@@ -89,16 +89,7 @@ impl Engine {
                 return Err(e.into());
             }
         };
-        let committed = self.now_ms();
-        self.fire.last_commit_ms.store(committed, std::sync::atomic::Ordering::Relaxed);
-        tracing::debug!(
-            runs = runs.len(),
-            since_pop_ms = committed - popped_at_ms,
-            commit_ms = committed - began,
-            "dispatch committed"
-        );
-        self.note_dispatch_took(committed - popped_at_ms);
-        self.note_dispatch_cost(committed - began, runs.len());
+        let committed = self.note_committed(runs.len(), popped_at_ms, began);
         // The deadlines were set from `now`; if the transaction ended well after it (lock
         // waits, a busy pool), that time must not count against the executor's timeout.
         self.move_deadlines(&mut decisions, committed - now).await?;
@@ -151,6 +142,22 @@ impl Engine {
             let _ = h.await;
         }
         Ok(())
+    }
+
+    /// A dispatch transaction of `runs` runs, popped at `popped_at_ms` and begun at `began`,
+    /// committed now: its times feed the dispatch lead. Returns the commit's instant.
+    fn note_committed(&self, runs: usize, popped_at_ms: i64, began: i64) -> i64 {
+        let committed = self.now_ms();
+        self.fire.last_commit_ms.store(committed, std::sync::atomic::Ordering::Relaxed);
+        tracing::debug!(
+            runs,
+            since_pop_ms = committed - popped_at_ms,
+            commit_ms = committed - began,
+            "dispatch committed"
+        );
+        self.note_dispatch_took(committed - popped_at_ms);
+        self.note_dispatch_cost(committed - began, runs);
+        committed
     }
 
     /// The deadlines were set from the transaction's `now`; if it ended `took` ms after it
@@ -291,11 +298,9 @@ impl Engine {
     }
 
     /// Route and deliver one attempt committed as `dispatching`, and record the answer.
-    ///
-    /// Longer than 100 lines on purpose: one attempt read top to bottom (its body, the
-    /// `'replan` loop over the route's targets, the answer recorded), the loop sharing the
-    /// trail, the candidates, the chosen target and the answer; its deadline arithmetic is
-    /// moving to `sundial-core` in a parallel change, which a split here would conflict with.
+    // Over 100 lines on purpose: one attempt read top to bottom (its body, the `'replan` loop
+    // over the route's targets, the answer recorded), the loop sharing the trail, the
+    // candidates, the chosen target and the answer.
     async fn deliver(
         self: &Arc<Self>,
         run: Run,

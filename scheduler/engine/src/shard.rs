@@ -193,9 +193,8 @@ impl Engine {
     }
 
     /// Send one committed shard attempt, record its trail and what the answer means.
-    ///
-    /// Longer than 100 lines on purpose: like `delivery.rs`'s `deliver`, one attempt read top
-    /// to bottom (its share and slot, the POST, the answer's meaning, its trail).
+    // Over 100 lines on purpose: like `delivery.rs`'s `deliver`, one attempt read top to
+    // bottom (its share and slot, the POST, the answer's meaning, its trail).
     pub(crate) async fn send_shard(
         &self,
         run: &Run,

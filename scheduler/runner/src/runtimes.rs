@@ -103,25 +103,8 @@ impl Runtimes {
     /// Set up every sandbox the configuration asks for; what fails is reported, not fatal.
     pub fn detect(cfg: &RuntimesConfig) -> Runtimes {
         let mut offers = Vec::new();
-        let wasm = WasmRuntime::new(RuntimeConfig {
-            cache_dir: Some(cfg.cache_dir.join("wasm")),
-            default_memory_bytes: cfg.wasm_memory_bytes,
-            output_cap_bytes: cfg.output_cap_bytes,
-            default_disk_bytes: cfg.disk_bytes,
-            default_open_files: cfg.open_files,
-            ..RuntimeConfig::default()
-        });
-        let (wasm, wasm_detail) = match wasm {
-            Ok(w) => (Some(Arc::new(w)), String::new()),
-            Err(e) => (None, format!("wasmtime did not start: {e}")),
-        };
-        let limits = format!(
-            "wasmtime 48, WASI preview 1: no network, host files or environment; memory {} MiB, disk quota {} MiB, {} open files, deadline = the job's timeout{}",
-            cfg.wasm_memory_bytes / (1024 * 1024),
-            cfg.disk_bytes / (1024 * 1024),
-            cfg.open_files,
-            cfg.wasm_fuel.map(|f| format!(", fuel {f}")).unwrap_or_default()
-        );
+        let (wasm, wasm_detail) = start_wasm(cfg);
+        let limits = wasm_limits(cfg);
         offers.push(Offer {
             runtime: "wasm",
             available: wasm.is_some(),
@@ -134,104 +117,13 @@ impl Runtimes {
             (Some(w), Some(dir)) if !cfg.host_interpreters => Some(sundial_wasm_sandbox::Interpreters::load(dir, w)),
             _ => None,
         };
-        for (name, lang) in
-            [("python", sundial_wasm_sandbox::Lang::Python), ("javascript", sundial_wasm_sandbox::Lang::JavaScript)]
-        {
-            let (available, detail) = match (&wasm, &interpreters) {
-                (None, _) => (false, wasm_detail.clone()),
-                (Some(_), None) => (false, "no interpreters directory configured (`interpreters_dir`)".to_string()),
-                (Some(_), Some(i)) => match i.get(lang) {
-                    Ok(it) => (
-                        true,
-                        format!(
-                            "{limits}; interpreter {} ({} bytes, sha256 {})",
-                            i.dir().join(lang.file_name()).display(),
-                            it.info().size,
-                            it.info().sha256
-                        ),
-                    ),
-                    Err(why) => (false, why.to_string()),
-                },
-            };
-            offers.push(Offer {
-                runtime: name,
-                available,
-                isolation: if available { "wasm" } else { "none" }.into(),
-                detail,
-            });
-        }
-        let (shell, shell_reason) = if !cfg.allow_shell {
-            (None, Some("the shell runtime is off (start with --allow-shell to run bash and sh scripts)".to_string()))
-        } else {
-            let defaults = SandboxConfig::default();
-            let sc = SandboxConfig {
-                output_cap_bytes: cfg.output_cap_bytes,
-                disk_bytes: cfg.disk_bytes,
-                memory_limit_bytes: cfg.shell_memory_bytes,
-                rlimits: sundial_shell_sandbox::Rlimits { open_files: cfg.open_files, ..defaults.rlimits.clone() },
-                temp_root: Some(cfg.cache_dir.join("shell-runs")),
-                accept_weaker: cfg.shell_accept_weaker,
-                ..SandboxConfig::default()
-            };
-            let _ = std::fs::create_dir_all(cfg.cache_dir.join("shell-runs"));
-            match ShellSandbox::new(sc) {
-                Ok(s) => (Some(s), None),
-                Err(e) => (None, Some(format!("the shell sandbox is not available here: {e}"))),
-            }
-        };
+        offers.extend(wasm_interpreter_offers(wasm.as_ref(), &wasm_detail, interpreters.as_ref(), &limits));
+        let (shell, shell_reason) = start_shell(cfg);
         let host_interpreters = cfg.host_interpreters;
         if host_interpreters {
-            for (name, sh) in
-                [("python", sundial_shell_sandbox::Shell::Python3), ("javascript", sundial_shell_sandbox::Shell::Node)]
-            {
-                let offer = offers.iter_mut().find(|o| o.runtime == name).expect("listed above");
-                *offer = match &shell {
-                    Some(s) if sh.on_host() => {
-                        let iso = s.isolation();
-                        Offer {
-                            runtime: name,
-                            available: true,
-                            isolation: iso.level.as_str().into(),
-                            detail: format!("the host's {} in the shell sandbox: {iso}", sh.interpreter()),
-                        }
-                    }
-                    Some(_) => Offer {
-                        runtime: name,
-                        available: false,
-                        isolation: "none".into(),
-                        detail: format!("host interpreters are on, but this host has no {}", sh.interpreter()),
-                    },
-                    None => Offer {
-                        runtime: name,
-                        available: false,
-                        isolation: "none".into(),
-                        detail: format!(
-                            "host interpreters need the shell sandbox: {}",
-                            shell_reason.clone().unwrap_or_default()
-                        ),
-                    },
-                };
-            }
+            offer_host_interpreters(&mut offers, shell.as_ref(), shell_reason.as_deref());
         }
-        for name in ["bash", "sh"] {
-            offers.push(match &shell {
-                Some(s) => {
-                    let iso = s.isolation();
-                    Offer {
-                        runtime: name,
-                        available: true,
-                        isolation: iso.level.as_str().into(),
-                        detail: iso.to_string(),
-                    }
-                }
-                None => Offer {
-                    runtime: name,
-                    available: false,
-                    isolation: "none".into(),
-                    detail: shell_reason.clone().unwrap_or_default(),
-                },
-            });
-        }
+        offers.extend(shell_offers(shell.as_ref(), shell_reason.as_deref()));
         Runtimes {
             wasm,
             interpreters,
@@ -292,4 +184,146 @@ impl Runtimes {
         modules.insert(sha256.to_string(), m.clone());
         Ok(m)
     }
+}
+
+/// wasmtime with the configured limits, or why it did not start.
+fn start_wasm(cfg: &RuntimesConfig) -> (Option<Arc<WasmRuntime>>, String) {
+    let wasm = WasmRuntime::new(RuntimeConfig {
+        cache_dir: Some(cfg.cache_dir.join("wasm")),
+        default_memory_bytes: cfg.wasm_memory_bytes,
+        output_cap_bytes: cfg.output_cap_bytes,
+        default_disk_bytes: cfg.disk_bytes,
+        default_open_files: cfg.open_files,
+        ..RuntimeConfig::default()
+    });
+    match wasm {
+        Ok(w) => (Some(Arc::new(w)), String::new()),
+        Err(e) => (None, format!("wasmtime did not start: {e}")),
+    }
+}
+
+/// The wasm sandbox's limits, as the offers of the runtimes in it describe them.
+fn wasm_limits(cfg: &RuntimesConfig) -> String {
+    format!(
+        "wasmtime 48, WASI preview 1: no network, host files or environment; memory {} MiB, disk quota {} MiB, {} open files, deadline = the job's timeout{}",
+        cfg.wasm_memory_bytes / (1024 * 1024),
+        cfg.disk_bytes / (1024 * 1024),
+        cfg.open_files,
+        cfg.wasm_fuel.map(|f| format!(", fuel {f}")).unwrap_or_default()
+    )
+}
+
+/// `python` and `javascript` on the wasm interpreters: available when wasmtime started and
+/// the interpreter loaded.
+fn wasm_interpreter_offers(
+    wasm: Option<&Arc<WasmRuntime>>,
+    wasm_detail: &str,
+    interpreters: Option<&sundial_wasm_sandbox::Interpreters>,
+    limits: &str,
+) -> Vec<Offer> {
+    let mut offers = Vec::new();
+    for (name, lang) in
+        [("python", sundial_wasm_sandbox::Lang::Python), ("javascript", sundial_wasm_sandbox::Lang::JavaScript)]
+    {
+        let (available, detail) = match (wasm, interpreters) {
+            (None, _) => (false, wasm_detail.to_string()),
+            (Some(_), None) => (false, "no interpreters directory configured (`interpreters_dir`)".to_string()),
+            (Some(_), Some(i)) => match i.get(lang) {
+                Ok(it) => (
+                    true,
+                    format!(
+                        "{limits}; interpreter {} ({} bytes, sha256 {})",
+                        i.dir().join(lang.file_name()).display(),
+                        it.info().size,
+                        it.info().sha256
+                    ),
+                ),
+                Err(why) => (false, why.to_string()),
+            },
+        };
+        offers.push(Offer {
+            runtime: name,
+            available,
+            isolation: if available { "wasm" } else { "none" }.into(),
+            detail,
+        });
+    }
+    offers
+}
+
+/// The shell sandbox, if the operator turned it on and it starts here; else why not.
+fn start_shell(cfg: &RuntimesConfig) -> (Option<ShellSandbox>, Option<String>) {
+    if !cfg.allow_shell {
+        return (
+            None,
+            Some("the shell runtime is off (start with --allow-shell to run bash and sh scripts)".to_string()),
+        );
+    }
+    let defaults = SandboxConfig::default();
+    let sc = SandboxConfig {
+        output_cap_bytes: cfg.output_cap_bytes,
+        disk_bytes: cfg.disk_bytes,
+        memory_limit_bytes: cfg.shell_memory_bytes,
+        rlimits: sundial_shell_sandbox::Rlimits { open_files: cfg.open_files, ..defaults.rlimits.clone() },
+        temp_root: Some(cfg.cache_dir.join("shell-runs")),
+        accept_weaker: cfg.shell_accept_weaker,
+        ..SandboxConfig::default()
+    };
+    let _ = std::fs::create_dir_all(cfg.cache_dir.join("shell-runs"));
+    match ShellSandbox::new(sc) {
+        Ok(s) => (Some(s), None),
+        Err(e) => (None, Some(format!("the shell sandbox is not available here: {e}"))),
+    }
+}
+
+/// With host interpreters on, `python` and `javascript` run on the host's interpreters in
+/// the shell sandbox: their offers are replaced by what that can do.
+fn offer_host_interpreters(offers: &mut [Offer], shell: Option<&ShellSandbox>, shell_reason: Option<&str>) {
+    for (name, sh) in
+        [("python", sundial_shell_sandbox::Shell::Python3), ("javascript", sundial_shell_sandbox::Shell::Node)]
+    {
+        let offer = offers.iter_mut().find(|o| o.runtime == name).expect("listed above");
+        *offer = match shell {
+            Some(s) if sh.on_host() => {
+                let iso = s.isolation();
+                Offer {
+                    runtime: name,
+                    available: true,
+                    isolation: iso.level.as_str().into(),
+                    detail: format!("the host's {} in the shell sandbox: {iso}", sh.interpreter()),
+                }
+            }
+            Some(_) => Offer {
+                runtime: name,
+                available: false,
+                isolation: "none".into(),
+                detail: format!("host interpreters are on, but this host has no {}", sh.interpreter()),
+            },
+            None => Offer {
+                runtime: name,
+                available: false,
+                isolation: "none".into(),
+                detail: format!("host interpreters need the shell sandbox: {}", shell_reason.unwrap_or_default()),
+            },
+        };
+    }
+}
+
+/// `bash` and `sh`: available with the shell sandbox, at its isolation.
+fn shell_offers(shell: Option<&ShellSandbox>, shell_reason: Option<&str>) -> Vec<Offer> {
+    ["bash", "sh"]
+        .into_iter()
+        .map(|name| match shell {
+            Some(s) => {
+                let iso = s.isolation();
+                Offer { runtime: name, available: true, isolation: iso.level.as_str().into(), detail: iso.to_string() }
+            }
+            None => Offer {
+                runtime: name,
+                available: false,
+                isolation: "none".into(),
+                detail: shell_reason.unwrap_or_default().to_string(),
+            },
+        })
+        .collect()
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
+use sundial_engine::EngineConfig;
 
 use crate::secret_key::KeySource;
 
@@ -337,22 +338,113 @@ pub struct Resolved {
     pub runtimes: sundial_runner::RuntimesConfig,
 }
 
+/// The engine's timing settings, checked.
+struct EngineTiming {
+    claim_window_ms: i64,
+    horizon_ms: i64,
+    timer_capacity: usize,
+    retention_days: i64,
+    affinity_grace_ms: i64,
+    max_dispatch_lead_ms: i64,
+}
+
+/// The engine's limits on deliveries, checked.
+struct DeliveryLimits {
+    max_inflight: usize,
+    max_inflight_per_app: Option<usize>,
+    max_inflight_per_tenant: Option<usize>,
+    max_answer_bytes: usize,
+    max_output_bytes: usize,
+}
+
+/// What the API accepts from executors: new handlers per registration, log bytes per call,
+/// seconds after a run's end its log lines are taken.
+struct ExecutorLimits {
+    max_new_handlers_per_registration: usize,
+    max_log_bytes_per_call: usize,
+    log_grace_secs: i64,
+}
+
 impl Settings {
     pub fn resolve(self) -> anyhow::Result<Resolved> {
         let file = match &self.config {
             Some(p) => load_file(p)?,
             None => Settings::default(),
         };
-        let data_dir = self.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+        let data_dir =
+            self.data_dir.clone().or(file.data_dir.clone()).unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+        let (database_url, secret_key) = self.database(&file, &data_dir)?;
+        let log_json = self.log_json(&file)?;
+        let secret_grace_secs = self.secret_grace_secs.or(file.secret_grace_secs).unwrap_or(86_400);
+        anyhow::ensure!(secret_grace_secs >= 0, "secret_grace_secs: must not be negative");
+        // The engine's defaults are the one source of the engine settings' defaults.
+        let engine_defaults = sundial_engine::EngineConfig::new("");
+        let timing = self.engine_timing(&file, &engine_defaults)?;
+        let delivery = self.delivery_limits(&file, &engine_defaults)?;
+        let (max_script_wasm_bytes, max_script_text_bytes) = self.script_sizes(&file)?;
+        let http = self.http_limits(&file)?;
+        let outbound = self.outbound(&file, &engine_defaults);
+        let (runner_concurrency, allow_shell, host_interpreters) = self.runner_switches(&file)?;
+        let quotas = self.quotas(&file)?;
+        let executors = self.executor_limits(&file)?;
+        let runtimes = self.runtimes(&file, &data_dir, allow_shell, host_interpreters)?;
+        Ok(Resolved {
+            runtimes,
+            runner: self.runner.or(file.runner).unwrap_or(true),
+            runner_concurrency,
+            runner_sync_wait_ms: self.runner_sync_wait_ms.or(file.runner_sync_wait_ms).unwrap_or(10_000),
+            listen: self.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.into()),
+            database_url,
+            db_max_connections: self.db_max_connections.or(file.db_max_connections).unwrap_or(10),
+            db_slow_statement_ms: self.db_slow_statement_ms.or(file.db_slow_statement_ms).unwrap_or(1000),
+            admin_key: self.admin_key.or(file.admin_key),
+            secret_key,
+            log_json,
+            log: self.log.or(file.log).unwrap_or_else(|| "info".into()),
+            max_body_bytes: self.max_body_bytes.or(file.max_body_bytes).unwrap_or(1024 * 1024),
+            http,
+            secret_grace_secs,
+            node_id: self
+                .node_id
+                .or(file.node_id)
+                .unwrap_or_else(|| sundial_core::ids::new_id(sundial_core::ids::NODE)),
+            horizon_ms: timing.horizon_ms,
+            claim_window_ms: timing.claim_window_ms,
+            timer_capacity: timing.timer_capacity,
+            max_inflight: delivery.max_inflight,
+            max_inflight_per_app: delivery.max_inflight_per_app,
+            max_inflight_per_tenant: delivery.max_inflight_per_tenant,
+            shutdown_grace_secs: self.shutdown_grace_secs.or(file.shutdown_grace_secs).unwrap_or(30),
+            retention_days: timing.retention_days,
+            affinity_grace_ms: timing.affinity_grace_ms,
+            max_dispatch_lead_ms: timing.max_dispatch_lead_ms,
+            max_answer_bytes: delivery.max_answer_bytes,
+            max_output_bytes: delivery.max_output_bytes,
+            max_script_wasm_bytes,
+            max_script_text_bytes,
+            outbound,
+            quotas,
+            max_new_handlers_per_registration: executors.max_new_handlers_per_registration,
+            max_log_bytes_per_call: executors.max_log_bytes_per_call,
+            log_grace_secs: executors.log_grace_secs,
+        })
+    }
+
+    /// The database URL (default: SQLite in `data_dir`) and where the secret key comes from.
+    fn database(&self, file: &Settings, data_dir: &Path) -> anyhow::Result<(String, KeySource)> {
         let database_url = self
             .database_url
-            .or(file.database_url)
+            .clone()
+            .or(file.database_url.clone())
             .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("sundial.db").display()));
         let mysql = database_url.starts_with("mysql://") || database_url.starts_with("mariadb://");
         if !mysql && sundial_store::sqlite_path(&database_url).is_none() {
             anyhow::bail!("{}", sundial_store::StoreError::BadUrl(sundial_store::redact_url(&database_url)));
         }
-        let secret_key = match (self.secret_key.or(file.secret_key), self.secret_key_file.or(file.secret_key_file)) {
+        let secret_key = match (
+            self.secret_key.clone().or(file.secret_key.clone()),
+            self.secret_key_file.clone().or(file.secret_key_file.clone()),
+        ) {
             (Some(_), Some(_)) => anyhow::bail!("secret_key and secret_key_file: give one of them, not both"),
             (Some(v), None) => KeySource::Value(v),
             (None, Some(path)) => KeySource::File(path),
@@ -364,16 +456,20 @@ impl Settings {
                 None => KeySource::Missing,
             },
         };
-        let log_format = self.log_format.or(file.log_format).unwrap_or_else(|| "text".into());
-        let log_json = match log_format.as_str() {
+        Ok((database_url, secret_key))
+    }
+
+    /// `log_format`: `text` (false) or `json` (true).
+    fn log_json(&self, file: &Settings) -> anyhow::Result<bool> {
+        let log_format = self.log_format.clone().or(file.log_format.clone()).unwrap_or_else(|| "text".into());
+        Ok(match log_format.as_str() {
             "text" => false,
             "json" => true,
             other => anyhow::bail!("log_format: `{other}` is not `text` or `json`"),
-        };
-        let secret_grace_secs = self.secret_grace_secs.or(file.secret_grace_secs).unwrap_or(86_400);
-        anyhow::ensure!(secret_grace_secs >= 0, "secret_grace_secs: must not be negative");
-        // The engine's defaults are the one source of the engine settings' defaults.
-        let engine_defaults = sundial_engine::EngineConfig::new("");
+        })
+    }
+
+    fn engine_timing(&self, file: &Settings, engine_defaults: &EngineConfig) -> anyhow::Result<EngineTiming> {
         let claim_window_ms = self.claim_window_ms.or(file.claim_window_ms).unwrap_or(engine_defaults.claim_window_ms);
         anyhow::ensure!((100..=60_000).contains(&claim_window_ms), "claim_window_ms: must be 100-60000");
         let horizon_ms = self.horizon_ms.or(file.horizon_ms).unwrap_or(engine_defaults.horizon_ms);
@@ -398,6 +494,17 @@ impl Settings {
             (0..=10_000).contains(&max_dispatch_lead_ms),
             "max_dispatch_lead_ms: must be 0-10000 (0 turns the lead off)"
         );
+        Ok(EngineTiming {
+            claim_window_ms,
+            horizon_ms,
+            timer_capacity,
+            retention_days,
+            affinity_grace_ms,
+            max_dispatch_lead_ms,
+        })
+    }
+
+    fn delivery_limits(&self, file: &Settings, engine_defaults: &EngineConfig) -> anyhow::Result<DeliveryLimits> {
         let max_inflight = self.max_inflight.or(file.max_inflight).unwrap_or(engine_defaults.max_inflight);
         anyhow::ensure!(max_inflight >= 1, "max_inflight: must be at least 1");
         let max_inflight_per_app = self.max_inflight_per_app.or(file.max_inflight_per_app);
@@ -424,6 +531,17 @@ impl Settings {
             (1024..=16 * 1024 * 1024).contains(&max_output_bytes),
             "max_output_bytes: must be 1024-16777216"
         );
+        Ok(DeliveryLimits {
+            max_inflight,
+            max_inflight_per_app,
+            max_inflight_per_tenant,
+            max_answer_bytes,
+            max_output_bytes,
+        })
+    }
+
+    /// The largest `wasm` and text scripts accepted.
+    fn script_sizes(&self, file: &Settings) -> anyhow::Result<(usize, usize)> {
         let script_defaults = sundial_api::ScriptLimits::default();
         let max_script_wasm_bytes =
             self.max_script_wasm_bytes.or(file.max_script_wasm_bytes).unwrap_or(script_defaults.max_wasm_bytes);
@@ -437,6 +555,10 @@ impl Settings {
             (1024..=64 * 1024 * 1024).contains(&max_script_text_bytes),
             "max_script_text_bytes: must be 1024-67108864"
         );
+        Ok((max_script_wasm_bytes, max_script_text_bytes))
+    }
+
+    fn http_limits(&self, file: &Settings) -> anyhow::Result<crate::http::HttpLimits> {
         let ms = |v: Option<u64>, f: Option<u64>, default: u64, key: &str| -> anyhow::Result<std::time::Duration> {
             let v = v.or(f).unwrap_or(default);
             anyhow::ensure!((100..=3_600_000).contains(&v), "{key}: must be 100-3600000");
@@ -459,7 +581,11 @@ impl Settings {
             (1..=1_000_000).contains(&http.max_connections_per_peer),
             "max_connections_per_peer: must be 1-1000000"
         );
-        let outbound = sundial_core::outbound::OutboundPolicy {
+        Ok(http)
+    }
+
+    fn outbound(&self, file: &Settings, engine_defaults: &EngineConfig) -> sundial_core::outbound::OutboundPolicy {
+        sundial_core::outbound::OutboundPolicy {
             allow_loopback: self
                 .outbound_allow_loopback
                 .or(file.outbound_allow_loopback)
@@ -468,7 +594,12 @@ impl Settings {
                 .outbound_allow_private
                 .or(file.outbound_allow_private)
                 .unwrap_or(engine_defaults.outbound.allow_private),
-        };
+        }
+    }
+
+    /// The built-in runner's concurrency, and whether the shell runtime and the host's
+    /// interpreters are on.
+    fn runner_switches(&self, file: &Settings) -> anyhow::Result<(usize, bool, bool)> {
         let runner_concurrency = self
             .runner_concurrency
             .or(file.runner_concurrency)
@@ -480,6 +611,11 @@ impl Settings {
             !host_interpreters || allow_shell,
             "host_interpreters: the host's interpreters run in the shell sandbox; turn on allow_shell too"
         );
+        Ok((runner_concurrency, allow_shell, host_interpreters))
+    }
+
+    /// Every tenant's quotas unless the operator set others for it.
+    fn quotas(&self, file: &Settings) -> anyhow::Result<sundial_core::quota::Quotas> {
         let d = sundial_core::quota::Quotas::default();
         let quotas = sundial_core::quota::Quotas {
             max_jobs: self.quota_max_jobs.or(file.quota_max_jobs).unwrap_or(d.max_jobs),
@@ -508,6 +644,10 @@ impl Settings {
                 .unwrap_or(d.max_api_requests_per_second),
         };
         quotas.check().map_err(|e| anyhow::anyhow!("quota_{e}"))?;
+        Ok(quotas)
+    }
+
+    fn executor_limits(&self, file: &Settings) -> anyhow::Result<ExecutorLimits> {
         let max_new_handlers_per_registration =
             self.max_new_handlers_per_registration.or(file.max_new_handlers_per_registration).unwrap_or(100);
         anyhow::ensure!(
@@ -518,55 +658,30 @@ impl Settings {
         anyhow::ensure!(max_log_bytes_per_call >= 1024, "max_log_bytes_per_call: must be at least 1024");
         let log_grace_secs = self.log_grace_secs.or(file.log_grace_secs).unwrap_or(60);
         anyhow::ensure!((0..=86_400).contains(&log_grace_secs), "log_grace_secs: must be 0-86400");
+        Ok(ExecutorLimits { max_new_handlers_per_registration, max_log_bytes_per_call, log_grace_secs })
+    }
+
+    /// The sandboxes' settings: directories under `data_dir` by default, the script limits.
+    fn runtimes(
+        &self,
+        file: &Settings,
+        data_dir: &Path,
+        allow_shell: bool,
+        host_interpreters: bool,
+    ) -> anyhow::Result<sundial_runner::RuntimesConfig> {
         let shell_accept_weaker = self.shell_accept_weaker.or(file.shell_accept_weaker).unwrap_or(false);
-        let interpreters_dir =
-            self.interpreters_dir.or(file.interpreters_dir).unwrap_or_else(|| data_dir.join("interpreters"));
-        let runner_dir = self.runner_dir.or(file.runner_dir).unwrap_or_else(|| data_dir.join("runner"));
+        let interpreters_dir = self
+            .interpreters_dir
+            .clone()
+            .or(file.interpreters_dir.clone())
+            .unwrap_or_else(|| data_dir.join("interpreters"));
+        let runner_dir = self.runner_dir.clone().or(file.runner_dir.clone()).unwrap_or_else(|| data_dir.join("runner"));
         let mut runtimes = sundial_runner::RuntimesConfig::new(runner_dir.clone());
         runtimes.interpreters_dir = Some(interpreters_dir.clone());
         (runtimes.allow_shell, runtimes.shell_accept_weaker, runtimes.host_interpreters) =
             (allow_shell, shell_accept_weaker, host_interpreters);
         self.script_limits.apply(&file.script_limits, &mut runtimes)?;
-        Ok(Resolved {
-            runtimes,
-            runner: self.runner.or(file.runner).unwrap_or(true),
-            runner_concurrency,
-            runner_sync_wait_ms: self.runner_sync_wait_ms.or(file.runner_sync_wait_ms).unwrap_or(10_000),
-            listen: self.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.into()),
-            database_url,
-            db_max_connections: self.db_max_connections.or(file.db_max_connections).unwrap_or(10),
-            db_slow_statement_ms: self.db_slow_statement_ms.or(file.db_slow_statement_ms).unwrap_or(1000),
-            admin_key: self.admin_key.or(file.admin_key),
-            secret_key,
-            log_json,
-            log: self.log.or(file.log).unwrap_or_else(|| "info".into()),
-            max_body_bytes: self.max_body_bytes.or(file.max_body_bytes).unwrap_or(1024 * 1024),
-            http,
-            secret_grace_secs,
-            node_id: self
-                .node_id
-                .or(file.node_id)
-                .unwrap_or_else(|| sundial_core::ids::new_id(sundial_core::ids::NODE)),
-            horizon_ms,
-            claim_window_ms,
-            timer_capacity,
-            max_inflight,
-            max_inflight_per_app,
-            max_inflight_per_tenant,
-            shutdown_grace_secs: self.shutdown_grace_secs.or(file.shutdown_grace_secs).unwrap_or(30),
-            retention_days,
-            affinity_grace_ms,
-            max_dispatch_lead_ms,
-            max_answer_bytes,
-            max_output_bytes,
-            max_script_wasm_bytes,
-            max_script_text_bytes,
-            outbound,
-            quotas,
-            max_new_handlers_per_registration,
-            max_log_bytes_per_call,
-            log_grace_secs,
-        })
+        Ok(runtimes)
     }
 }
 

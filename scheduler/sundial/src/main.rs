@@ -115,6 +115,32 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
         .await
         .context("creating the operator key")?;
     let wake = Arc::new(tokio::sync::Notify::new());
+    let listener = TcpListener::bind(&cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
+    let addr = listener.local_addr()?;
+    let builtin =
+        if cfg.runner { Some(runner::start_builtin(&cfg, store.clone(), clock.clone(), addr).await?) } else { None };
+    let mut engine_cfg = engine_config(&cfg, addr);
+    engine_cfg.builtin_runner = builtin.as_ref().map(|b| b.engine_side.clone());
+    let engine = Engine::new(store.clone(), clock.clone(), engine_cfg, wake.clone());
+    let state = AppState::new(store.clone(), clock.clone(), api_config(&cfg, builtin.as_ref()), wake)
+        .with_cancels(engine.cancels().clone());
+    print_banner(&cfg, &keys, new_key, addr);
+    engine.start().await;
+    tracing::info!(
+        %addr,
+        node_id = %cfg.node_id,
+        database = %redact(&cfg.database_url),
+        secret_key_id = keys.ring.current_id(),
+        "node started"
+    );
+    serve_until_stopped(&cfg, listener, state, http_limits, &engine, builtin.as_ref()).await;
+    store.close().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The engine's settings from the node's, its address the one the API listens on.
+fn engine_config(cfg: &Resolved, addr: std::net::SocketAddr) -> EngineConfig {
     let mut engine_cfg = EngineConfig::new(cfg.node_id.clone());
     engine_cfg.horizon_ms = cfg.horizon_ms;
     engine_cfg.claim_window_ms = cfg.claim_window_ms;
@@ -129,41 +155,38 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     engine_cfg.max_answer_bytes = cfg.max_answer_bytes;
     engine_cfg.max_output_bytes = cfg.max_output_bytes;
     engine_cfg.outbound = cfg.outbound;
-    let listener = TcpListener::bind(&cfg.listen).await.with_context(|| format!("listening on {}", cfg.listen))?;
-    let addr = listener.local_addr()?;
     engine_cfg.address = format!("http://{addr}");
-    let builtin =
-        if cfg.runner { Some(runner::start_builtin(&cfg, store.clone(), clock.clone(), addr).await?) } else { None };
-    engine_cfg.builtin_runner = builtin.as_ref().map(|b| b.engine_side.clone());
-    let runtimes = match &builtin {
+    engine_cfg
+}
+
+/// The API's settings; the runtimes it offers are the built-in runner's, if it runs.
+fn api_config(cfg: &Resolved, builtin: Option<&runner::Builtin>) -> ApiConfig {
+    let runtimes = match builtin {
         Some(b) => runner::offers(b.runner.runtimes()),
         None => runner::no_builtin_offers(),
     };
-    let engine = Engine::new(store.clone(), clock.clone(), engine_cfg, wake.clone());
-    let state = AppState::new(
-        store.clone(),
-        clock.clone(),
-        ApiConfig {
-            max_body_bytes: cfg.max_body_bytes,
-            secret_grace_ms: cfg.secret_grace_secs * 1000,
-            max_output_bytes: cfg.max_output_bytes,
-            outbound: cfg.outbound,
-            scripts: sundial_api::ScriptLimits {
-                max_wasm_bytes: cfg.max_script_wasm_bytes,
-                max_text_bytes: cfg.max_script_text_bytes,
-            },
-            runtimes,
-            quotas: cfg.quotas,
-            max_new_handlers_per_registration: cfg.max_new_handlers_per_registration,
-            max_log_bytes_per_call: cfg.max_log_bytes_per_call,
-            log_grace_ms: cfg.log_grace_secs * 1000,
-            source_checker: builtin.as_ref().map(|b| {
-                Arc::new(runner::InterpreterChecker(b.runner.runtimes_shared())) as Arc<dyn sundial_api::SourceChecker>
-            }),
+    ApiConfig {
+        max_body_bytes: cfg.max_body_bytes,
+        secret_grace_ms: cfg.secret_grace_secs * 1000,
+        max_output_bytes: cfg.max_output_bytes,
+        outbound: cfg.outbound,
+        scripts: sundial_api::ScriptLimits {
+            max_wasm_bytes: cfg.max_script_wasm_bytes,
+            max_text_bytes: cfg.max_script_text_bytes,
         },
-        wake,
-    )
-    .with_cancels(engine.cancels().clone());
+        runtimes,
+        quotas: cfg.quotas,
+        max_new_handlers_per_registration: cfg.max_new_handlers_per_registration,
+        max_log_bytes_per_call: cfg.max_log_bytes_per_call,
+        log_grace_ms: cfg.log_grace_secs * 1000,
+        source_checker: builtin.map(|b| {
+            Arc::new(runner::InterpreterChecker(b.runner.runtimes_shared())) as Arc<dyn sundial_api::SourceChecker>
+        }),
+    }
+}
+
+/// The start-up banner on stdout: the database, a generated secret key, a new operator key.
+fn print_banner(cfg: &Resolved, keys: &secret_key::Loaded, new_key: Option<String>, addr: std::net::SocketAddr) {
     println!("database: {}", redact(&cfg.database_url));
     if let Some(path) = &keys.generated {
         println!(
@@ -179,14 +202,17 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     }
     // Last line of the start-up banner: scripts and tests wait for it.
     println!("Sundial listening on http://{addr}");
-    engine.start().await;
-    tracing::info!(
-        %addr,
-        node_id = %cfg.node_id,
-        database = %redact(&cfg.database_url),
-        secret_key_id = keys.ring.current_id(),
-        "node started"
-    );
+}
+
+/// Serve HTTP until SIGTERM/SIGINT, then shut down in order and drain.
+async fn serve_until_stopped(
+    cfg: &Resolved,
+    listener: TcpListener,
+    state: AppState,
+    http_limits: http::HttpLimits,
+    engine: &Arc<Engine>,
+    builtin: Option<&runner::Builtin>,
+) {
     // Shutdown, in order: on SIGTERM/SIGINT the engine stops claiming, the node marks itself
     // `left` and hands back its undispatched claims (`Engine::stop`), all while HTTP still
     // serves; then the server stops accepting and drains its open requests while the
@@ -195,7 +221,7 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
     let stopped_at = Arc::new(std::sync::Mutex::new(None::<std::time::Instant>));
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
     let (stopping, at) = (engine.clone(), stopped_at.clone());
-    let builtin_runner = builtin.as_ref().map(|b| b.runner.clone());
+    let builtin_runner = builtin.map(|b| b.runner.clone());
     let signal = async move {
         shutdown_signal().await;
         tracing::info!("shutting down: no more claiming; handing back claimed runs");
@@ -232,9 +258,6 @@ async fn serve(cfg: Resolved) -> anyhow::Result<()> {
         }
     };
     engine.drain(left).await;
-    store.close().await;
-    tracing::info!("stopped");
-    Ok(())
 }
 
 /// `sundial rekey`: seal every app secret under the current key, and say what was done.

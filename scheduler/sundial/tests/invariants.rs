@@ -1,7 +1,8 @@
 //! ARCHITECTURE.md's invariants that a source scan can check, checked on every run of the
 //! suite: SQL only in `sundial-store` (and the benchmark's baselines), the wall clock read
-//! only through `SystemClock`, no module import cycle in any crate of the workspace. Each scan
-//! is also run on made-up sources, so that a scan that finds nothing cannot pass unnoticed.
+//! only through `SystemClock`, no module import cycle in any crate of the workspace, no
+//! function over 100 lines without a reason beside it. Each scan is also run on made-up
+//! sources, so that a scan that finds nothing cannot pass unnoticed.
 
 // Shared with `scheduler/store/tests/sql_sources.rs`, which uses its lexer for the store's SQL.
 #[allow(dead_code)]
@@ -9,7 +10,7 @@ mod scan;
 
 use std::path::{Path, PathBuf};
 
-use scan::{Source, cycles, import_graph, rust_files};
+use scan::{Source, Tok, cycles, import_graph, lex, rust_files, test_module_lines};
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -162,4 +163,192 @@ fn the_cycle_scan_finds_a_cycle_and_names_it() {
     assert_eq!(graph["sql::a"].keys().collect::<Vec<_>>(), ["sql", "sql::b"]);
     assert_eq!(graph["sql::b"].keys().collect::<Vec<_>>(), ["sql::a"]);
     assert_eq!(cycles(&graph), ["sql::a -> sql::b (sql/a.rs:1) -> sql::a (sql/b.rs:2)"]);
+}
+
+/// The comment that lets a function run over [`MAX_FN_LINES`]: directly above its `fn` line,
+/// among its doc comments and attributes, followed by the reason.
+const LONG_FN_REASON: &str = "// Over 100 lines on purpose:";
+const MAX_FN_LINES: usize = 100;
+
+/// A function of more than [`MAX_FN_LINES`] lines (its `fn` line to its closing brace).
+#[derive(Debug, PartialEq)]
+struct LongFn {
+    at: String,
+    name: String,
+    lines: usize,
+    /// [`LONG_FN_REASON`] is written above it.
+    reason: bool,
+}
+
+impl std::fmt::Display for LongFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} fn {} ({} lines)", self.at, self.name, self.lines)
+    }
+}
+
+/// Every function of `src` over [`MAX_FN_LINES`] lines, outside `#[cfg(test)]` modules and
+/// test functions.
+fn long_functions(src: &Source) -> Vec<LongFn> {
+    let (toks, _) = lex(&src.text);
+    let text: Vec<&str> = src.text.lines().collect();
+    let tests = test_module_lines(&toks);
+    let mut out = Vec::new();
+    for i in 0..toks.len() {
+        let (Tok::Ident(kw), Some((Tok::Ident(name), _))) = (&toks[i].0, toks.get(i + 1)) else { continue };
+        let line = toks[i].1;
+        if kw != "fn" || tests.iter().any(|r| r.contains(&line)) {
+            continue;
+        }
+        let Some(end) = body_end(&toks, i + 2) else { continue };
+        let lines = end - line + 1;
+        let (start, attrs) = item_start(&toks, i);
+        if lines <= MAX_FN_LINES || attrs.iter().any(|a| is_test_attribute(a)) {
+            continue;
+        }
+        // The comments right above the `fn` line, up to the item before or a blank line.
+        let above = start.checked_sub(1).map_or(0, |s| toks[s].1);
+        let reason = (above + 1..line)
+            .rev()
+            .map(|n| text[n - 1].trim())
+            .take_while(|l| !l.is_empty())
+            .any(|l| l.starts_with(LONG_FN_REASON));
+        out.push(LongFn { at: format!("{}:{line}", src.rel), name: name.clone(), lines, reason });
+    }
+    out
+}
+
+/// The line of the brace closing the body of the function whose signature starts at token
+/// `from`; `None` for a declaration without a body (`fn f();` in a trait).
+fn body_end(toks: &[(Tok, usize)], from: usize) -> Option<usize> {
+    let mut nesting = 0i32;
+    let open = (from..toks.len()).find(|&j| {
+        match toks[j].0 {
+            Tok::Punct('(' | '[') => nesting += 1,
+            Tok::Punct(')' | ']') => nesting -= 1,
+            _ => {}
+        }
+        nesting == 0 && matches!(toks[j].0, Tok::Punct('{' | ';'))
+    })?;
+    if toks[open].0 == Tok::Punct(';') {
+        return None;
+    }
+    let mut depth = 0;
+    for (t, line) in &toks[open..] {
+        match t {
+            Tok::Punct('{') => depth += 1,
+            Tok::Punct('}') => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(*line);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Where the item whose `fn` token is at `at` starts (its first attribute or qualifier), and
+/// its attributes' tokens (`#[tokio::test(flavor = …)]` → `tokio :: test ( flavor = … )`).
+fn item_start(toks: &[(Tok, usize)], at: usize) -> (usize, Vec<&[(Tok, usize)]>) {
+    const QUALIFIERS: &[&str] = &["pub", "async", "const", "unsafe", "extern", "default"];
+    let mut start = at;
+    let mut attrs = Vec::new();
+    while start > 0 {
+        match &toks[start - 1].0 {
+            Tok::Ident(q) if QUALIFIERS.contains(&q.as_str()) => start -= 1,
+            Tok::Punct(close @ (')' | ']')) => {
+                let open = if *close == ')' { '(' } else { '[' };
+                let mut depth = 0;
+                let Some(j) = (0..start).rev().find(|&j| {
+                    match toks[j].0 {
+                        Tok::Punct(c) if c == *close => depth += 1,
+                        Tok::Punct(c) if c == open => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                }) else {
+                    break;
+                };
+                match (open, j.checked_sub(1).map(|k| &toks[k].0)) {
+                    // `pub(crate)`, `pub(in crate::sql)`
+                    ('(', Some(Tok::Ident(p))) if p == "pub" => start = j,
+                    ('[', Some(Tok::Punct('#'))) => {
+                        attrs.push(&toks[j + 1..start - 1]);
+                        start = j - 1;
+                    }
+                    _ => break,
+                }
+            }
+            _ => break,
+        }
+    }
+    (start, attrs)
+}
+
+/// `#[test]`, `#[tokio::test(…)]`, any `#[….::test]`, and `#[cfg(test)]`: test code.
+fn is_test_attribute(attr: &[(Tok, usize)]) -> bool {
+    let toks: Vec<&Tok> = attr.iter().map(|(t, _)| t).collect();
+    let ident = |t: &Tok, s: &str| matches!(t, Tok::Ident(i) if i == s);
+    let path_end = toks.iter().position(|t| !matches!(t, Tok::Ident(_) | Tok::Path)).unwrap_or(toks.len());
+    let cfg_test = toks.len() == 4 && ident(toks[0], "cfg") && ident(toks[2], "test");
+    (path_end > 0 && ident(toks[path_end - 1], "test")) || cfg_test
+}
+
+#[test]
+fn no_function_is_over_100_lines_without_a_reason() {
+    let found: Vec<LongFn> = product_sources().iter().flat_map(long_functions).collect();
+    // The scan sees the long functions it must: the benchmark's, which give their reasons.
+    assert!(
+        found.iter().any(|f| f.at.starts_with("scheduler/bench/src/report.rs:") && f.name == "human" && f.reason),
+        "{found:#?}"
+    );
+    let offenders: Vec<String> = found.iter().filter(|f| !f.reason).map(|f| f.to_string()).collect();
+    assert!(
+        offenders.is_empty(),
+        "functions over {MAX_FN_LINES} lines (split them into functions that read top-down, or write \
+         `{LONG_FN_REASON} <why>` directly above the `fn`):\n{}",
+        offenders.join("\n")
+    );
+}
+
+/// The scan itself: a long function is found and measured, braces in strings, chars and
+/// comments not counted; the reason is accepted only right above the `fn`; declarations, test
+/// functions and test modules are not measured.
+#[test]
+fn the_long_function_scan_finds_a_long_function_and_accepts_a_reason() {
+    // A body of `n` lines: nested blocks, and braces only in strings, chars and comments.
+    let body = |n: usize| -> String {
+        let tricky = [
+            "    let a = \"}\"; let b = '{'; let c = r#\"}}\"#; // }",
+            "    /* { */ if a.is_empty() { let _ = b'}'; }",
+            "    let d = \"\\\"{\"; let e = ('\\'','}');",
+        ];
+        let mut lines: Vec<String> = tricky.iter().map(|s| s.to_string()).collect();
+        lines.extend((tricky.len()..n).map(|k| format!("    {{ let x{k} = {k}; }}")));
+        lines.join("\n")
+    };
+    let text = [
+        "trait T {\n    fn declared();\n}".to_string(),
+        format!("/// Just 100 lines.\npub(crate) fn at_the_limit() {{\n{}\n}}", body(98)),
+        format!("#[inline]\npub async fn too_long(x: [u8; 2]) -> Option<()> {{\n{}\n}}", body(99)),
+        format!(
+            "/// Long.\n{LONG_FN_REASON} one table.\n#[allow(\n    clippy::too_many_lines\n)]\nfn with_a_reason() {{\n{}\n}}",
+            body(110)
+        ),
+        format!("{LONG_FN_REASON} a reason too far above.\n\nfn reason_not_adjacent() {{\n{}\n}}", body(101)),
+        format!("#[tokio::test(flavor = \"multi_thread\")]\nasync fn a_test() {{\n{}\n}}", body(150)),
+        format!("#[cfg(test)]\nmod tests {{\n    fn helper() {{\n{}\n    }}\n}}", body(150)),
+    ]
+    .join("\n\n");
+    let found = long_functions(&Source::new("runtimes/shell/src/x.rs", "x.rs", text));
+    let shown: Vec<(String, bool)> = found.iter().map(|f| (f.to_string(), f.reason)).collect();
+    assert_eq!(
+        shown,
+        [
+            ("runtimes/shell/src/x.rs:108 fn too_long (101 lines)".to_string(), false),
+            ("runtimes/shell/src/x.rs:215 fn with_a_reason (112 lines)".to_string(), true),
+            ("runtimes/shell/src/x.rs:330 fn reason_not_adjacent (103 lines)".to_string(), false),
+        ]
+    );
 }

@@ -147,7 +147,8 @@ pub fn lex(text: &str) -> (Lines<Tok>, Lines<String>) {
         } else if ch == '\'' {
             // A char literal (`'a'`, `'\n'`, `'"'`) or a lifetime (`'static`).
             if next == Some('\\') {
-                i += 2;
+                // Past the backslash and the character it escapes (`'\''`), to the closing quote.
+                i += 3;
                 while i < c.len() && c[i] != '\'' {
                     i += 1;
                 }
