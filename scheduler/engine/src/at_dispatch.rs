@@ -20,12 +20,11 @@
 //! cap, one counted `expired` row beyond), and so go through the misfire policy like any
 //! late fire. A node that stops hands its unwritten fires over as `pending` rows. Late
 //! unwritten fires that the misfire policy drops are written `expired`
-//! ([`Engine::settle_late`]).
+//! ([`intake::settle_late`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::Mutex as StdMutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use sundial_core::affinity::bucket_of;
@@ -35,9 +34,11 @@ use sundial_store::{GenerateJob, Job, Run};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::due_heap::{DueHeap, FairRanks, tenant_key};
+use crate::due_heap::tenant_key;
 use crate::generate::plan_runs;
-use crate::{Counters, Engine, Result};
+use crate::held::tenant_share;
+use crate::shared::Shared;
+use crate::{Counters, Result, intake};
 
 /// A job whose next fire is further behind than this when the timer has room for it (the
 /// node stood still: a paused process, a full timer, the pause switch) is caught up
@@ -52,10 +53,6 @@ const CATCH_UP_BEHIND_MS: i64 = crate::misfire::LATE_POP_MS;
 /// draining) keeps filling, so its fresh fires stay on time.
 const FILL_STOP_BEHIND_MS: i64 = 3_000;
 const FILL_STOP_NO_COMMIT_MS: i64 = 2_000;
-/// The most of the timer's capacity one tenant's high-frequency fires take: three quarters.
-pub(crate) fn tenant_share(capacity: usize) -> usize {
-    (capacity / 4 * 3).max(1)
-}
 
 /// Jobs read per store call when taking jobs on.
 const TAKE_ON_CHUNK: usize = 500;
@@ -66,128 +63,43 @@ const GAP_LOOKBACK_MS: i64 = 60_000;
 /// At most this many fires are walked in that look-back (a job firing every second has 60).
 const GAP_WALK: usize = 600;
 
-#[derive(Debug)]
-struct Held {
-    tenant_id: String,
-    version: i64,
-    schedule: Schedule,
-    /// The next fire not yet put into the timer.
-    next: Option<i64>,
-    /// Put back for a catch-up through rows (its next fire fell far behind).
-    behind: bool,
+/// The at-dispatch sync service: its [`run_once`](AtDispatchSync::run_once) once a second,
+/// or at once when a job fell behind. No backoff: jobs that fell behind while the database
+/// was away are caught up by the first sync that works (a backoff made them wait up to its
+/// length after the database came back, all their fires late); failures are logged at most
+/// every 10 s.
+pub(crate) struct AtDispatchSync {
+    node: Arc<Shared>,
+    settings: AtDispatchSyncSettings,
 }
 
-#[derive(Debug, Default)]
-struct Inner {
-    /// The buckets the jobs below were taken on for.
-    mask: u64,
-    /// This node's high-frequency jobs (of its buckets), by id.
-    jobs: HashMap<String, Held>,
-    /// Each held job's next fire: (instant, job id). Stale entries (the job's `next` moved
-    /// or the job went) are skipped.
-    heap: DueHeap,
-    /// Tenants take turns among the jobs due at one instant (when the timer has room for
-    /// only some of them, a tenant's herd does not take it all).
-    ranks: FairRanks,
-    /// Jobs seen at this version that do not fire at dispatch (sparse schedules).
-    sparse: HashMap<String, i64>,
-    /// Fires in the timer that have no row yet, by run id.
-    unwritten: HashMap<String, Run>,
+/// The at-dispatch sync's settings. Its step reads `claim_window_ms`, `lease_ms`,
+/// `capacity`, `horizon_ms`, `max_clock_skew_ms` and `node_id` from the node's config.
+#[derive(Debug, Clone)]
+pub(crate) struct AtDispatchSyncSettings {
+    /// How often it runs at the latest (1 s).
+    pub every: Duration,
 }
 
-/// This node's high-frequency jobs and their unwritten fires.
-#[derive(Debug, Default)]
-pub(crate) struct AtDispatch {
-    inner: StdMutex<Inner>,
-    /// The operator's pause switch, as last read by [`Engine::at_dispatch_sync`].
-    paused: AtomicBool,
-    /// Woken when a job fell behind (the sync catches it up at once).
-    pub behind: tokio::sync::Notify,
-}
-
-impl AtDispatch {
-    /// Take these ids' unwritten runs out, for their dispatch: one per id, `None` for a
-    /// run that has a row (one lock for the batch).
-    pub fn take_each<'a>(&self, ids: impl Iterator<Item = &'a String>) -> Vec<Option<Run>> {
-        let mut g = self.inner.lock().expect("at-dispatch lock");
-        ids.map(|id| g.unwritten.remove(id)).collect()
-    }
-    /// Put an unwritten run back (its dispatch failed before deciding).
-    pub fn put_back(&self, run: Run) {
-        self.inner.lock().expect("at-dispatch lock").unwritten.insert(run.id.clone(), run);
-    }
-    /// The unwritten run of this id, if it is one.
-    pub fn get(&self, run_id: &str) -> Option<Run> {
-        self.inner.lock().expect("at-dispatch lock").unwritten.get(run_id).cloned()
-    }
-    /// Take these ids' unwritten runs out (those that are), e.g. late fires the misfire
-    /// policy settles.
-    pub fn take_many<'a>(&self, ids: impl Iterator<Item = &'a String>) -> Vec<Run> {
-        let mut g = self.inner.lock().expect("at-dispatch lock");
-        ids.filter_map(|id| g.unwritten.remove(id)).collect()
-    }
-    /// Every unwritten run (shutdown hands them over).
-    pub fn drain(&self) -> Vec<Run> {
-        let mut g = self.inner.lock().expect("at-dispatch lock");
-        g.jobs.clear();
-        g.heap.clear();
-        g.ranks.clear();
-        g.unwritten.drain().map(|(_, r)| r).collect()
-    }
-    /// For a job held here: its next fire not yet put into the timer (`fire_once` asks
-    /// whether a later missed fire is still to come).
-    pub fn next_fire(&self, job_id: &str) -> Option<i64> {
-        self.inner.lock().expect("at-dispatch lock").jobs.get(job_id).and_then(|h| h.next)
-    }
-    /// High-frequency jobs held, and unwritten fires held.
-    pub fn counts(&self) -> (usize, usize) {
-        let g = self.inner.lock().expect("at-dispatch lock");
-        (g.jobs.len(), g.unwritten.len())
-    }
-}
-
-impl Inner {
-    fn hold(&mut self, job: &Job, schedule: Schedule, from: i64) {
-        let next = schedule.next_after(from);
-        if let Some(n) = next {
-            let rank = self.ranks.next(n, tenant_key(&job.tenant_id));
-            self.heap.push_ranked(n, rank, job.id.clone());
-        }
-        self.jobs.insert(
-            job.id.clone(),
-            Held { tenant_id: job.tenant_id.clone(), version: job.version, schedule, next, behind: false },
-        );
-    }
-    /// Forget these jobs' unwritten fires (they changed: their fires are planned again).
-    /// One pass over the unwritten fires for the whole set: a pass per job made taking on
-    /// thousands of new jobs quadratic, under the lock the dispatches take (issue 14).
-    fn forget_fires(&mut self, job_ids: &HashSet<String>) {
-        if !job_ids.is_empty() {
-            self.unwritten.retain(|_, r| !job_ids.contains(&r.job_id));
-        }
-    }
-}
-
-impl Engine {
-    /// How far ahead of their instant unwritten fires enter the timer: enough for the
-    /// dispatch lead and two timer ticks, within the claim window.
-    fn at_dispatch_ahead_ms(&self) -> i64 {
-        (self.cfg.max_dispatch_lead_ms.max(0) + 2 * self.cfg.tick_ms as i64 + 500).min(self.cfg.claim_window_ms.max(1))
+impl AtDispatchSync {
+    pub(crate) fn new(node: &Arc<Shared>) -> Self {
+        AtDispatchSync { node: node.clone(), settings: AtDispatchSyncSettings { every: Duration::from_millis(1000) } }
     }
 
     /// Bring this node's set of high-frequency jobs in line with the database: take on the
     /// jobs of its buckets that are new, edited or started (and catch up their past fires
     /// through rows), drop those stopped, deleted, changed to a sparse schedule or now in
     /// another node's bucket, and catch up jobs that fell far behind. Also reads the pause
-    /// switch for [`Engine::at_dispatch_fill`]. Returns the jobs taken on.
-    pub async fn at_dispatch_sync(&self) -> Result<usize> {
-        let paused = self.schedules_paused().await?;
-        self.at_dispatch.paused.store(paused, Ordering::Relaxed);
-        let versions = self.store.job_timed_versions().await?;
-        let owned = self.owned_buckets();
+    /// switch for [`AtDispatchFill::run_once`]. Returns the jobs taken on.
+    pub(crate) async fn run_once(&self, now: i64) -> Result<usize> {
+        let node = &self.node;
+        let paused = node.schedules_paused().await?;
+        node.at_dispatch.paused.store(paused, Ordering::Relaxed);
+        let versions = node.store.job_timed_versions().await?;
+        let owned = node.owned_buckets();
         let mine = |id: &str| owned & (1u64 << bucket_of(id)) != 0;
         let (to_read, behind) = {
-            let mut g = self.at_dispatch.inner.lock().expect("at-dispatch lock");
+            let mut g = node.at_dispatch.inner.lock().expect("at-dispatch lock");
             if g.mask != owned {
                 g.mask = owned;
                 let gone: Vec<String> = g.jobs.keys().filter(|id| !mine(id)).cloned().collect();
@@ -229,13 +141,13 @@ impl Engine {
         tracing::debug!(jobs = to_read.len(), behind = behind.len(), "at-dispatch take-on");
         let mut taken = 0;
         for chunk in to_read.chunks(TAKE_ON_CHUNK) {
-            let jobs = self.store.job_get_many(chunk).await?;
+            let jobs = node.store.job_get_many(chunk).await?;
             let mut dense: Vec<(Job, Schedule)> = Vec::new();
             {
-                let mut g = self.at_dispatch.inner.lock().expect("at-dispatch lock");
+                let mut g = node.at_dispatch.inner.lock().expect("at-dispatch lock");
                 let mut forget = HashSet::new();
                 for job in jobs {
-                    match Self::schedule_of(&job) {
+                    match intake::schedule_of(&job) {
                         Some(s) if s.fires_at_dispatch() && job.state == sundial_core::types::JobState::Active => {
                             dense.push((job, s))
                         }
@@ -253,7 +165,7 @@ impl Engine {
                 continue;
             }
             let ids: Vec<String> = dense.iter().map(|(j, _)| j.id.clone()).collect();
-            let last = self.store.run_last_fires(&ids).await?;
+            let last = node.store.run_last_fires(&ids).await?;
             // Jobs new here (not caught up from this node's own fill): the fires before their
             // last row that have rows, to find any a node gone before left without one.
             let fresh: Vec<(String, i64, i64)> = dense
@@ -261,14 +173,14 @@ impl Engine {
                 .filter(|(j, _)| behind.get(&j.id).is_none_or(|(v, _)| *v != j.version))
                 .filter_map(|(j, _)| last.get(&j.id).map(|l| (j.id.clone(), l - GAP_LOOKBACK_MS, *l)))
                 .collect();
-            let have = self.store.run_fires_between(&fresh).await?;
-            taken += self.take_on(dense, &last, &have, &behind).await?;
+            let have = node.store.run_fires_between(&fresh).await?;
+            taken += self.take_on(now, dense, &last, &have, &behind).await?;
         }
         Ok(taken)
     }
 
     /// Take on jobs of this node's buckets: write their past fires since they were last
-    /// fired (or changed) as rows, then hold them for [`Engine::at_dispatch_fill`].
+    /// fired (or changed) as rows, then hold them for [`AtDispatchFill::run_once`].
     ///
     /// `behind`: jobs held here that fell behind, (version, fires put into the timer up to):
     /// at the same version they are caught up from there, and their fires in the timer stay.
@@ -276,15 +188,16 @@ impl Engine {
     /// older definition are dropped (their dispatch finds no row: `Gone`) and planned again.
     async fn take_on(
         &self,
+        now: i64,
         jobs: Vec<(Job, Schedule)>,
         last: &HashMap<String, i64>,
         have: &HashMap<String, Vec<i64>>,
         behind: &HashMap<String, (i64, i64)>,
     ) -> Result<usize> {
-        let now = self.now_ms();
-        let claim_soon = !self.clock_skewed() && !self.at_dispatch.paused.load(Ordering::Relaxed);
-        let soon = now + self.cfg.claim_window_ms + self.insert_claim_margin_ms();
-        let mut room = if claim_soon { self.cfg.capacity.saturating_sub(self.fire.timer.len()) } else { 0 };
+        let node = &self.node;
+        let claim_soon = !node.clock_skewed() && !node.at_dispatch.paused.load(Ordering::Relaxed);
+        let soon = now + node.cfg.claim_window_ms + intake::insert_claim_margin_ms(&node.cfg);
+        let mut room = if claim_soon { node.cfg.capacity.saturating_sub(node.fire.timer.len()) } else { 0 };
         let mut batch = Vec::new();
         let mut plans = Vec::new();
         for (job, schedule) in jobs {
@@ -315,20 +228,20 @@ impl Engine {
             let until = now.max(from);
             let mut runs = plan_runs(&job, &schedule, from, until, now);
             runs.retain(|r| written.binary_search(&r.scheduled_at_ms).is_err());
-            self.claim_soon(&mut runs, soon, now, &mut room);
+            intake::claim_soon(&node.cfg, &mut runs, soon, now, &mut room);
             batch.push(GenerateJob {
                 job_id: job.id.clone(),
                 job_version: job.version,
                 runs,
-                generated_until_ms: now + self.cfg.horizon_ms,
+                generated_until_ms: now + node.cfg.horizon_ms,
             });
             plans.push((job, schedule, until));
         }
-        let results = crate::retry_deadlock(|| self.store.run_generate_many(&batch)).await?;
+        let results = crate::retry_deadlock(|| node.store.run_generate_many(&batch)).await?;
         let mut claimed = Vec::new();
         let mut taken = 0;
         {
-            let mut g = self.at_dispatch.inner.lock().expect("at-dispatch lock");
+            let mut g = node.at_dispatch.inner.lock().expect("at-dispatch lock");
             let kept: Vec<bool> = results.iter().map(Option::is_some).collect();
             let forget = plans
                 .iter()
@@ -348,43 +261,93 @@ impl Engine {
             }
         }
         if !claimed.is_empty() {
-            Counters::add(&self.counters.claimed_at_insert, claimed.len() as u64);
-            self.take_into_timer(claimed).await;
+            Counters::add(&node.counters.claimed_at_insert, claimed.len() as u64);
+            intake::take_into_timer(node, claimed).await;
         }
         Ok(taken)
+    }
+
+    /// Start the loop; it ends when `cancel` fires.
+    pub(crate) fn spawn(self: Arc<Self>, cancel: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut failures = 0u64;
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    _ = tokio::time::sleep(self.settings.every) => {}
+                    _ = self.node.at_dispatch.behind.notified() => {}
+                }
+                match self.run_once(self.node.now_ms()).await {
+                    Ok(_) => failures = 0,
+                    Err(err) => {
+                        if failures.is_multiple_of(10) {
+                            tracing::warn!(service = "at-dispatch", error = %err, failures = failures + 1, "step failed; retrying every second");
+                        }
+                        failures += 1;
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// The at-dispatch fill service: its [`run_once`](AtDispatchFill::run_once) every tick (at
+/// most 100 ms). Memory only: keeps the timer filled with the high-frequency jobs' fires even
+/// while the database stalls (the timer's capacity bounds it).
+pub(crate) struct AtDispatchFill {
+    node: Arc<Shared>,
+    settings: AtDispatchFillSettings,
+}
+
+/// The at-dispatch fill's settings. Its step also reads `capacity` from the node's config.
+#[derive(Debug, Clone)]
+pub(crate) struct AtDispatchFillSettings {
+    /// How often it runs (`tick_ms`, at most 100 ms).
+    pub every: Duration,
+    /// How far ahead of their instant unwritten fires enter the timer: enough for the
+    /// dispatch lead (`max_dispatch_lead_ms`) and two ticks, within `claim_window_ms`.
+    pub ahead_ms: i64,
+}
+
+impl AtDispatchFill {
+    pub(crate) fn new(node: &Arc<Shared>) -> Self {
+        let cfg = &node.cfg;
+        let every = Duration::from_millis(cfg.tick_ms).min(Duration::from_millis(100));
+        let ahead_ms = (cfg.max_dispatch_lead_ms.max(0) + 2 * cfg.tick_ms as i64 + 500).min(cfg.claim_window_ms.max(1));
+        AtDispatchFill { node: node.clone(), settings: AtDispatchFillSettings { every, ahead_ms } }
     }
 
     /// Put the fires of this node's high-frequency jobs due within the next few seconds
     /// into the timer as unwritten runs, nearest first, while the timer has room. Memory
     /// only: it goes on while the database stalls (the timer's capacity bounds it). A job
-    /// whose next fire is far behind is left for [`Engine::at_dispatch_sync`] to catch up.
+    /// whose next fire is far behind is left for [`AtDispatchSync::run_once`] to catch up.
     /// Returns how many fires were added.
-    pub fn at_dispatch_fill(&self) -> usize {
-        if self.clock_skewed() || self.at_dispatch.paused.load(Ordering::Relaxed) {
+    pub(crate) fn run_once(&self, now: i64) -> usize {
+        let node = &self.node;
+        if node.clock_skewed() || node.at_dispatch.paused.load(Ordering::Relaxed) {
             return 0;
         }
-        let now = self.now_ms();
         // Stalled: nothing is added, but jobs already behind are still marked for catching up.
-        let stalled = self.fire.timer.next_due().is_some_and(|d| d < now - FILL_STOP_BEHIND_MS)
-            && self.fire.last_commit_ms.load(Ordering::Relaxed) < now - FILL_STOP_NO_COMMIT_MS;
-        let until = now + self.at_dispatch_ahead_ms();
-        let len = self.fire.timer.len();
-        let mut room = self.cfg.capacity.saturating_sub(len);
+        let stalled = node.fire.timer.next_due().is_some_and(|d| d < now - FILL_STOP_BEHIND_MS)
+            && node.fire.last_commit_ms.load(Ordering::Relaxed) < now - FILL_STOP_NO_COMMIT_MS;
+        let until = now + self.settings.ahead_ms;
+        let len = node.fire.timer.len();
+        let mut room = node.cfg.capacity.saturating_sub(len);
         // A tenant holds at most its share of the timer: another tenant's fires always find
         // room (a hung tenant's serial jobs pile their waiting fires up to the capacity).
-        let share = tenant_share(self.cfg.capacity);
+        let share = tenant_share(node.cfg.capacity);
         // The claim and the peek take a whole batch at a time, so a tenant just below its share
         // can fill the timer past it. A full timer still takes the fires of tenants holding
         // less than the quarter no share reaches, up to that quarter past its capacity: a
         // small tenant's fire is never refused because another tenant filled the timer.
-        let small = self.cfg.capacity.saturating_sub(share);
-        let mut reserve = small.saturating_sub(len.saturating_sub(self.cfg.capacity));
-        let mut held = self.fire.timer.per_tenant();
+        let small = node.cfg.capacity.saturating_sub(share);
+        let mut reserve = small.saturating_sub(len.saturating_sub(node.cfg.capacity));
+        let mut held = node.fire.timer.per_tenant();
         let mut over_share = Vec::new();
         let mut added = Vec::new();
         let mut fell_behind = false;
         {
-            let mut guard = self.at_dispatch.inner.lock().expect("at-dispatch lock");
+            let mut guard = node.at_dispatch.inner.lock().expect("at-dispatch lock");
             let g = &mut *guard;
             while let Some(at) = g.heap.next_at() {
                 if at > until || (stalled && at >= now - CATCH_UP_BEHIND_MS) || (!stalled && room == 0 && reserve == 0)
@@ -433,132 +396,50 @@ impl Engine {
             }
         }
         for run in &added {
-            self.fire.timer.push_run(run.scheduled_at_ms, run);
+            node.fire.timer.push_run(run.scheduled_at_ms, run);
         }
         if fell_behind {
-            self.at_dispatch.behind.notify_one();
+            node.at_dispatch.behind.notify_one();
         }
         if stalled || fell_behind || !added.is_empty() {
             tracing::debug!(
                 stalled,
                 fell_behind,
                 added = added.len(),
-                timer = self.fire.timer.len(),
+                timer = node.fire.timer.len(),
                 "at-dispatch fill"
             );
         }
         added.len()
     }
 
-    /// Hand this node's unwritten fires over as `pending` rows (at shutdown): the node that
-    /// takes their buckets starts after them and fires them.
-    pub(crate) async fn at_dispatch_hand_over(&self) {
-        let runs = self.at_dispatch.drain();
-        if runs.is_empty() {
-            return;
-        }
-        match self.store.run_insert_missing(&runs).await {
-            Ok(n) => tracing::info!(fires = n, "handed over unwritten fires as pending runs"),
-            Err(e) => tracing::warn!(
-                fires = runs.len(),
-                error = %e,
-                "could not hand over unwritten fires; the next owner catches them up by the misfire policy"
-            ),
-        }
-    }
-}
-
-/// The at-dispatch sync service: [`Engine::at_dispatch_sync`] once a second, or at once
-/// when a job fell behind. No backoff: jobs that fell behind while the database was away
-/// are caught up by the first sync that works (a backoff made them wait up to its length
-/// after the database came back, all their fires late); failures are logged at most every 10 s.
-pub(crate) struct AtDispatchSync {
-    engine: Arc<Engine>,
-    settings: AtDispatchSyncSettings,
-}
-
-/// The at-dispatch sync's settings. Its step reads `max_dispatch_lead_ms`, `tick_ms`,
-/// `claim_window_ms`, `lease_ms`, `capacity`, `max_clock_skew_ms` and `node_id`.
-#[derive(Debug, Clone)]
-pub(crate) struct AtDispatchSyncSettings {
-    /// How often it runs at the latest (1 s).
-    pub every: Duration,
-}
-
-impl AtDispatchSync {
-    pub(crate) fn new(engine: &Arc<Engine>) -> Self {
-        AtDispatchSync {
-            engine: engine.clone(),
-            settings: AtDispatchSyncSettings { every: Duration::from_millis(1000) },
-        }
-    }
-
-    /// One step: [`Engine::at_dispatch_sync`].
-    pub(crate) async fn run_once(&self) -> Result<usize> {
-        self.engine.at_dispatch_sync().await
-    }
-
     /// Start the loop; it ends when `cancel` fires.
-    pub(crate) fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
-        tokio::spawn(async move {
-            let mut failures = 0u64;
-            loop {
-                tokio::select! {
-                    _ = cancel.cancelled() => break,
-                    _ = tokio::time::sleep(self.settings.every) => {}
-                    _ = self.engine.at_dispatch.behind.notified() => {}
-                }
-                match self.run_once().await {
-                    Ok(_) => failures = 0,
-                    Err(err) => {
-                        if failures.is_multiple_of(10) {
-                            tracing::warn!(service = "at-dispatch", error = %err, failures = failures + 1, "step failed; retrying every second");
-                        }
-                        failures += 1;
-                    }
-                }
-            }
-        })
-    }
-}
-
-/// The at-dispatch fill service: [`Engine::at_dispatch_fill`] every tick (at most 100 ms).
-/// Memory only: keeps the timer filled with the high-frequency jobs' fires even while the
-/// database stalls (the timer's capacity bounds it).
-pub(crate) struct AtDispatchFill {
-    engine: Arc<Engine>,
-    settings: AtDispatchFillSettings,
-}
-
-/// The at-dispatch fill's settings. Its step reads `capacity`, `max_dispatch_lead_ms`,
-/// `tick_ms` and `claim_window_ms`.
-#[derive(Debug, Clone)]
-pub(crate) struct AtDispatchFillSettings {
-    /// How often it runs (`tick_ms`, at most 100 ms).
-    pub every: Duration,
-}
-
-impl AtDispatchFill {
-    pub(crate) fn new(engine: &Arc<Engine>) -> Self {
-        let every = Duration::from_millis(engine.cfg.tick_ms).min(Duration::from_millis(100));
-        AtDispatchFill { engine: engine.clone(), settings: AtDispatchFillSettings { every } }
-    }
-
-    /// One step: [`Engine::at_dispatch_fill`].
-    pub(crate) fn run_once(&self) -> usize {
-        self.engine.at_dispatch_fill()
-    }
-
-    /// Start the loop; it ends when `cancel` fires.
-    pub(crate) fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(self: Arc<Self>, cancel: CancellationToken) -> JoinHandle<()> {
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     _ = cancel.cancelled() => break,
                     _ = tokio::time::sleep(self.settings.every) => {}
                 }
-                self.run_once();
+                self.run_once(self.node.now_ms());
             }
         })
+    }
+}
+
+/// Hand this node's unwritten fires over as `pending` rows (at shutdown): the node that
+/// takes their buckets starts after them and fires them.
+pub(crate) async fn hand_over(node: &Shared) {
+    let runs = node.at_dispatch.drain();
+    if runs.is_empty() {
+        return;
+    }
+    match node.store.run_insert_missing(&runs).await {
+        Ok(n) => tracing::info!(fires = n, "handed over unwritten fires as pending runs"),
+        Err(e) => tracing::warn!(
+            fires = runs.len(),
+            error = %e,
+            "could not hand over unwritten fires; the next owner catches them up by the misfire policy"
+        ),
     }
 }

@@ -11,36 +11,14 @@ use sundial_core::affinity::{self, Ring};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Engine, Result};
-
-impl Engine {
-    /// One step of the heartbeat service ([`Heartbeat::run_once`]).
-    pub async fn heartbeat_once(self: &Arc<Self>) -> Result<Vec<String>> {
-        Heartbeat::new(self).run_once().await
-    }
-
-    /// The job buckets this node owns (bit `b` = bucket `b`).
-    pub fn owned_buckets(&self) -> u64 {
-        self.membership.owned.load(Ordering::SeqCst)
-    }
-
-    /// The live node set this node's share was last computed from (sorted ids; empty
-    /// before the first heartbeat).
-    pub fn members(&self) -> Vec<String> {
-        self.membership.members.lock().expect("members lock").clone()
-    }
-
-    /// Is claiming suspended because this node's clock disagrees with the database?
-    pub fn clock_skewed(&self) -> bool {
-        self.membership.skewed.load(Ordering::SeqCst)
-    }
-}
+use crate::Result;
+use crate::shared::Shared;
 
 /// The heartbeat service: every `heartbeat_ms`, one [`Heartbeat::run_once`], at a steady
 /// pace, never backing off: a node that backed off past `node_dead_ms` would be declared
 /// dead by the others while still working.
 pub(crate) struct Heartbeat {
-    engine: Arc<Engine>,
+    node: Arc<Shared>,
     settings: HeartbeatSettings,
 }
 
@@ -59,8 +37,8 @@ pub(crate) struct HeartbeatSettings {
 }
 
 impl Heartbeat {
-    pub(crate) fn new(engine: &Arc<Engine>) -> Self {
-        let cfg = &engine.cfg;
+    pub(crate) fn new(node: &Arc<Shared>) -> Self {
+        let cfg = &node.cfg;
         let settings = HeartbeatSettings {
             every: Duration::from_millis(cfg.heartbeat_ms),
             node_id: cfg.node_id.clone(),
@@ -68,15 +46,18 @@ impl Heartbeat {
             max_clock_skew_ms: cfg.max_clock_skew_ms,
             node_dead_ms: cfg.node_dead_ms,
         };
-        Heartbeat { engine: engine.clone(), settings }
+        Heartbeat { node: node.clone(), settings }
     }
 
     /// Heartbeat into the database, check this node's clock against the database's,
     /// and recover the claims of nodes that stopped heartbeating. Returns the dead nodes found.
-    pub(crate) async fn run_once(&self) -> Result<Vec<String>> {
-        let e = &self.engine;
+    /// `now` stamps the beat; the skew is this node's clock when the database answered (a
+    /// slow answer must not read as skew) minus the database's.
+    pub(crate) async fn run_once(&self, now: i64) -> Result<Vec<String>> {
+        let e = &self.node;
         let db_now = e.store.db_now_ms().await?;
-        let skew = e.now_ms() - db_now;
+        let answered = e.now_ms().max(now);
+        let skew = answered - db_now;
         let too_far = skew.abs() > self.settings.max_clock_skew_ms;
         let was = e.membership.skewed.swap(too_far, Ordering::SeqCst);
         if too_far {
@@ -98,13 +79,12 @@ impl Heartbeat {
             claimed: e.fire.timer.len() as i64,
             started_at_ms: e.life.started_at_ms,
             lateness_ms,
-            backlog: e.fire.timer.due_by(e.now_ms()) as i64,
+            backlog: e.fire.timer.due_by(now) as i64,
             misfired: misfired as i64,
         };
         crate::retry_deadlock_only(|| e.store.node_heartbeat(&beat)).await?;
         let dead =
-            crate::retry_deadlock_only(|| e.store.node_reap_dead(db_now - self.settings.node_dead_ms, e.now_ms()))
-                .await?;
+            crate::retry_deadlock_only(|| e.store.node_reap_dead(db_now - self.settings.node_dead_ms, now)).await?;
         for id in &dead {
             tracing::warn!(node_id = %id, "node stopped heartbeating: its claims were handed back");
         }
@@ -119,7 +99,7 @@ impl Heartbeat {
     /// Recompute this node's share of the job buckets from the live node set (this node is
     /// always in it: it is alive, whatever the database said when it was read).
     fn set_members(&self, live: &mut Vec<String>) {
-        let e = &self.engine;
+        let e = &self.node;
         if !live.contains(&self.settings.node_id) {
             live.push(self.settings.node_id.clone());
         }
@@ -146,14 +126,14 @@ impl Heartbeat {
     }
 
     /// Start the loop; it ends when `cancel` fires.
-    pub(crate) fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(self: Arc<Self>, cancel: CancellationToken) -> JoinHandle<()> {
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     _ = cancel.cancelled() => break,
                     _ = tokio::time::sleep(self.settings.every) => {}
                 }
-                if let Err(err) = self.run_once().await {
+                if let Err(err) = self.run_once(self.node.now_ms()).await {
                     tracing::warn!(error = %err, "heartbeat failed; retrying");
                 }
             }

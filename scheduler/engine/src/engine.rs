@@ -1,248 +1,192 @@
-//! The node's shared state: [`Engine`], the parts its services share (the timer and the
-//! fire path, the calls to executors, the cluster membership, the counters), and the small
-//! accessors on them. The services that work on this state are in their own files, the
-//! wiring and the shutdown order in [`crate::node`].
+//! [`Engine`]: what the binary, the API and the tests hold of a node's engine. It owns the
+//! shared state ([`Shared`]) and one instance of each service, and forwards to them; the
+//! start and shutdown order is in [`crate::node`]. No scheduling behaviour lives here.
 
 use std::sync::Arc;
 
 use sundial_core::clock::SharedClock;
-use sundial_core::route::RouteState;
 use sundial_store::Store;
-use tokio::sync::{Mutex, Notify, Semaphore};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::{Mutex, Notify};
 
-use crate::bulkhead;
+use crate::Result;
+use crate::at_dispatch::{AtDispatchFill, AtDispatchSync};
 use crate::cancel::Canceller;
-use crate::claim::PeekCursor;
-use crate::config::{EngineConfig, SETTING_SCHEDULES_PAUSED};
-use crate::lead::{DISPATCH_SLOTS, DispatchLead};
-use crate::stats::{Counters, EngineStats};
-use crate::transport::DeliveryClient;
-use crate::{Result, at_dispatch, instant_gate, misfire, outcome, timer};
+use crate::claim::Claimer;
+use crate::cluster::Heartbeat;
+use crate::config::EngineConfig;
+use crate::exchange_watch::ExchangeWatch;
+use crate::fire::TimerLoop;
+use crate::generate::Generator;
+use crate::reaper::Reaper;
+use crate::retention::Retention;
+use crate::shard_retry::ShardRetrier;
+use crate::shared::Shared;
+use crate::stats::EngineStats;
 
 /// One node's engine.
-#[derive(Debug)]
 pub struct Engine {
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) clock: SharedClock,
-    pub(crate) cfg: EngineConfig,
-    /// Woken when runs may have become due (a trigger, a child run, a retry).
-    pub wake: Arc<Notify>,
-    /// The fire path: the timer and what takes its runs to their delivery (`timer.rs`,
-    /// `delivery.rs`, `shard.rs`).
-    pub(crate) fire: FirePath,
-    /// This node's high-frequency jobs, whose fires enter the timer without a row
-    /// (`at_dispatch.rs`).
-    pub(crate) at_dispatch: at_dispatch::AtDispatch,
-    /// How far ahead of their instant runs leave the timer (`Engine::dispatch_lead_ms`).
-    pub(crate) lead: DispatchLead,
-    /// Calls to executors and the results they bring back (`transport.rs`, `outcome.rs`).
-    pub(crate) calls: Calls,
-    /// This node in the cluster: its clock check, its share of the job buckets, where its
-    /// peek stopped (`cluster.rs`, `timer.rs`).
-    pub(crate) membership: Membership,
-    /// How late this node is: for the heartbeat and the rate-limited "behind" WARN.
-    pub(crate) load: misfire::Load,
-    pub(crate) counters: Counters,
-    /// The loops and their stop signal.
-    pub(crate) life: Lifecycle,
-}
-
-/// The fire path's state (see [`Engine`]).
-#[derive(Debug)]
-pub(crate) struct FirePath {
-    pub(crate) timer: timer::Timer,
-    pub(crate) routes: Mutex<RouteState>,
-    /// Dispatch transactions in flight at once (each commits a batch of runs).
-    pub(crate) batch_slots: Arc<Semaphore>,
-    /// Delivery slots: HTTP exchanges in flight at once (`max_inflight`).
-    pub(crate) inflight: Arc<Semaphore>,
-    /// Each app's and tenant's share of the delivery slots, taken before a slot.
-    pub(crate) bulkheads: bulkhead::Bulkheads,
-    /// Tenants' `max_inflight` quotas, re-read every few seconds.
-    pub(crate) tenant_quotas: bulkhead::TenantQuotas,
-    /// Deliveries committed ahead wait for their instant here, to leave in pop order.
-    pub(crate) gate: Arc<instant_gate::InstantGate>,
-    /// Dispatch batches hand their runs to delivery in the order they were popped.
-    pub(crate) turns: Arc<instant_gate::Turns>,
-    /// Runs taken from the timer and not yet delivered (committed ahead of their instant,
-    /// or waiting for a delivery slot): at most the timer's capacity.
-    pub(crate) staged: Arc<Semaphore>,
-    /// Dispatch batches and deliveries under way: shutdown waits for them.
-    pub(crate) deliveries: tokio_util::task::TaskTracker,
-    /// When a dispatch transaction last committed (engine clock, ms): tells a stalled
-    /// database from a node that is merely busy.
-    pub(crate) last_commit_ms: std::sync::atomic::AtomicI64,
-    /// Wakes the timer loop when runs due sooner than its next look enter the timer (a
-    /// trigger, a retry, a child run): they go at once instead of after up to a tick.
-    pub(crate) due_sooner: tokio::sync::Notify,
-}
-
-/// Outbound calls and results (see [`Engine`]).
-#[derive(Debug)]
-pub(crate) struct Calls {
-    pub(crate) client: DeliveryClient,
-    /// Best-effort cancels, sent in the background (shared with the API of this node).
-    pub(crate) cancels: Canceller,
-    /// Group commit of the results of this node's deliveries.
-    pub(crate) results: outcome::FinishBatcher,
-}
-
-/// This node's membership of the cluster (see [`Engine`]).
-#[derive(Debug)]
-pub(crate) struct Membership {
-    pub(crate) skewed: std::sync::atomic::AtomicBool,
-    /// Job affinity: the buckets this node owns in the ring of live nodes (all of them
-    /// until the live set has been read).
-    pub(crate) owned: std::sync::atomic::AtomicU64,
-    /// The live node set the ring was last computed from (sorted ids).
-    pub(crate) members: std::sync::Mutex<Vec<String>>,
-    /// Where the peek of this node's buckets stopped.
-    pub(crate) peek_cursor: std::sync::Mutex<PeekCursor>,
-}
-
-/// The loops of [`Engine::start`] and their stop signal.
-#[derive(Debug)]
-pub(crate) struct Lifecycle {
-    pub(crate) started_at_ms: i64,
-    pub(crate) cancel: CancellationToken,
+    pub(crate) node: Arc<Shared>,
+    pub(crate) services: Services,
+    /// The services' loops, once started (awaited when they stop).
     pub(crate) tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("node", &self.node).finish_non_exhaustive()
+    }
+}
+
+/// One instance of each service, on the node's shared state.
+pub(crate) struct Services {
+    pub(crate) generator: Arc<Generator>,
+    pub(crate) claimer: Arc<Claimer>,
+    pub(crate) at_dispatch_sync: Arc<AtDispatchSync>,
+    pub(crate) at_dispatch_fill: Arc<AtDispatchFill>,
+    pub(crate) timer: Arc<TimerLoop>,
+    pub(crate) shard_retrier: Arc<ShardRetrier>,
+    pub(crate) heartbeat: Arc<Heartbeat>,
+    pub(crate) retention: Arc<Retention>,
+    pub(crate) reaper: Arc<Reaper>,
+    pub(crate) exchange_watch: Arc<ExchangeWatch>,
 }
 
 impl Engine {
     pub fn new(store: Arc<dyn Store>, clock: SharedClock, cfg: EngineConfig, wake: Arc<Notify>) -> Arc<Engine> {
-        let client = DeliveryClient::with_policy(clock.clone(), cfg.outbound).for_node(&cfg.node_id);
-        let started_at_ms = clock.now_ms();
-        Arc::new(Engine {
-            fire: FirePath {
-                timer: timer::Timer::default(),
-                routes: Mutex::new(RouteState::new()),
-                batch_slots: Arc::new(Semaphore::new(DISPATCH_SLOTS)),
-                inflight: Arc::new(Semaphore::new(cfg.max_inflight)),
-                gate: Arc::default(),
-                tenant_quotas: bulkhead::TenantQuotas::new(cfg.quotas),
-                turns: Arc::default(),
-                bulkheads: {
-                    let (app, tenant) = cfg.shares();
-                    bulkhead::Bulkheads::new(app, tenant)
-                },
-                staged: Arc::new(Semaphore::new(cfg.capacity.max(cfg.max_inflight).max(1))),
-                deliveries: tokio_util::task::TaskTracker::new(),
-                last_commit_ms: std::sync::atomic::AtomicI64::new(i64::MIN / 2),
-                due_sooner: tokio::sync::Notify::new(),
-            },
-            at_dispatch: at_dispatch::AtDispatch::default(),
-            lead: DispatchLead::new(cfg.max_dispatch_lead_ms),
-            calls: Calls {
-                cancels: Canceller::start(store.clone(), client.clone()),
-                client,
-                results: outcome::FinishBatcher::default(),
-            },
-            membership: Membership {
-                skewed: std::sync::atomic::AtomicBool::new(false),
-                owned: std::sync::atomic::AtomicU64::new(sundial_core::affinity::ALL_BUCKETS),
-                members: std::sync::Mutex::new(Vec::new()),
-                peek_cursor: std::sync::Mutex::new(PeekCursor::default()),
-            },
-            load: misfire::Load::default(),
-            counters: Counters::default(),
-            life: Lifecycle { started_at_ms, cancel: CancellationToken::new(), tasks: Mutex::new(Vec::new()) },
-            store,
-            clock,
-            cfg,
-            wake,
-        })
+        let node = Shared::new(store, clock, cfg, wake);
+        let services = Services {
+            generator: Arc::new(Generator::new(&node)),
+            claimer: Arc::new(Claimer::new(&node)),
+            at_dispatch_sync: Arc::new(AtDispatchSync::new(&node)),
+            at_dispatch_fill: Arc::new(AtDispatchFill::new(&node)),
+            timer: Arc::new(TimerLoop::new(&node)),
+            shard_retrier: Arc::new(ShardRetrier::new(&node)),
+            heartbeat: Arc::new(Heartbeat::new(&node)),
+            retention: Arc::new(Retention::new(&node)),
+            reaper: Arc::new(Reaper::new(&node)),
+            exchange_watch: Arc::new(ExchangeWatch::new(&node)),
+        };
+        Arc::new(Engine { node, services, tasks: Mutex::new(Vec::new()) })
     }
 
+    /// The engine's clock, in ms.
     pub fn now_ms(&self) -> i64 {
-        self.clock.now_ms()
+        self.node.now_ms()
     }
 
     pub fn config(&self) -> &EngineConfig {
-        &self.cfg
+        &self.node.cfg
     }
 
     /// This node's best-effort cancel sender (the API queues its cancels here too).
     pub fn cancels(&self) -> &Canceller {
-        &self.calls.cancels
+        self.node.cancels()
     }
 
-    /// `n` staging permits at once: runs taken from the timer until they are delivered.
-    pub(crate) async fn staged_permits(&self, n: usize) -> tokio::sync::OwnedSemaphorePermit {
-        let n = n.min(self.cfg.capacity.max(self.cfg.max_inflight)).max(1) as u32;
-        self.fire.staged.clone().acquire_many_owned(n).await.expect("the semaphore is never closed")
-    }
-
-    /// Is a delivery slot free now?
-    pub(crate) fn inflight_free(&self) -> bool {
-        self.fire.inflight.available_permits() > 0
-    }
-
-    pub(crate) async fn inflight_permit(&self) -> tokio::sync::OwnedSemaphorePermit {
-        self.fire.inflight.clone().acquire_owned().await.expect("the semaphore is never closed")
-    }
-
-    pub(crate) fn cancel_token(&self) -> &CancellationToken {
-        &self.life.cancel
-    }
-
-    /// How far ahead of their instant runs leave the timer for dispatch now: a quarter
-    /// more than the slowest recent dispatch took from leaving the timer to its commit
-    /// (waiting for a dispatch slot and a delivery permit included), at most
-    /// `max_dispatch_lead_ms`. Idle, it is a few ms; under load it grows with the
-    /// transactions, so the commit still comes before the instant and the delivery on time.
-    /// The time the engine's clock does not see pass (a manual clock in tests) counts 0.
-    ///
-    /// A herd (many runs due at about the same instant) needs more: its dispatch
-    /// transactions run one after another, so the lead also covers the runs due within the
-    /// longest lead times the measured cost per run, over the transactions run at once.
+    /// How far ahead of their instant runs leave the timer now ([`Shared::dispatch_lead_ms`]).
     pub fn dispatch_lead_ms(&self) -> i64 {
-        self.lead.lead_ms(|| self.now_ms(), |t| self.fire.timer.due_by(t))
+        self.node.dispatch_lead_ms()
     }
 
-    /// Record what a dispatch transaction cost per run (µs), for the herd part of the lead.
-    pub(crate) fn note_dispatch_cost(&self, took_ms: i64, runs: usize) {
-        self.lead.note_cost(took_ms, runs);
-    }
-
-    /// Record how long a dispatch took from leaving the timer to its commit (the engine
-    /// does after every dispatch batch; tests on a manual clock, whose time does not pass
-    /// during a transaction, set it to exercise the lead).
+    /// Record how long a dispatch took from leaving the timer to its commit (tests on a
+    /// manual clock, whose time does not pass during a transaction, set it).
     pub fn note_dispatch_took(&self, took_ms: i64) {
-        self.lead.note_took(took_ms);
+        self.node.note_dispatch_took(took_ms);
     }
 
     /// What this engine has done since it was created.
     pub fn stats(&self) -> EngineStats {
-        let c = &self.counters;
-        let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-        EngineStats {
-            claim_calls: get(&c.claim_calls),
-            claim_empty: get(&c.claim_empty),
-            claimed: get(&c.claimed),
-            claimed_foreign: get(&c.claimed_foreign),
-            claim_failures: get(&c.claim_failures),
-            claim_rollbacks: get(&c.claim_rollbacks),
-            dispatched: get(&c.dispatched),
-            peeked: get(&c.peeked),
-            claimed_at_insert: get(&c.claimed_at_insert),
-            saturated: get(&c.saturated),
-        }
+        self.node.stats()
     }
 
     /// High-frequency jobs this node fires at dispatch, and their fires in its timer that
     /// have no row yet.
     pub fn at_dispatch_counts(&self) -> (usize, usize) {
-        self.at_dispatch.counts()
+        self.node.at_dispatch.counts()
     }
 
     /// Runs waiting in this node's timer.
     pub fn timer_len(&self) -> usize {
-        self.fire.timer.len()
+        self.node.fire.timer.len()
     }
 
     /// Is the operator switch that stops schedules from firing on their own on?
     pub async fn schedules_paused(&self) -> Result<bool> {
-        Ok(self.store.setting_get(SETTING_SCHEDULES_PAUSED).await?.as_deref() == Some("true"))
+        self.node.schedules_paused().await
+    }
+
+    /// The job buckets this node owns (bit `b` = bucket `b`).
+    pub fn owned_buckets(&self) -> u64 {
+        self.node.owned_buckets()
+    }
+
+    /// The live node set this node's share was last computed from (sorted ids; empty
+    /// before the first heartbeat).
+    pub fn members(&self) -> Vec<String> {
+        self.node.members()
+    }
+
+    /// Is this node's clock too far from the database's (no claiming while it is)?
+    pub fn clock_skewed(&self) -> bool {
+        self.node.clock_skewed()
+    }
+
+    // One step of each service at the engine's clock, for tests and `tick`.
+
+    /// The generator's step ([`Generator::run_once`]): runs written.
+    pub async fn generate_once(&self) -> Result<usize> {
+        self.services.generator.run_once(self.now_ms()).await
+    }
+
+    /// The claimer's step ([`Claimer::run_once`]): runs that entered the timer.
+    pub async fn claim_once(&self) -> Result<usize> {
+        Ok(self.claim_round().await?.0)
+    }
+
+    /// The claimer's step, also telling whether the claim came back full.
+    pub async fn claim_round(&self) -> Result<(usize, bool)> {
+        self.services.claimer.run_once(self.now_ms()).await
+    }
+
+    /// The at-dispatch sync's step ([`AtDispatchSync::run_once`]): jobs taken on.
+    pub async fn at_dispatch_sync(&self) -> Result<usize> {
+        self.services.at_dispatch_sync.run_once(self.now_ms()).await
+    }
+
+    /// The at-dispatch fill's step ([`AtDispatchFill::run_once`]): fires put in the timer.
+    pub fn at_dispatch_fill(&self) -> usize {
+        self.services.at_dispatch_fill.run_once(self.now_ms())
+    }
+
+    /// The timer loop's step ([`TimerLoop::fire_due`]): runs started. With `wait`,
+    /// deliveries finish before this returns.
+    pub async fn fire_due(&self, wait: bool) -> usize {
+        self.services.timer.fire_due(self.now_ms(), wait).await
+    }
+
+    /// The shard retrier's step ([`ShardRetrier::retry_due`]): shard attempts started.
+    /// With `wait`, deliveries finish before this returns.
+    pub async fn shard_retry_once(&self, wait: bool) -> Result<usize> {
+        self.services.shard_retrier.retry_due(self.now_ms(), wait).await
+    }
+
+    /// The heartbeat's step ([`Heartbeat::run_once`]): dead nodes found.
+    pub async fn heartbeat_once(&self) -> Result<Vec<String>> {
+        self.services.heartbeat.run_once(self.now_ms()).await
+    }
+
+    /// Retention's step ([`Retention::run_once`]): runs deleted.
+    pub async fn retention_once(&self) -> Result<u64> {
+        self.services.retention.run_once(self.now_ms()).await
+    }
+
+    /// The reaper's step ([`Reaper::run_once`]): attempts failed.
+    pub async fn reap_once(&self) -> Result<usize> {
+        self.services.reaper.run_once(self.now_ms()).await
+    }
+
+    /// The exchange watch's step ([`ExchangeWatch::run_once`]): cancels sent.
+    pub async fn watch_exchanges_once(&self) -> Result<usize> {
+        self.services.exchange_watch.run_once(self.now_ms()).await
     }
 }

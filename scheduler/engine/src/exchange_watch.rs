@@ -3,15 +3,16 @@
 
 use sundial_core::types::RunState;
 
+use crate::Result;
 use crate::cancel::CancelTarget;
-use crate::{Engine, Result};
+use crate::shared::Shared;
 
 /// The exchange watch looks at exchanges open at least this long (most answer sooner).
 pub(crate) const WATCH_AFTER_MS: i64 = 1_000;
 
 /// The exchange-watch service: every second, one [`ExchangeWatch::run_once`].
 pub(crate) struct ExchangeWatch {
-    engine: std::sync::Arc<Engine>,
+    node: std::sync::Arc<Shared>,
     settings: ExchangeWatchSettings,
 }
 
@@ -23,9 +24,9 @@ pub(crate) struct ExchangeWatchSettings {
 }
 
 impl ExchangeWatch {
-    pub(crate) fn new(engine: &std::sync::Arc<Engine>) -> Self {
+    pub(crate) fn new(node: &std::sync::Arc<Shared>) -> Self {
         ExchangeWatch {
-            engine: engine.clone(),
+            node: node.clone(),
             settings: ExchangeWatchSettings { every: std::time::Duration::from_millis(1000) },
         }
     }
@@ -35,10 +36,10 @@ impl ExchangeWatch {
     /// attempt (through the API of another node, a chain cancel, a covering run) gets its
     /// signed cancel, once. A cancel made on this node was sent already. Returns how many
     /// cancels were queued.
-    pub(crate) async fn run_once(&self) -> Result<usize> {
-        let e = &self.engine;
+    pub(crate) async fn run_once(&self, now: i64) -> Result<usize> {
+        let e = &self.node;
         let open = e.calls.cancels.exchanges();
-        let watched = open.uncancelled_since(e.now_ms() - WATCH_AFTER_MS);
+        let watched = open.uncancelled_since(now - WATCH_AFTER_MS);
         if watched.is_empty() {
             return Ok(0);
         }
@@ -69,19 +70,15 @@ impl ExchangeWatch {
     }
 
     /// Start the loop; it ends when `cancel` fires.
-    pub(crate) fn spawn(self, cancel: tokio_util::sync::CancellationToken) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn spawn(
+        self: std::sync::Arc<Self>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> tokio::task::JoinHandle<()> {
         let every = self.settings.every;
-        let me = std::sync::Arc::new(self);
+        let me = self;
         crate::service::every("exchange-watch", every, cancel, move || {
             let me = me.clone();
-            async move { me.run_once().await.map(|_| ()) }
+            async move { me.run_once(me.node.now_ms()).await.map(|_| ()) }
         })
-    }
-}
-
-impl Engine {
-    /// One step of the exchange watch ([`ExchangeWatch::run_once`]).
-    pub async fn watch_exchanges_once(self: &std::sync::Arc<Self>) -> Result<usize> {
-        ExchangeWatch::new(self).run_once().await
     }
 }

@@ -2,13 +2,19 @@
 //! unique fire key, so dispatch needs no computation on the hot path.
 
 use sundial_core::misfire::{CatchUp, catch_up};
-use sundial_core::run_state::RunEvent;
 use sundial_core::schedule::Schedule;
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::{RunState, TriggerKind};
 use sundial_store::{GenerateJob, Job, Run};
 
-use crate::{Counters, Engine, Result};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::shared::Shared;
+use crate::{Counters, Result, intake};
 
 /// Jobs handled per store round trip.
 const JOBS_PER_ROUND: i64 = 200;
@@ -78,70 +84,52 @@ pub(crate) fn plan_runs(job: &Job, schedule: &Schedule, from: i64, until: i64, n
     runs
 }
 
-/// Time allowed for a generated run's insert to commit, in the margin of
-/// [`Engine::insert_claim_margin_ms`].
-const INSERT_COMMIT_MS: i64 = 1_000;
+/// The generator service: every second, one [`Generator::run_once`].
+pub(crate) struct Generator {
+    node: Arc<Shared>,
+    settings: GeneratorSettings,
+}
 
-impl Engine {
-    /// A run the generator writes due within the claim window plus this margin is written
-    /// claimed by its node (and goes into its timer at once) instead of `pending`: no peek
-    /// cursor, which is at most the claim window ahead of its node's clock, can have passed
-    /// it. The margin is the clock skew nodes tolerate ([`crate::EngineConfig::max_clock_skew_ms`],
-    /// 2 s by default, at most 10 s counted) plus 1 s for the insert to commit. An insert
-    /// slower than that to commit may leave a fire below a cursor: the claim's backstop
-    /// fires it after the affinity grace, late but never lost.
-    pub(crate) fn insert_claim_margin_ms(&self) -> i64 {
-        self.cfg.max_clock_skew_ms.clamp(0, 10_000) + INSERT_COMMIT_MS
-    }
-
-    /// Parse a stored schedule (stored specs are canonical, so this does not fail in practice).
-    pub(crate) fn schedule_of(job: &sundial_store::Job) -> Option<Schedule> {
-        Schedule::parse(&job.schedule, job.created_at_ms).ok()
-    }
-
-    /// Runs about to be written that are due by `soon` are written claimed by this node
-    /// (`queued`, with a lease) instead of `pending`, at most `room` of them (the timer's free
-    /// capacity, counted down): see [`Engine::insert_claim_margin_ms`].
-    pub(crate) fn claim_soon(&self, runs: &mut [Run], soon: i64, now: i64, room: &mut usize) {
-        for r in runs.iter_mut().filter(|r| r.state == RunState::Pending && r.scheduled_at_ms <= soon) {
-            if *room == 0 {
-                break;
-            }
-            *room -= 1;
-            r.state =
-                sundial_core::run_state::transition(r.state, &RunEvent::Claim).expect("pending runs may be claimed").to;
-            r.owner_node = Some(self.cfg.node_id.clone());
-            r.lease_until_ms = Some(now + self.cfg.lease_ms);
-        }
-    }
-
+/// The generator's settings. Its step also reads `horizon_ms`, `claim_window_ms`,
+/// `capacity`, `lease_ms`, `max_clock_skew_ms` and `node_id` from [`crate::EngineConfig`].
+#[derive(Debug, Clone)]
+pub(crate) struct GeneratorSettings {
+    /// How often it runs (1 s; backing off on failure).
+    pub every: Duration,
     /// How close to now a job's written runs may end before the generator refills it: the
-    /// claim window plus the margin within which fires are written claimed, plus a second
-    /// (at most the horizon).
-    pub(crate) fn generation_near_ms(&self) -> i64 {
-        (self.cfg.claim_window_ms + self.insert_claim_margin_ms() + 1_000).min(self.cfg.horizon_ms)
+    /// claim window plus the margin within which fires are written claimed
+    /// ([`intake::insert_claim_margin_ms`]), plus a second (at most the horizon).
+    pub near_ms: i64,
+}
+
+impl Generator {
+    pub(crate) fn new(node: &Arc<Shared>) -> Self {
+        let cfg = &node.cfg;
+        let near_ms = (cfg.claim_window_ms + intake::insert_claim_margin_ms(cfg) + 1_000).min(cfg.horizon_ms);
+        Generator { node: node.clone(), settings: GeneratorSettings { every: Duration::from_millis(1000), near_ms } }
     }
 
     /// Write runs for every active timed job whose written runs end within
-    /// [`Engine::generation_near_ms`] of now, nearest first, up to [`generation_until`] (the
+    /// [`GeneratorSettings::near_ms`] of now, nearest first, up to [`generation_until`] (the
     /// horizon for sparse jobs, a short span for dense ones). Returns the number of runs written.
-    pub async fn generate_once(&self) -> Result<usize> {
+    pub(crate) async fn run_once(&self, now: i64) -> Result<usize> {
+        let node = &self.node;
+        let mut now = now;
         let mut written = 0;
         // Fires due soon are written claimed by this node (see `insert_claim_margin_ms`),
         // unless schedules are paused or this node's clock is off (then nothing claims).
         // At most as many as the timer has room for (its memory bound): the rest are written
         // `pending`, and the claim's backstop takes them once overdue past the grace.
-        let claim_soon = !self.clock_skewed() && !self.schedules_paused().await?;
-        let mut room = if claim_soon { self.cfg.capacity.saturating_sub(self.fire.timer.len()) } else { 0 };
+        let claim_soon = !node.clock_skewed() && !node.schedules_paused().await?;
+        let mut room = if claim_soon { node.cfg.capacity.saturating_sub(node.fire.timer.len()) } else { 0 };
         loop {
-            let now = self.now_ms();
-            let near = self.generation_near_ms();
-            let jobs = self.store.job_due_for_generation(now + near, JOBS_PER_ROUND).await?;
+            let near = self.settings.near_ms;
+            let jobs = node.store.job_due_for_generation(now + near, JOBS_PER_ROUND).await?;
             let n = jobs.len() as i64;
             let mut batch = Vec::with_capacity(jobs.len());
-            let soon = now + self.cfg.claim_window_ms + self.insert_claim_margin_ms();
+            let soon = now + node.cfg.claim_window_ms + intake::insert_claim_margin_ms(&node.cfg);
             for job in jobs {
-                let Some(schedule) = Self::schedule_of(&job) else {
+                let Some(schedule) = intake::schedule_of(&job) else {
                     tracing::error!(job_id = %job.id, "stored schedule does not parse; skipping the job");
                     continue;
                 };
@@ -149,7 +137,7 @@ impl Engine {
                     // Its rows are written at dispatch by the node owning its bucket
                     // (`at_dispatch.rs`); here only its cursor moves, a horizon at a time, so
                     // the job is not read again at every pass.
-                    let until = now + self.cfg.horizon_ms;
+                    let until = now + node.cfg.horizon_ms;
                     batch.push(GenerateJob {
                         job_id: job.id,
                         job_version: job.version,
@@ -159,9 +147,9 @@ impl Engine {
                     continue;
                 }
                 let from = job.generated_until_ms.unwrap_or(job.updated_at_ms - 1);
-                let until = generation_until(&job.id, &schedule, from, now, self.cfg.horizon_ms, near);
+                let until = generation_until(&job.id, &schedule, from, now, node.cfg.horizon_ms, near);
                 let mut runs = plan_runs(&job, &schedule, from, until, now);
-                self.claim_soon(&mut runs, soon, now, &mut room);
+                intake::claim_soon(&node.cfg, &mut runs, soon, now, &mut room);
                 batch.push(GenerateJob { job_id: job.id, job_version: job.version, runs, generated_until_ms: until });
             }
             // Several jobs per transaction, in slices of about GENERATE_ROWS runs: few commits,
@@ -176,7 +164,7 @@ impl Engine {
                 }
             }
             for slice in slices {
-                let results = crate::retry_deadlock(|| self.store.run_generate_many(slice)).await?;
+                let results = crate::retry_deadlock(|| node.store.run_generate_many(slice)).await?;
                 let mut claimed = Vec::new();
                 for (g, r) in slice.iter().zip(results) {
                     match r {
@@ -190,19 +178,30 @@ impl Engine {
                     }
                 }
                 if !claimed.is_empty() {
-                    Counters::add(&self.counters.claimed_at_insert, claimed.len() as u64);
-                    self.take_into_timer(claimed).await;
+                    Counters::add(&node.counters.claimed_at_insert, claimed.len() as u64);
+                    intake::take_into_timer(node, claimed).await;
                     // They may be due now: the timer loop sleeps at most a tick.
                 }
             }
             if n < JOBS_PER_ROUND {
                 break;
             }
+            // A step over many jobs takes a while: the next round starts from the clock.
+            now = node.now_ms().max(now);
         }
         if written > 0 {
             tracing::debug!(runs = written, "runs generated");
         }
         Ok(written)
+    }
+
+    /// Start the loop; it ends when `cancel` fires.
+    pub(crate) fn spawn(self: Arc<Self>, cancel: CancellationToken) -> JoinHandle<()> {
+        let every = self.settings.every;
+        crate::service::every("generator", every, cancel, move || {
+            let me = self.clone();
+            async move { me.run_once(me.node.now_ms()).await.map(|_| ()) }
+        })
     }
 }
 
@@ -320,42 +319,5 @@ pub(crate) mod tests {
         let kept_missed =
             runs.iter().filter(|r| r.state == RunState::Pending && r.scheduled_at_ms < now - 5000).count();
         assert_eq!(kept_missed, 25, "fires within 30 s but older than the 5 s threshold");
-    }
-}
-
-/// The generator service: every second, [`Engine::generate_once`] (pre-generation).
-pub(crate) struct Generator {
-    engine: std::sync::Arc<Engine>,
-    settings: GeneratorSettings,
-}
-
-/// The generator's settings. Its step reads `horizon_ms`, `claim_window_ms`, `capacity`, `lease_ms`, `max_clock_skew_ms` and `node_id` from [`crate::EngineConfig`].
-#[derive(Debug, Clone)]
-pub(crate) struct GeneratorSettings {
-    /// How often it runs (1 s; backing off on failure).
-    pub every: std::time::Duration,
-}
-
-impl Generator {
-    pub(crate) fn new(engine: &std::sync::Arc<Engine>) -> Self {
-        Generator {
-            engine: engine.clone(),
-            settings: GeneratorSettings { every: std::time::Duration::from_millis(1000) },
-        }
-    }
-
-    /// One step: [`Engine::generate_once`].
-    pub(crate) async fn run_once(&self) -> Result<usize> {
-        self.engine.generate_once().await
-    }
-
-    /// Start the loop; it ends when `cancel` fires.
-    pub(crate) fn spawn(self, cancel: tokio_util::sync::CancellationToken) -> tokio::task::JoinHandle<()> {
-        let every = self.settings.every;
-        let me = std::sync::Arc::new(self);
-        crate::service::every("generator", every, cancel, move || {
-            let me = me.clone();
-            async move { me.run_once().await.map(|_| ()) }
-        })
     }
 }

@@ -1,40 +1,38 @@
 //! The scheduling engine: what makes runs happen.
 //!
-//! One [`Engine`] per node: its shared state (`engine.rs`) and the services that work on it,
-//! one per duty and file, each a loop around a one-step function that tests call directly
-//! on a `ManualClock`. [`Engine::start`] (`node.rs`) starts them, [`Engine::stop`] and
-//! [`Engine::drain`] stop them in the order written there:
-//! - [`Engine::generate_once`] (`generate.rs`): write runs for the horizon ahead;
-//! - [`Engine::claim_once`] (`claim.rs`): claim due runs and peek own fires into the timer;
-//! - [`Engine::at_dispatch_sync`], [`Engine::at_dispatch_fill`] (`at_dispatch.rs`): the
-//!   high-frequency jobs, whose fires enter the timer without a row;
-//! - [`Engine::fire_due`] (`fire.rs`): pop due runs from the timer and dispatch them;
-//! - [`Engine::shard_retry_once`] (`shard_retry.rs`): start the due retries of shards;
-//! - [`Engine::heartbeat_once`] (`cluster.rs`): heartbeat, clock check, dead nodes, live set;
-//! - [`Engine::retention_once`] (`retention.rs`): delete old finished runs;
-//! - [`Engine::reap_once`] (`reaper.rs`): fail `running` runs (and shards) past their deadline;
-//! - [`Engine::watch_exchanges_once`] (`exchange_watch.rs`): cancel at the executor a run
-//!   cancelled elsewhere while this node's synchronous exchange with it is open.
+//! One [`Engine`] per node (`engine.rs`): the state its services share ([`shared::Shared`],
+//! `shared.rs`) and one instance of each service, one per duty and file. Each service is a
+//! type with its own settings (its slice of [`EngineConfig`]), a `run_once(now)` step that
+//! tests drive on a `ManualClock` (through [`Engine::tick`] and the `Engine::*_once`
+//! forwarders) and a `spawn` loop; `node.rs` starts them and stops them in the order written
+//! there:
+//! - `Generator` (`generate.rs`): write runs for the horizon ahead;
+//! - `Claimer` (`claim.rs`): claim due runs and peek own fires into the timer (it owns its
+//!   peek cursor);
+//! - `AtDispatchSync`, `AtDispatchFill` (`at_dispatch.rs`): the high-frequency jobs, whose
+//!   fires enter the timer without a row (held in `held.rs`);
+//! - `TimerLoop` (`fire.rs`): pop due runs from the timer and dispatch them;
+//! - `ShardRetrier` (`shard_retry.rs`): start the due retries of shards;
+//! - `Heartbeat` (`cluster.rs`): heartbeat, clock check, dead nodes, live set;
+//! - `Retention` (`retention.rs`): delete old finished runs;
+//! - `Reaper` (`reaper.rs`): fail `running` runs (and shards) past their deadline;
+//! - `ExchangeWatch` (`exchange_watch.rs`): cancel at the executor a run cancelled elsewhere
+//!   while this node's synchronous exchange with it is open.
 //!
 //! Every change of a run's state goes through the store's conditional updates
 //! (which apply `sundial_core::run_state::transition`), so the in-memory timer is
 //! only a cache: losing it loses nothing.
 //!
-//! Modules import each other without a cycle. In this order each uses (`use crate::…`)
-//! only modules before it; the crate root, which re-exports, is no layer:
+//! Modules import each other without a cycle (guarded by the invariants test, which sees
+//! through the crate root's re-exports). In this order each uses only modules before it:
 //! 1. leaves: `config`, `stats`, `retry`, `lead`, `service`, `due_heap`, `instant_gate`,
-//!    `bulkhead`, `misfire`, `timer`;
-//! 2. the services filling the timer: `generate`, `at_dispatch`, `claim`;
-//! 3. the fire path: `transport` ← `cancel` ← `outcome` ← `work` ← `shard` ← `delivery`;
-//! 4. the other services: `fire`, `shard_retry`, `cluster`, `retention`, `reaper`,
-//!    `exchange_watch`;
-//! 5. `engine` (the state every service reaches through `self`), then `node` (the wiring).
-//!
-//! Not yet true of the services' state (**Broken**): most steps are still `impl Engine` blocks
-//! in their service's file, naming `Engine` through the crate root, while `engine.rs` holds
-//! their state (`claim::PeekCursor`, `at_dispatch::AtDispatch`, the timer): a dependency loop
-//! the import check cannot see. `Heartbeat`, `Reaper`, `Retention` and `ExchangeWatch` already
-//! run on their own settings; the others are to own their state the same way.
+//!    `bulkhead`, `misfire`, `timer`, `held`, `transport`, `cancel`, `outcome`;
+//! 2. `shared` (the state every service holds an `Arc` of: accessors only, no behaviour);
+//! 3. `intake` (how runs enter the timer: late fires settled by their misfire policy);
+//! 4. the fire path, functions over `&Shared`: `work` ← `shard` ← `delivery`;
+//! 5. the services: `generate` ← `at_dispatch`, `claim`, `fire`, `shard_retry`, `cluster`,
+//!    `retention`, `reaper`, `exchange_watch`;
+//! 6. `engine` (the services wired on one `Shared`), then `node` (start and shutdown order).
 //!
 //! What is not here: SQL (the store), HTTP routing of the API (the api crate).
 
@@ -50,7 +48,9 @@ mod engine;
 mod exchange_watch;
 mod fire;
 mod generate;
+mod held;
 mod instant_gate;
+mod intake;
 mod lead;
 mod misfire;
 mod node;
@@ -61,6 +61,7 @@ mod retry;
 mod service;
 mod shard;
 mod shard_retry;
+mod shared;
 mod stats;
 mod timer;
 pub mod transport;

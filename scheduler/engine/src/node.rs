@@ -25,16 +25,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::at_dispatch::{AtDispatchFill, AtDispatchSync};
-use crate::claim::Claimer;
-use crate::cluster::Heartbeat;
-use crate::exchange_watch::ExchangeWatch;
-use crate::fire::TimerLoop;
-use crate::generate::Generator;
-use crate::reaper::Reaper;
-use crate::retention::Retention;
-use crate::shard_retry::ShardRetrier;
-use crate::{Engine, Result, retry_deadlock};
+use crate::engine::Engine;
+use crate::{Result, at_dispatch, retry_deadlock};
 
 impl Engine {
     /// Start the services, in the order of the [module doc](crate::node). Stop with
@@ -42,7 +34,8 @@ impl Engine {
     pub async fn start(self: &Arc<Self>) {
         // A restart in place (same node id): the previous life's claims are not in this
         // timer, so hand them back now instead of waiting for their leases.
-        match retry_deadlock(|| self.store.node_recover_own(&self.cfg.node_id, self.now_ms())).await {
+        let node = &self.node;
+        match retry_deadlock(|| node.store.node_recover_own(&node.cfg.node_id, node.now_ms())).await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(runs = n, "handed back the claims of this node id's previous run"),
             Err(e) => tracing::warn!(error = %e, "could not hand back earlier claims; their leases will"),
@@ -51,18 +44,18 @@ impl Engine {
         if let Err(e) = self.heartbeat_once().await {
             tracing::warn!(error = %e, "first heartbeat failed; retrying");
         }
-        let cancel = &self.life.cancel;
-        let mut tasks = self.life.tasks.lock().await;
-        tasks.push(Generator::new(self).spawn(cancel.clone()));
-        tasks.push(Claimer::new(self).spawn(cancel.clone()));
-        tasks.push(AtDispatchSync::new(self).spawn(cancel.clone()));
-        tasks.push(AtDispatchFill::new(self).spawn(cancel.clone()));
-        tasks.push(TimerLoop::new(self).spawn());
-        tasks.push(ShardRetrier::new(self).spawn(cancel.clone()));
-        tasks.push(Heartbeat::new(self).spawn(cancel.clone()));
-        tasks.push(Retention::new(self).spawn(cancel.clone()));
-        tasks.push(Reaper::new(self).spawn(cancel.clone()));
-        tasks.push(ExchangeWatch::new(self).spawn(cancel.clone()));
+        let (cancel, s) = (&node.life.cancel, &self.services);
+        let mut tasks = self.tasks.lock().await;
+        tasks.push(s.generator.clone().spawn(cancel.clone()));
+        tasks.push(s.claimer.clone().spawn(cancel.clone()));
+        tasks.push(s.at_dispatch_sync.clone().spawn(cancel.clone()));
+        tasks.push(s.at_dispatch_fill.clone().spawn(cancel.clone()));
+        tasks.push(s.timer.clone().spawn());
+        tasks.push(s.shard_retrier.clone().spawn(cancel.clone()));
+        tasks.push(s.heartbeat.clone().spawn(cancel.clone()));
+        tasks.push(s.retention.clone().spawn(cancel.clone()));
+        tasks.push(s.reaper.clone().spawn(cancel.clone()));
+        tasks.push(s.exchange_watch.clone().spawn(cancel.clone()));
     }
 
     /// Graceful stop: no more generating or claiming, hand back claimed runs not yet
@@ -79,18 +72,19 @@ impl Engine {
     /// finishes them), and hand back the timer's claimed runs that were not dispatched.
     /// Deliveries already committed go on; [`Engine::drain`] waits for them.
     pub async fn stop(self: &Arc<Self>) {
-        self.life.cancel.cancel();
-        for t in self.life.tasks.lock().await.drain(..) {
+        let node = &self.node;
+        node.life.cancel.cancel();
+        for t in self.tasks.lock().await.drain(..) {
             let _ = t.await;
         }
-        if let Err(e) = self.store.node_leave(&self.cfg.node_id).await {
+        if let Err(e) = node.store.node_leave(&node.cfg.node_id).await {
             tracing::warn!(error = %e, "could not mark this node as leaving");
         }
-        let held = self.fire.timer.drain();
+        let held = node.fire.timer.drain();
         // Unwritten fires (high-frequency jobs') become `pending` rows for the next owner.
-        self.at_dispatch_hand_over().await;
+        at_dispatch::hand_over(node).await;
         if !held.is_empty() {
-            match self.store.run_release(&self.cfg.node_id, &held, self.now_ms()).await {
+            match node.store.run_release(&node.cfg.node_id, &held, node.now_ms()).await {
                 Ok(n) => tracing::info!(released = n, "handed back claimed runs"),
                 Err(e) => {
                     tracing::warn!(error = %e, "could not hand back claimed runs; they return when their lease expires")
@@ -104,14 +98,15 @@ impl Engine {
     /// still waiting for a delivery permit), then mark the node `left` again (a heartbeat
     /// that was under way during [`Engine::stop`] may have written `alive` after it).
     pub async fn drain(self: &Arc<Self>, grace: Duration) {
-        self.fire.deliveries.close();
-        if tokio::time::timeout(grace, self.fire.deliveries.wait()).await.is_err() {
+        let node = &self.node;
+        node.fire.deliveries.close();
+        if tokio::time::timeout(grace, node.fire.deliveries.wait()).await.is_err() {
             tracing::warn!("deliveries still in flight after the grace period");
         }
         // Fires whose dispatch failed after the hand-over in `stop` came back unwritten:
         // hand them over too (else the next owner finds them only by their gap).
-        self.at_dispatch_hand_over().await;
-        if let Err(e) = self.store.node_leave(&self.cfg.node_id).await {
+        at_dispatch::hand_over(node).await;
+        if let Err(e) = node.store.node_leave(&node.cfg.node_id).await {
             tracing::warn!(error = %e, "could not mark this node as gone");
         }
     }

@@ -5,18 +5,27 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sundial_core::run_state::FailReason;
-use sundial_store::FinishOutcome;
+use sundial_store::{FinishOutcome, Job, Run, RunShard};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::Result;
 use crate::cancel::CancelTarget;
 use crate::outcome::finish_attempt;
+use crate::shard;
+use crate::shared::Shared;
 use crate::transport::ExecutorResult;
-use crate::{Engine, Result};
+
+/// Why an attempt is failed: past its deadline, or on an executor gone silent.
+#[derive(Debug, Clone, Copy)]
+enum Why {
+    Timeout,
+    Lost,
+}
 
 /// The reaper service: every second, one [`Reaper::run_once`].
 pub(crate) struct Reaper {
-    engine: Arc<Engine>,
+    node: Arc<Shared>,
     settings: ReaperSettings,
 }
 
@@ -32,14 +41,14 @@ pub(crate) struct ReaperSettings {
 }
 
 impl Reaper {
-    pub(crate) fn new(engine: &Arc<Engine>) -> Self {
-        let cfg = &engine.cfg;
+    pub(crate) fn new(node: &Arc<Shared>) -> Self {
+        let cfg = &node.cfg;
         let settings = ReaperSettings {
             every: Duration::from_millis(1000),
             reaper_grace_ms: cfg.reaper_grace_ms,
             executor_lost_ms: cfg.executor_lost_ms,
         };
-        Reaper { engine: engine.clone(), settings }
+        Reaper { node: node.clone(), settings }
     }
 
     /// Fail `running` runs whose deadline (plus grace) passed, with reason `timeout`, then
@@ -48,52 +57,24 @@ impl Reaper {
     /// and runs whose executor went silent, with reason `lost`. Only the runs of this
     /// node's job buckets: each overdue run is reaped by one node, which takes over a dead
     /// node's buckets with the rest of its share. Returns how many.
-    pub(crate) async fn run_once(&self) -> Result<usize> {
-        let e = &self.engine;
-        let now = e.now_ms();
+    pub(crate) async fn run_once(&self, now: i64) -> Result<usize> {
+        let e = &self.node;
         let mine = e.owned_buckets();
-        let overdue = e.store.run_overdue(now - self.settings.reaper_grace_ms, mine, 500).await?;
-        let mut n = 0;
-        for run in overdue {
-            let Some(job) = e.store.job_get(&run.tenant_id, &run.job_id).await? else {
-                continue;
-            };
-            let result = ExecutorResult {
-                retry: true,
-                succeeded: false,
-                reason: FailReason::Timeout,
-                output: None,
-                message: Some(format!("no result within timeout_ms = {}", job.timeout_ms)),
-            };
-            if matches!(
-                finish_attempt(e.store.as_ref(), &job, &run.id, run.attempt, result, now).await?,
-                FinishOutcome::Applied { .. }
-            ) {
-                e.calls.cancels.cancel_run(&run);
-                n += 1;
-            }
-        }
-        // Executors silent past the grace period lose their runs (a missed heartbeat or two is not enough).
+        let timed_out = e.store.run_overdue(now - self.settings.reaper_grace_ms, mine, 500).await?;
         let lost = e.store.run_on_silent_executors(now - self.settings.executor_lost_ms, mine, 500).await?;
-        for run in lost {
-            let Some(job) = e.store.job_get(&run.tenant_id, &run.job_id).await? else { continue };
-            let result = ExecutorResult {
-                retry: true,
-                succeeded: false,
-                reason: FailReason::Lost,
-                output: None,
-                message: Some(format!("the executor sent no heartbeat for {} ms", self.settings.executor_lost_ms)),
-            };
-            if matches!(
-                finish_attempt(e.store.as_ref(), &job, &run.id, run.attempt, result, now).await?,
-                FinishOutcome::Applied { .. }
-            ) {
-                tracing::warn!(run_id = %run.id, "executor lost; attempt failed");
-                n += 1;
+        let mut n = 0;
+        for (runs, why) in [(timed_out, Why::Timeout), (lost, Why::Lost)] {
+            for run in runs {
+                n += self.fail_run(run, why, now).await? as usize;
             }
         }
-        n += self.reap_shards(now).await?;
-        // Seen webhook ids only matter inside the signature tolerance window.
+        let timed_out = e.store.shard_overdue(now - self.settings.reaper_grace_ms, mine, 500).await?;
+        let lost = e.store.shard_on_silent_executors(now - self.settings.executor_lost_ms, mine, 500).await?;
+        for (shards, why) in [(timed_out, Why::Timeout), (lost, Why::Lost)] {
+            for (run, shard) in shards {
+                n += self.fail_shard(run, shard, why, now).await? as usize;
+            }
+        }
         e.store.webhook_forget(now - 2 * sundial_core::signing::TOLERANCE_SECS * 1000).await?;
         if n > 0 {
             e.wake.notify_one();
@@ -101,27 +82,49 @@ impl Reaper {
         Ok(n)
     }
 
-    /// The reaper's part for shards: a shard past its deadline (plus grace) gets a signed
-    /// cancel and fails `timeout`; one whose executor went silent fails `lost`; each then
-    /// follows its own retry policy. Returns how many shard attempts were failed.
-    async fn reap_shards(&self, now: i64) -> Result<usize> {
-        let e = &self.engine;
-        let mut n = 0;
-        let mine = e.owned_buckets();
-        for (run, shard) in e.store.shard_overdue(now - self.settings.reaper_grace_ms, mine, 500).await? {
-            let Some(job) = e.store.job_get(&run.tenant_id, &run.job_id).await? else {
-                e.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
-                continue;
-            };
-            let result = ExecutorResult {
-                retry: true,
-                succeeded: false,
-                reason: FailReason::Timeout,
-                output: None,
-                message: Some(format!("no result within timeout_ms = {}", job.timeout_ms)),
-            };
-            if e.after_finish(&job, &run, shard.shard_index, shard.attempt, result).await? {
-                // Failed by this node: its executor gets a cancel in the background.
+    /// The failed attempt's result: retryable, with the reason and what was waited for.
+    fn result(&self, why: Why, job: &Job) -> ExecutorResult {
+        let (reason, message) = match why {
+            Why::Timeout => (FailReason::Timeout, format!("no result within timeout_ms = {}", job.timeout_ms)),
+            Why::Lost => {
+                (FailReason::Lost, format!("the executor sent no heartbeat for {} ms", self.settings.executor_lost_ms))
+            }
+        };
+        ExecutorResult { retry: true, succeeded: false, reason, output: None, message: Some(message) }
+    }
+
+    /// Fail a run's attempt; a timed-out one is also cancelled at its executor. Did it apply?
+    async fn fail_run(&self, run: Run, why: Why, now: i64) -> Result<bool> {
+        let e = &self.node;
+        let Some(job) = e.store.job_get(&run.tenant_id, &run.job_id).await? else {
+            return Ok(false);
+        };
+        let applied = matches!(
+            finish_attempt(e.store.as_ref(), &job, &run.id, run.attempt, self.result(why, &job), now).await?,
+            FinishOutcome::Applied { .. }
+        );
+        match why {
+            Why::Timeout if applied => e.calls.cancels.cancel_run(&run),
+            Why::Lost if applied => tracing::warn!(run_id = %run.id, "executor lost; attempt failed"),
+            _ => {}
+        }
+        Ok(applied)
+    }
+
+    /// Fail a shard's attempt (the run of a deleted job is cancelled); a timed-out one is
+    /// also cancelled at its executor. Did it apply?
+    async fn fail_shard(&self, run: Run, shard: RunShard, why: Why, now: i64) -> Result<bool> {
+        let e = &self.node;
+        let Some(job) = e.store.job_get(&run.tenant_id, &run.job_id).await? else {
+            e.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
+            return Ok(false);
+        };
+        let result = self.result(why, &job);
+        if !shard::after_finish(e, &job, &run, shard.shard_index, shard.attempt, result).await? {
+            return Ok(false);
+        }
+        match why {
+            Why::Timeout => {
                 if let (Some(address), Ok(Some(app))) = (&shard.address, e.store.app_by_id(&job.app_id).await) {
                     e.calls.cancels.cancel(CancelTarget::Shard {
                         app,
@@ -131,44 +134,21 @@ impl Reaper {
                         address: address.clone(),
                     });
                 }
-                n += 1;
+            }
+            Why::Lost => {
+                tracing::warn!(run_id = %run.id, shard = shard.shard_index, "executor lost; shard attempt failed")
             }
         }
-        let lost = e.store.shard_on_silent_executors(now - self.settings.executor_lost_ms, mine, 500).await?;
-        for (run, shard) in lost {
-            let Some(job) = e.store.job_get(&run.tenant_id, &run.job_id).await? else {
-                e.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
-                continue;
-            };
-            let result = ExecutorResult {
-                retry: true,
-                succeeded: false,
-                reason: FailReason::Lost,
-                output: None,
-                message: Some(format!("the executor sent no heartbeat for {} ms", self.settings.executor_lost_ms)),
-            };
-            if e.after_finish(&job, &run, shard.shard_index, shard.attempt, result).await? {
-                tracing::warn!(run_id = %run.id, shard = shard.shard_index, "executor lost; shard attempt failed");
-                n += 1;
-            }
-        }
-        Ok(n)
+        Ok(true)
     }
 
     /// Start the loop; it ends when `cancel` fires.
-    pub(crate) fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(self: Arc<Self>, cancel: CancellationToken) -> JoinHandle<()> {
         let every = self.settings.every;
-        let me = Arc::new(self);
+        let me = self;
         crate::service::every("reaper", every, cancel, move || {
             let me = me.clone();
-            async move { me.run_once().await.map(|_| ()) }
+            async move { me.run_once(me.node.now_ms()).await.map(|_| ()) }
         })
-    }
-}
-
-impl Engine {
-    /// One step of the reaper service ([`Reaper::run_once`]).
-    pub async fn reap_once(self: &Arc<Self>) -> Result<usize> {
-        Reaper::new(self).run_once().await
     }
 }

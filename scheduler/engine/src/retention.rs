@@ -7,11 +7,12 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Engine, Result};
+use crate::Result;
+use crate::shared::Shared;
 
 /// The retention service: every `retention_every_ms`, one [`Retention::run_once`].
 pub(crate) struct Retention {
-    engine: Arc<Engine>,
+    node: Arc<Shared>,
     settings: RetentionSettings,
 }
 
@@ -25,18 +26,18 @@ pub(crate) struct RetentionSettings {
 }
 
 impl Retention {
-    pub(crate) fn new(engine: &Arc<Engine>) -> Self {
-        let cfg = &engine.cfg;
+    pub(crate) fn new(node: &Arc<Shared>) -> Self {
+        let cfg = &node.cfg;
         let settings =
             RetentionSettings { every: Duration::from_millis(cfg.retention_every_ms), retention_ms: cfg.retention_ms };
-        Retention { engine: engine.clone(), settings }
+        Retention { node: node.clone(), settings }
     }
 
     /// Delete finished runs, their logs and silent executors older than the retention
     /// period, in bounded batches. Returns runs deleted.
-    pub(crate) async fn run_once(&self) -> Result<u64> {
-        let e = &self.engine;
-        let before = e.now_ms() - self.settings.retention_ms;
+    pub(crate) async fn run_once(&self, now: i64) -> Result<u64> {
+        let e = &self.node;
+        let before = now - self.settings.retention_ms;
         let mut total = 0;
         loop {
             let n = e.store.retention_cleanup(before, 500).await?;
@@ -52,19 +53,12 @@ impl Retention {
     }
 
     /// Start the loop; it ends when `cancel` fires.
-    pub(crate) fn spawn(self, cancel: CancellationToken) -> JoinHandle<()> {
+    pub(crate) fn spawn(self: Arc<Self>, cancel: CancellationToken) -> JoinHandle<()> {
         let every = self.settings.every;
-        let me = Arc::new(self);
+        let me = self;
         crate::service::every("retention", every, cancel, move || {
             let me = me.clone();
-            async move { me.run_once().await.map(|_| ()) }
+            async move { me.run_once(me.node.now_ms()).await.map(|_| ()) }
         })
-    }
-}
-
-impl Engine {
-    /// One step of the retention service ([`Retention::run_once`]).
-    pub async fn retention_once(self: &Arc<Self>) -> Result<u64> {
-        Retention::new(self).run_once().await
     }
 }

@@ -5,67 +5,13 @@ use std::sync::Arc;
 use sundial_store::ShardRetryBegin;
 use tokio::task::JoinSet;
 
-use crate::shard::{passed_over, target_of};
-use crate::{Engine, Result};
+use crate::Result;
+use crate::shard::{self, passed_over, target_of};
+use crate::shared::Shared;
 
-impl Engine {
-    /// Start the next attempt of every due `retrying` shard this node wins, then send it
-    /// to the shard's executor if it is still eligible, else to another eligible one.
-    /// Returns how many attempts were started. With `wait`, deliveries finish before this
-    /// returns (tests); otherwise they run as tasks.
-    pub async fn shard_retry_once(self: &Arc<Self>, wait: bool) -> Result<usize> {
-        if self.clock_skewed() {
-            return Ok(0); // backoffs are judged by this node's clock: not while it is off
-        }
-        let now = self.now_ms();
-        let due = self.store.shard_due_retries(now, 100).await?;
-        let mut started = 0;
-        let mut tasks = JoinSet::new();
-        for (run, shard) in due {
-            let Some(job) = self.store.job_get(&run.tenant_id, &run.job_id).await? else {
-                self.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
-                continue;
-            };
-            let (app, eligible, trail, script) = self.shard_plan(&run, &job).await?;
-            let target = eligible
-                .iter()
-                .find(|c| shard.executor_id.as_deref() == Some(c.id.as_str()))
-                .or_else(|| eligible.get(shard.shard_index as usize % eligible.len().max(1)));
-            let begin = ShardRetryBegin {
-                run_id: run.id.clone(),
-                shard_index: shard.shard_index,
-                attempt: shard.attempt,
-                target: target.map(target_of),
-                deadline_ms: sundial_core::dispatch::deadline_ms(now, job.timeout_ms),
-                now_ms: now,
-            };
-            let Some(d) = crate::retry_deadlock(|| self.store.shard_retry_begin(&begin)).await? else {
-                continue; // another node started it, or the run ended
-            };
-            started += 1;
-            let total = run.shard_total.unwrap_or(1);
-            let permit = self.inflight_permit().await;
-            let (e, trail) = (self.clone(), passed_over(&trail));
-            tasks.spawn(async move {
-                let _permit = permit;
-                if let Err(err) = e.send_shard(&run, &job, (app.as_ref(), script.as_ref()), total, &d, trail).await {
-                    tracing::warn!(run_id = %run.id, shard = d.shard.shard_index, error = %err,
-                        "shard retry not recorded; its deadline brings it back");
-                }
-            });
-        }
-        if wait {
-            while tasks.join_next().await.is_some() {}
-        } else {
-            tasks.detach_all();
-        }
-        Ok(started)
-    }
-}
-
-/// The shard-retry service: every tick, [`Engine::shard_retry_once`].
+/// The shard-retry service: every tick, [`ShardRetrier::run_once`].
 pub(crate) struct ShardRetrier {
-    engine: Arc<Engine>,
+    node: Arc<Shared>,
     settings: ShardRetrierSettings,
 }
 
@@ -78,23 +24,77 @@ pub(crate) struct ShardRetrierSettings {
 }
 
 impl ShardRetrier {
-    pub(crate) fn new(engine: &Arc<Engine>) -> Self {
-        let every = std::time::Duration::from_millis(engine.cfg.tick_ms);
-        ShardRetrier { engine: engine.clone(), settings: ShardRetrierSettings { every } }
+    pub(crate) fn new(node: &Arc<Shared>) -> Self {
+        let every = std::time::Duration::from_millis(node.cfg.tick_ms);
+        ShardRetrier { node: node.clone(), settings: ShardRetrierSettings { every } }
     }
 
-    /// One step: [`Engine::shard_retry_once`], its deliveries left running as tasks.
-    pub(crate) async fn run_once(&self) -> Result<usize> {
-        self.engine.shard_retry_once(false).await
+    /// One step: [`ShardRetrier::retry_due`] at `now`, its deliveries left running as tasks.
+    pub(crate) async fn run_once(&self, now: i64) -> Result<usize> {
+        self.retry_due(now, false).await
+    }
+
+    /// Start the next attempt of every due `retrying` shard this node wins, then send it
+    /// to the shard's executor if it is still eligible, else to another eligible one.
+    /// Returns how many attempts were started. With `wait`, deliveries finish before this
+    /// returns (tests); otherwise they run as tasks.
+    pub(crate) async fn retry_due(&self, now: i64, wait: bool) -> Result<usize> {
+        let node = &self.node;
+        if node.clock_skewed() {
+            return Ok(0); // backoffs are judged by this node's clock: not while it is off
+        }
+        let due = node.store.shard_due_retries(now, 100).await?;
+        let mut started = 0;
+        let mut tasks = JoinSet::new();
+        for (run, shard) in due {
+            let Some(job) = node.store.job_get(&run.tenant_id, &run.job_id).await? else {
+                node.store.run_cancel(&run.tenant_id, &run.id, "the job was deleted", now).await?;
+                continue;
+            };
+            let (app, eligible, trail, script) = shard::shard_plan(node, &run, &job).await?;
+            let target = eligible
+                .iter()
+                .find(|c| shard.executor_id.as_deref() == Some(c.id.as_str()))
+                .or_else(|| eligible.get(shard.shard_index as usize % eligible.len().max(1)));
+            let begin = ShardRetryBegin {
+                run_id: run.id.clone(),
+                shard_index: shard.shard_index,
+                attempt: shard.attempt,
+                target: target.map(target_of),
+                deadline_ms: sundial_core::dispatch::deadline_ms(now, job.timeout_ms),
+                now_ms: now,
+            };
+            let Some(d) = crate::retry_deadlock(|| node.store.shard_retry_begin(&begin)).await? else {
+                continue; // another node started it, or the run ended
+            };
+            started += 1;
+            let total = run.shard_total.unwrap_or(1);
+            let permit = node.inflight_permit().await;
+            let (node, trail) = (node.clone(), passed_over(&trail));
+            tasks.spawn(async move {
+                let _permit = permit;
+                if let Err(err) =
+                    shard::send_shard(&node, &run, &job, (app.as_ref(), script.as_ref()), total, &d, trail).await
+                {
+                    tracing::warn!(run_id = %run.id, shard = d.shard.shard_index, error = %err,
+                        "shard retry not recorded; its deadline brings it back");
+                }
+            });
+        }
+        if wait {
+            while tasks.join_next().await.is_some() {}
+        } else {
+            tasks.detach_all();
+        }
+        Ok(started)
     }
 
     /// Start the loop; it ends when `cancel` fires.
-    pub(crate) fn spawn(self, cancel: tokio_util::sync::CancellationToken) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn spawn(self: Arc<Self>, cancel: tokio_util::sync::CancellationToken) -> tokio::task::JoinHandle<()> {
         let every = self.settings.every;
-        let me = Arc::new(self);
         crate::service::every("shard-retry", every, cancel, move || {
-            let me = me.clone();
-            async move { me.run_once().await.map(|_| ()) }
+            let me = self.clone();
+            async move { me.run_once(me.node.now_ms()).await.map(|_| ()) }
         })
     }
 }

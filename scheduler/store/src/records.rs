@@ -278,13 +278,24 @@ pub struct ShardRetryBegin {
     pub now_ms: i64,
 }
 
+/// How an attempt ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttemptResult {
+    Succeeded,
+    /// Failed; `retry_at_ms` when the failure policy allows another attempt.
+    Failed {
+        reason: sundial_core::run_state::FailReason,
+        retry_at_ms: Option<i64>,
+    },
+}
+
 /// How one shard attempt ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinishShard {
     pub run_id: String,
     pub shard_index: i64,
     pub attempt: i64,
-    pub result: crate::AttemptResult,
+    pub result: AttemptResult,
     pub output: Option<Value>,
     pub message: Option<String>,
     pub now_ms: i64,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use sundial_core::types::RunState;
 
-use crate::{AppRouting, Attempt, Job, Page, Result, Run, RunLog};
+use crate::{AppRouting, Attempt, AttemptResult, Job, Page, Result, Run, RunLog};
 
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
@@ -108,17 +108,6 @@ pub enum DispatchDecision {
     Blocked { until_ms: Option<i64> },
     /// Refused by the block strategy or max concurrency: the run is now `skipped`.
     Skipped { reason: &'static str },
-}
-
-/// How an attempt ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AttemptResult {
-    Succeeded,
-    /// Failed; `retry_at_ms` when the failure policy allows another attempt.
-    Failed {
-        reason: sundial_core::run_state::FailReason,
-        retry_at_ms: Option<i64>,
-    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -165,6 +165,23 @@ fn the_cycle_scan_finds_a_cycle_and_names_it() {
     assert_eq!(cycles(&graph), ["sql::a -> sql::b (sql/a.rs:1) -> sql::a (sql/b.rs:2)"]);
 }
 
+/// The scan sees through the crate root's re-exports: `use crate::Engine` in a service is an
+/// edge to the module defining `Engine`, so a service reaching the state that holds its own
+/// state is a cycle; a glob re-export (`pub use records::*`) resolves the same way.
+#[test]
+fn the_cycle_scan_sees_through_the_crate_roots_re_exports() {
+    let src = |rel: &str, text: &str| Source::new(rel, rel, text);
+    let sources = [
+        src("lib.rs", "mod claim;\nmod engine;\nmod records;\npub use engine::Engine;\npub use records::*;\nfn f() {}"),
+        src("engine.rs", "use crate::claim::PeekCursor;\npub struct Engine;"),
+        src("claim.rs", "use crate::{Engine, Run, f};\npub struct PeekCursor;"),
+        src("records.rs", "pub struct Run;"),
+    ];
+    let graph = import_graph(&sources);
+    assert_eq!(graph["claim"].keys().collect::<Vec<_>>(), ["engine", "records"], "{graph:#?}");
+    assert_eq!(cycles(&graph), ["claim -> engine (claim.rs:1) -> claim (engine.rs:1)"]);
+}
+
 /// The comment that lets a function run over [`MAX_FN_LINES`]: directly above its `fn` line,
 /// among its doc comments and attributes, followed by the reason.
 const LONG_FN_REASON: &str = "// Over 100 lines on purpose:";

@@ -351,19 +351,60 @@ pub type Graph = BTreeMap<String, BTreeMap<String, String>>;
 
 pub fn import_graph(sources: &[Source]) -> Graph {
     let modules: BTreeSet<Vec<String>> = sources.iter().map(|s| s.module.clone()).collect();
+    let reexports = root_reexports(sources, &modules);
     let mut graph = Graph::new();
     for src in sources.iter().filter(|s| !s.module.is_empty()) {
         let edges = graph.entry(name(&src.module)).or_default();
         for PathAt { here, path, line } in paths_of(src, &modules) {
-            let Some(to) = resolve(&here, &path, &modules) else { continue };
-            // The crate root re-exports everything: naming it says nothing about structure.
-            if to.is_empty() || to == src.module {
+            let Some(mut to) = resolve(&here, &path, &modules) else { continue };
+            // A name the crate root re-exports (`use crate::Engine`) is an edge to the module
+            // that defines it; naming the root's own items says nothing about structure.
+            if to.is_empty() {
+                let named = if path.first().is_some_and(|p| p == "crate") { path.get(1) } else { None };
+                match named.and_then(|n| reexports.get(n)) {
+                    Some(m) => to = m.clone(),
+                    None => continue,
+                }
+            }
+            if to == src.module {
                 continue;
             }
             edges.entry(name(&to)).or_insert_with(|| format!("{}:{line}", src.rel));
         }
     }
     graph
+}
+
+/// What the crate root re-exports, by name → the module that defines it: each leaf of its
+/// `use` trees that names a module of the crate (`pub use engine::Engine`), and for a glob
+/// (`pub use records::*`) the items the globbed module declares.
+fn root_reexports(sources: &[Source], modules: &BTreeSet<Vec<String>>) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    let Some(root) = sources.iter().find(|s| s.module.is_empty()) else { return out };
+    for PathAt { here, path, .. } in paths_of(root, modules) {
+        let Some(to) = resolve(&here, &path, modules) else { continue };
+        let Some(last) = path.last() else { continue };
+        if to.is_empty() || to.last() == Some(last) {
+            continue;
+        }
+        out.insert(last.clone(), to);
+    }
+    let (toks, _) = lex(&root.text);
+    for w in toks.windows(4) {
+        let [(Tok::Ident(m), _), (Tok::Path, _), (Tok::Punct('*'), _), (Tok::Punct(';'), _)] = w else { continue };
+        let module = vec![m.clone()];
+        let Some(src) = sources.iter().find(|s| s.module == module) else { continue };
+        let (toks, _) = lex(&src.text);
+        const ITEMS: &[&str] = &["struct", "enum", "trait", "type", "fn", "const", "static", "mod"];
+        for d in toks.windows(2) {
+            if let [(Tok::Ident(kw), _), (Tok::Ident(item), _)] = d
+                && ITEMS.contains(&kw.as_str())
+            {
+                out.entry(item.clone()).or_insert_with(|| module.clone());
+            }
+        }
+    }
+    out
 }
 
 /// Every cycle a depth-first walk meets (one per edge back into the walk's path), each
