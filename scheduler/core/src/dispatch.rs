@@ -106,9 +106,14 @@ pub fn needs_overlap_check(run: &Run, job: &Job) -> bool {
     run.state == RunState::Retrying && !job.failure.allow_overlap.unwrap_or(false)
 }
 
+/// How many runs of a job may be in flight at once: its `max_concurrency`, 1 by default.
+pub fn concurrency_limit(max_concurrency: Option<i64>) -> usize {
+    max_concurrency.unwrap_or(1).max(1) as usize
+}
+
 /// Whether one more run of a job fits its concurrency limit with `in_flight` under way.
 pub fn within_concurrency(max_concurrency: Option<i64>, in_flight: usize) -> bool {
-    max_concurrency.is_none_or(|m| (in_flight as i64) < m)
+    in_flight < concurrency_limit(max_concurrency)
 }
 
 /// Decide a claimed run (one [`entry`] let through) at `now_ms`.
@@ -119,9 +124,13 @@ pub fn within_concurrency(max_concurrency: Option<i64>, in_flight: usize) -> boo
 /// - `overlap_busy`: the executor of the run's timed-out attempt still reports running it
 ///   (asked only when [`needs_overlap_check`]).
 ///
-/// A `cover_early` plan lists every run in flight to cancel; a cancel that finds its run
-/// ended or moved leaves a run in flight, which the executor of the plan checks against
-/// [`within_concurrency`] before sending.
+/// A fresh fire is sent while fewer than the job's [`concurrency_limit`] runs are in flight
+/// (1 by default: one at a time). At the limit its block strategy acts: `serial` holds it,
+/// `discard_later` skips it (reason `discard_later` at the default limit, `max_concurrency`
+/// above it), `cover_early` cancels the oldest runs in flight (by scheduled instant) to make
+/// room. A cancel that finds its run ended or moved leaves a run in flight, which the executor
+/// of the plan checks against [`within_concurrency`] before sending. Retries take no new slot:
+/// they are the same run.
 pub fn decide(run: &Run, job: Option<&Job>, in_flight: &[Run], overlap_busy: bool, now_ms: i64, lease_ms: i64) -> Plan {
     let Some(job) = job else { return Plan::JobDeleted };
     let hold = |until_ms| Plan::Hold { lease_until_ms: now_ms + lease_ms, until_ms };
@@ -131,20 +140,21 @@ pub fn decide(run: &Run, job: Option<&Job>, in_flight: &[Run], overlap_busy: boo
     }
     let mut cover = Vec::new();
     if matches!(run.state, RunState::Pending | RunState::Queued) {
-        let others: Vec<&Run> = in_flight.iter().filter(|r| r.id != run.id).collect();
-        let mut still = others.len();
-        if !others.is_empty() {
+        let others = || in_flight.iter().filter(|r| r.id != run.id);
+        let (count, limit) = (others().count(), concurrency_limit(job.max_concurrency));
+        if count >= limit {
             match job.block {
-                BlockStrategy::Serial => return hold(retries_due_at(&others)),
+                BlockStrategy::Serial => return hold(retries_due_at(others())),
+                BlockStrategy::DiscardLater if job.max_concurrency.unwrap_or(1) > 1 => {
+                    return Plan::Skip(SkipReason::MaxConcurrency);
+                }
                 BlockStrategy::DiscardLater => return Plan::Skip(SkipReason::DiscardLater),
                 BlockStrategy::CoverEarly => {
-                    cover = others.iter().map(|r| r.id.clone()).collect();
-                    still = 0;
+                    let mut oldest: Vec<&Run> = others().collect();
+                    oldest.sort_by(|a, b| (a.scheduled_at_ms, &a.id).cmp(&(b.scheduled_at_ms, &b.id)));
+                    cover = oldest.iter().take(count + 1 - limit).map(|r| r.id.clone()).collect();
                 }
             }
-        }
-        if !within_concurrency(job.max_concurrency, still) {
-            return Plan::Skip(SkipReason::MaxConcurrency);
         }
     }
     Plan::Dispatch {
@@ -157,9 +167,8 @@ pub fn decide(run: &Run, job: Option<&Job>, in_flight: &[Run], overlap_busy: boo
 /// When a fire held back by `holding` (its job's runs in flight) can next be let through: if
 /// every one of them is a retry waiting out its backoff, the earliest retry's due time (no run
 /// of the job ends before then); otherwise unknown (`None`: any may end any moment).
-fn retries_due_at(holding: &[&Run]) -> Option<i64> {
+fn retries_due_at<'a>(holding: impl Iterator<Item = &'a Run>) -> Option<i64> {
     holding
-        .iter()
         .map(|r| if r.state == RunState::Retrying { r.next_attempt_at_ms } else { None })
         .try_fold(i64::MAX, |earliest, at| at.map(|at| earliest.min(at)))
         .filter(|&at| at != i64::MAX)
@@ -192,6 +201,12 @@ mod tests {
         let mut r = Run::pending("t", "job_1", 1, format!("s:{id}"), TriggerKind::Schedule, NOW, NOW);
         r.id = id.into();
         r.state = state;
+        r
+    }
+
+    fn at(id: &str, scheduled_at_ms: i64) -> Run {
+        let mut r = run(id, RunState::Running);
+        r.scheduled_at_ms = scheduled_at_ms;
         r
     }
 
@@ -235,7 +250,15 @@ mod tests {
             ("cover_early: sent, cancelling what is in flight", q(), job(CoverEarly, Some(1)),
                 vec![run("r_a", RunState::Running), retry("r_b", None)], false, send(&["r_a", "r_b"])),
             ("max_concurrency 1, nothing in flight: sent", q(), job(Serial, Some(1)), vec![], false, send(&[])),
-            ("max_concurrency 2, one in flight: the block strategy acts first", q(), job(Serial, Some(2)), busy(), false, hold(None)),
+            ("max_concurrency 2, one in flight: sent beside it", q(), job(Serial, Some(2)), busy(), false, send(&[])),
+            ("max_concurrency 2, two in flight: serial holds", q(), job(Serial, Some(2)),
+                vec![run("r_a", RunState::Running), run("r_b", RunState::Dispatching)], false, hold(None)),
+            ("max_concurrency 2, two in flight: discard_later skips, naming the limit", q(), job(DiscardLater, Some(2)),
+                vec![run("r_a", RunState::Running), run("r_b", RunState::Running)], false, Plan::Skip(SkipReason::MaxConcurrency)),
+            ("max_concurrency 2, one in flight: discard_later sends", q(), job(DiscardLater, Some(2)), busy(), false, send(&[])),
+            ("max_concurrency 2, one in flight: cover_early cancels nothing", q(), job(CoverEarly, Some(2)), busy(), false, send(&[])),
+            ("max_concurrency 2, three in flight: cover_early cancels the two oldest", q(), job(CoverEarly, Some(2)),
+                vec![at("r_c", NOW - 1_000), at("r_a", NOW - 3_000), at("r_b", NOW - 2_000)], false, send(&["r_a", "r_b"])),
             ("a retry ignores block strategy and limit", retry("r_new", None), job(DiscardLater, Some(1)), busy(), false, send(&[])),
             ("a retry whose timed-out attempt still runs: held", retry("r_new", None), job(Serial, None), vec![], true, hold(None)),
             ("a fresh fire does not wait on overlap", q(), job(Serial, None), vec![], true, send(&[])),
@@ -247,16 +270,17 @@ mod tests {
 
     #[test]
     fn the_concurrency_limit_counts_the_runs_in_flight() {
-        assert!(within_concurrency(None, 1_000));
+        assert_eq!(concurrency_limit(None), 1, "one at a time by default");
+        assert!(within_concurrency(None, 0));
+        assert!(!within_concurrency(None, 1));
         assert!(within_concurrency(Some(2), 1));
         assert!(!within_concurrency(Some(2), 2));
         assert!(!within_concurrency(Some(1), 1));
-        // Every block strategy acts on one run in flight, so a fresh fire meets the limit
-        // (at least 1) only when a `cover_early` cancel leaves a run in flight, which the
-        // store checks with `within_concurrency` after executing the plan.
-        let j = job(BlockStrategy::CoverEarly, Some(1));
+        // At the default limit, `cover_early` cancels every run in flight.
+        let j = job(BlockStrategy::CoverEarly, None);
         let q = run("r_new", RunState::Queued);
-        assert_eq!(decide(&q, Some(&j), &[run("r_a", RunState::Running)], false, NOW, LEASE), send(&["r_a"]));
+        let two = [run("r_a", RunState::Running), run("r_b", RunState::Running)];
+        assert_eq!(decide(&q, Some(&j), &two, false, NOW, LEASE), send(&["r_a", "r_b"]));
     }
 
     #[test]

@@ -469,11 +469,24 @@ async fn block_strategies_and_max_concurrency(app: &TestApp) {
     app.clock.advance(600);
     app.engine.tick().await.unwrap();
     assert_eq!(run_detail(app, &s.key, second).await["state"], "running");
-    // Max concurrency 2 with cover_early off: the third concurrent run is skipped.
-    let job = app.job(&s.key, manual("limited", json!({"block": "cover_early", "max_concurrency": 1}))).await;
-    let a = trigger(app, key, job["id"].as_str().unwrap()).await;
-    app.engine.tick().await.unwrap();
-    assert_eq!(state(app, key, &a).await, "running");
+    // `max_concurrency` 2: two runs go side by side; at the limit the block strategy acts.
+    for (block, third_state) in [("discard_later", "skipped"), ("serial", "queued"), ("cover_early", "running")] {
+        let name = format!("two-{block}");
+        let job = app.job(&s.key, manual(&name, json!({"block": block, "max_concurrency": 2}))).await;
+        let id = job["id"].as_str().unwrap().to_string();
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            ids.push(trigger(app, key, &id).await);
+            app.engine.tick().await.unwrap();
+            app.clock.advance(10);
+        }
+        let states = [state(app, key, &ids[0]).await, state(app, key, &ids[1]).await, state(app, key, &ids[2]).await];
+        let first = if block == "cover_early" { "cancelled" } else { "running" };
+        assert_eq!(states, [first, "running", third_state], "block {block} at max_concurrency 2");
+        if block == "discard_later" {
+            assert_eq!(run_detail(app, key, &ids[2]).await["message"], "max_concurrency reached");
+        }
+    }
 }
 
 async fn triggers_are_idempotent_and_may_be_delayed(app: &TestApp) {

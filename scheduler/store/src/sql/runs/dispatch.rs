@@ -267,8 +267,12 @@ impl SqlStore {
         if !cover.is_empty() {
             // `cover_early`: the runs in flight this fire replaces are cancelled first.
             let mut covered = Vec::new();
-            let mut left = 0;
-            for r in b.inflight.remove(&job.id).unwrap_or_default().into_iter().filter(|r| cover.contains(&r.id)) {
+            let (replaced, kept): (Vec<Run>, Vec<Run>) =
+                b.inflight.remove(&job.id).unwrap_or_default().into_iter().partition(|r| cover.contains(&r.id));
+            // Runs in flight not covered (below the limit) stay in flight for the batch's later fires.
+            let mut left = kept.len();
+            b.inflight.insert(job.id.clone(), kept);
+            for r in replaced {
                 if set_terminal(tx, &r, RunEvent::Cancel, "cover_early: replaced by a newer run", now_ms).await? {
                     if r.chain_id.is_some() {
                         // A chain step replaced: fan-ins waiting for it are released.
@@ -278,7 +282,9 @@ impl SqlStore {
                     }
                     covered.push(r);
                 } else {
+                    // Ended or moved since it was read: counted as still in flight.
                     left += 1;
+                    b.inflight.entry(job.id.clone()).or_default().push(r);
                 }
             }
             b.covered_by.insert(id.to_string(), covered);
