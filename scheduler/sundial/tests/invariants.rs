@@ -10,7 +10,7 @@ mod scan;
 
 use std::path::{Path, PathBuf};
 
-use scan::{Source, Tok, cycles, import_graph, lex, rust_files, test_module_lines};
+use scan::{Source, Tok, cycles, import_graph, lex, matching_close, rust_files, test_module_lines};
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -165,6 +165,22 @@ fn the_cycle_scan_finds_a_cycle_and_names_it() {
     assert_eq!(cycles(&graph), ["sql::a -> sql::b (sql/a.rs:1) -> sql::a (sql/b.rs:2)"]);
 }
 
+/// The one bracket matcher the scans share: nesting counted per kind, brackets in strings,
+/// chars and comments not seen, an unclosed bracket or a non-bracket `None`.
+#[test]
+fn the_bracket_matcher_finds_each_kind_of_close() {
+    let (toks, _) = lex("fn f(a: [u8; 2]) { if x { \"}\" } // }\n let c = '}'; g(h(1)) }\nmod m {");
+    let at = |p: char, nth: usize| toks.iter().enumerate().filter(|(_, t)| t.0 == Tok::Punct(p)).nth(nth).unwrap().0;
+    let closing = |open: usize| matching_close(&toks, open).map(|j| (toks[j].0.clone(), toks[j].1));
+    assert_eq!(closing(at('(', 0)), Some((Tok::Punct(')'), 1)));
+    assert_eq!(closing(at('[', 0)), Some((Tok::Punct(']'), 1)));
+    assert_eq!(closing(at('{', 0)), Some((Tok::Punct('}'), 2)), "{toks:?}");
+    assert_eq!(matching_close(&toks, at('{', 0)), Some(at('}', 1)));
+    assert_eq!(matching_close(&toks, at('(', 1)), Some(at(')', 2)));
+    assert_eq!(matching_close(&toks, at('{', 2)), None, "`mod m {{` is never closed");
+    assert_eq!(matching_close(&toks, 0), None, "`fn` is no bracket");
+}
+
 /// The comment that lets a function run over [`MAX_FN_LINES`]: directly above its `fn` line,
 /// among its doc comments and attributes, followed by the reason.
 const LONG_FN_REASON: &str = "// Over 100 lines on purpose:";
@@ -220,32 +236,16 @@ fn long_functions(src: &Source) -> Vec<LongFn> {
 /// The line of the brace closing the body of the function whose signature starts at token
 /// `from`; `None` for a declaration without a body (`fn f();` in a trait).
 fn body_end(toks: &[(Tok, usize)], from: usize) -> Option<usize> {
-    let mut nesting = 0i32;
-    let open = (from..toks.len()).find(|&j| {
-        match toks[j].0 {
-            Tok::Punct('(' | '[') => nesting += 1,
-            Tok::Punct(')' | ']') => nesting -= 1,
-            _ => {}
-        }
-        nesting == 0 && matches!(toks[j].0, Tok::Punct('{' | ';'))
-    })?;
-    if toks[open].0 == Tok::Punct(';') {
-        return None;
-    }
-    let mut depth = 0;
-    for (t, line) in &toks[open..] {
-        match t {
-            Tok::Punct('{') => depth += 1,
-            Tok::Punct('}') => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(*line);
-                }
-            }
-            _ => {}
+    // The signature's first `{` or `;` outside parentheses and brackets (`[u8; 2]`).
+    let mut j = from;
+    loop {
+        match toks.get(j)?.0 {
+            Tok::Punct('(' | '[') => j = matching_close(toks, j)? + 1,
+            Tok::Punct(';') => return None,
+            Tok::Punct('{') => return matching_close(toks, j).map(|close| toks[close].1),
+            _ => j += 1,
         }
     }
-    None
 }
 
 /// Where the item whose `fn` token is at `at` starts (its first attribute or qualifier), and
@@ -259,15 +259,11 @@ fn item_start(toks: &[(Tok, usize)], at: usize) -> (usize, Vec<&[(Tok, usize)]>)
             Tok::Ident(q) if QUALIFIERS.contains(&q.as_str()) => start -= 1,
             Tok::Punct(close @ (')' | ']')) => {
                 let open = if *close == ')' { '(' } else { '[' };
-                let mut depth = 0;
-                let Some(j) = (0..start).rev().find(|&j| {
-                    match toks[j].0 {
-                        Tok::Punct(c) if c == *close => depth += 1,
-                        Tok::Punct(c) if c == open => depth -= 1,
-                        _ => {}
-                    }
-                    depth == 0
-                }) else {
+                // The bracket this one closes: the nearest before it whose match it is.
+                let Some(j) = (0..start)
+                    .rev()
+                    .find(|&j| toks[j].0 == Tok::Punct(open) && matching_close(toks, j) == Some(start - 1))
+                else {
                     break;
                 };
                 match (open, j.checked_sub(1).map(|k| &toks[k].0)) {
