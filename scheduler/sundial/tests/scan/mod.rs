@@ -1,6 +1,6 @@
 //! Rust sources read as plain text (no compiler), for `invariants.rs`: a small lexer, the
-//! module import graph of one crate and its cycles, and the string literals outside test
-//! modules.
+//! one bracket matcher, the module import graph of one crate and its cycles, and the string
+//! literals outside test modules.
 //!
 //! The graph: one node per module file under a crate's `src/` (the crate root excluded:
 //! everything is re-exported there), an edge for every path that names another module, from
@@ -194,6 +194,33 @@ fn raw_string_at(c: &[char], i: usize) -> Option<(usize, usize)> {
     (c.get(j) == Some(&'"')).then_some((hashes, j + 1))
 }
 
+/// The index of the token closing the bracket (`{`, `(` or `[`) at `open`: the first of its
+/// kind that brings the count of that kind back to zero (other kinds are not counted).
+/// `None` when `open` is no opening bracket or is never closed. Every scan finding the end
+/// of a block, a group or an attribute uses this one.
+pub fn matching_close(toks: &[(Tok, usize)], open: usize) -> Option<usize> {
+    let (o, c) = match toks.get(open)?.0 {
+        Tok::Punct('{') => ('{', '}'),
+        Tok::Punct('(') => ('(', ')'),
+        Tok::Punct('[') => ('[', ']'),
+        _ => return None,
+    };
+    let mut depth = 0usize;
+    for (j, (t, _)) in toks.iter().enumerate().skip(open) {
+        match *t {
+            Tok::Punct(p) if p == o => depth += 1,
+            Tok::Punct(p) if p == c => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 // ---- module paths ---------------------------------------------------------------
 
 /// A path as written (`["super", "rows", "run_row"]`), where: the module (file or inline)
@@ -208,9 +235,9 @@ struct PathAt {
 fn paths_of(src: &Source, modules: &BTreeSet<Vec<String>>) -> Vec<PathAt> {
     let (toks, _) = lex(&src.text);
     let mut out = Vec::new();
-    // Inline modules (`mod tests { … }`) open a scope: `super` inside them is the file's module.
+    // Inline modules (`mod tests { … }`) open a scope to their closing brace (its token's
+    // index): `super` inside them is the file's module.
     let mut scope: Vec<(String, usize)> = Vec::new();
-    let mut depth = 0usize;
     let here = |scope: &[(String, usize)]| {
         let mut m = src.module.clone();
         m.extend(scope.iter().map(|(n, _)| n.clone()));
@@ -218,11 +245,13 @@ fn paths_of(src: &Source, modules: &BTreeSet<Vec<String>>) -> Vec<PathAt> {
     };
     let mut i = 0;
     while i < toks.len() {
+        while scope.last().is_some_and(|(_, close)| *close < i) {
+            scope.pop();
+        }
         match &toks[i].0 {
             Tok::Ident(kw) if kw == "mod" => {
                 if let (Some((Tok::Ident(n), _)), Some((Tok::Punct('{'), _))) = (toks.get(i + 1), toks.get(i + 2)) {
-                    depth += 1;
-                    scope.push((n.clone(), depth));
+                    scope.push((n.clone(), matching_close(&toks, i + 2).unwrap_or(toks.len())));
                     i += 3;
                     continue;
                 }
@@ -262,13 +291,6 @@ fn paths_of(src: &Source, modules: &BTreeSet<Vec<String>>) -> Vec<PathAt> {
                     continue;
                 }
             }
-            Tok::Punct('{') => depth += 1,
-            Tok::Punct('}') => {
-                if scope.last().is_some_and(|(_, d)| *d == depth) {
-                    scope.pop();
-                }
-                depth = depth.saturating_sub(1);
-            }
             _ => {}
         }
         i += 1;
@@ -288,24 +310,21 @@ fn use_tree(toks: &[(Tok, usize)], prefix: Vec<String>, out: &mut Vec<Vec<String
             Tok::Path => {}
             Tok::Punct('*') => {}
             Tok::Punct('{') => {
-                // Split the group's items at top-level commas.
-                let mut level = 0;
-                let mut start = i + 1;
-                for j in i + 1..toks.len() {
+                // Split the group's items at its top-level commas (past nested groups).
+                let close = matching_close(toks, i).unwrap_or(toks.len());
+                let (mut start, mut j) = (i + 1, i + 1);
+                while j < close {
                     match toks[j].0 {
-                        Tok::Punct('{') => level += 1,
-                        Tok::Punct('}') if level == 0 => {
-                            use_tree(&toks[start..j], path.clone(), out);
-                            return;
-                        }
-                        Tok::Punct('}') => level -= 1,
-                        Tok::Punct(',') if level == 0 => {
+                        Tok::Punct('{') => j = matching_close(toks, j).unwrap_or(close),
+                        Tok::Punct(',') => {
                             use_tree(&toks[start..j], path.clone(), out);
                             start = j + 1;
                         }
                         _ => {}
                     }
+                    j += 1;
                 }
+                use_tree(&toks[start..close], path.clone(), out);
                 return;
             }
             _ => {}
@@ -451,19 +470,8 @@ pub fn test_module_lines(toks: &[(Tok, usize)]) -> Vec<std::ops::RangeInclusive<
             continue;
         }
         let Some(open) = (i + attr.len()..toks.len()).find(|&j| toks[j].0 == Tok::Punct('{')) else { continue };
-        let mut depth = 0;
-        for (t, line) in &toks[open..] {
-            match t {
-                Tok::Punct('{') => depth += 1,
-                Tok::Punct('}') => {
-                    depth -= 1;
-                    if depth == 0 {
-                        out.push(toks[i].1..=*line);
-                        break;
-                    }
-                }
-                _ => {}
-            }
+        if let Some(close) = matching_close(toks, open) {
+            out.push(toks[i].1..=toks[close].1);
         }
     }
     out
