@@ -56,6 +56,7 @@ pub fn router(state: AppState) -> Router {
         .route("/scripts/{id}/diff", get(scripts::diff))
         .route("/scripts/{id}/restore", post(scripts::restore))
         .route("/jobs", post(jobs::create).get(jobs::list))
+        .route("/jobs/batch", post(jobs::create_batch))
         .route("/jobs/{id}", get(jobs::get).put(jobs::replace).delete(jobs::delete))
         .route("/jobs/{id}/start", post(jobs::start))
         .route("/jobs/{id}/stop", post(jobs::stop))

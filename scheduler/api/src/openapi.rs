@@ -97,7 +97,7 @@ pub const JSON_OBJECT: &[(&str, &str)] = &[
         apps::create, apps::list, apps::get, apps::update, apps::rotate_secret, apps::delete,
         scripts::runtimes, scripts::create, scripts::list, scripts::get, scripts::delete, scripts::create_version, scripts::list_versions,
         scripts::get_version, scripts::diff, scripts::restore,
-        jobs::create, jobs::list, jobs::get, jobs::replace, jobs::delete, jobs::start, jobs::stop, jobs::preview, jobs::preview_schedule,
+        jobs::create, jobs::create_batch, jobs::list, jobs::get, jobs::replace, jobs::delete, jobs::start, jobs::stop, jobs::preview, jobs::preview_schedule,
         jobs::trigger,
         runs::list, runs::get, runs::logs, runs::cancel, runs::retry, runs::cancel_chain, chains::get,
         executors::register, executors::heartbeat, executors::deregister, executors::result, executors::logs, executors::run_script, executors::list,

@@ -419,6 +419,29 @@ impl JobOut {
 
 list_type!(JobList, JobOut);
 
+/// `POST /api/v1/jobs/batch`: the jobs to create, each exactly a `POST /api/v1/jobs` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobBatchInput {
+    /// 1 to 1,000 jobs, created all or none.
+    #[schema(min_items = 1, max_items = 1000)]
+    pub jobs: Vec<sundial_core::job::JobInput>,
+}
+
+/// What `POST /api/v1/jobs/batch` reads: each item kept as its JSON text, parsed as the single
+/// create parses its body (so an item's refusal names its field as that call would).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobBatchBody {
+    pub jobs: Vec<Box<serde_json::value::RawValue>>,
+}
+
+/// The jobs a batch created, in the request's order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobBatch {
+    pub jobs: Vec<JobOut>,
+}
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct JobListQuery {

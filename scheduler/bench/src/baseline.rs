@@ -10,6 +10,11 @@
 //!   of 512 delivery slots (Sundial's default `max_inflight`, taken after the instant as
 //!   Sundial's are) and is sent, from a process of its own (as Sundial sends from its own, not
 //!   sharing threads with the sink that times it). Lateness = receive − the whole second.
+//! - **burst floor** (`--cron`): the same, for a herd at one instant: J such POSTs all due at
+//!   one whole second, after a warm-up of up to 512 (opening the pool's connections) the second
+//!   before; lateness = receive − that second.
+//! - Both floors report the sender process's CPU per POST: all of its CPU time (building and
+//!   signing every request, sending, the warm-up) over every POST it sent.
 //! - **raw inserts**: J rows in multi-row `INSERT`s (500 rows a statement, one commit each)
 //!   into a scratch table shaped like Sundial's `runs`, in the same database.
 
@@ -31,14 +36,38 @@ pub const FLOOR_SECONDS: i64 = 5;
 pub const MAX_INFLIGHT: usize = 512;
 pub const ROWS_PER_INSERT: usize = 500;
 
+/// Which floor: J POSTs at each of 5 whole seconds (per-second jobs), or one burst of J at
+/// one second (`--cron` herds).
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FloorKind {
+    PerSecond,
+    Burst,
+}
+
+impl FloorKind {
+    fn arg(self) -> &'static str {
+        match self {
+            FloorKind::PerSecond => "seconds",
+            FloorKind::Burst => "burst",
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct Floor {
+    pub kind: FloorKind,
+    /// The measured POSTs (the warm-up's not counted).
     pub sent: u64,
     pub received: u64,
     pub errors: u64,
     pub bad_signatures: u64,
-    /// Receive − whole second, every POST of the 5 seconds.
+    /// Receive − whole second, every measured POST.
     pub lateness_ms: Pct,
+    /// Every POST the sender sent, the warm-up's included.
+    pub sent_with_warm_up: u64,
+    /// The sender process's CPU time over every POST it sent (building and signing included), µs.
+    pub cpu_us_per_post: Option<f64>,
 }
 
 /// Sundial's delivery client settings (scheduler/engine/src/transport.rs): one keep-alive
@@ -108,62 +137,73 @@ pub async fn sleep_until_ms(t: i64) {
 const CALIBRATION_REQUESTS: usize = 1000;
 
 /// Environment of the floor's sender process (`sundial-bench` run again by itself): the
-/// sink's URL, the signing secret, J. Set only by [`floor`].
+/// sink's URL, the signing secret, J and the kind (`seconds` or `burst`). Set only by [`floor`].
 pub const SENDER_ENV: &str = "SUNDIAL_BENCH_FLOOR_SENDER";
 
 /// The floor, measured at `sink`. The requests are sent by a process of their own (this
 /// binary again, see [`floor_sender`]), as Sundial sends its deliveries from its own process:
 /// a sender sharing this process's threads with the sink that times it would be slowed by it,
 /// and a floor slower than it need be flatters whatever is compared with it.
-pub async fn floor(sink: &Sink, jobs: usize) -> anyhow::Result<Floor> {
+pub async fn floor(sink: &Sink, jobs: usize, kind: FloorKind) -> anyhow::Result<Floor> {
     let (key, secret) = Key::generate();
     sink.set_key(key);
     sink.take();
     sink.reset_counters();
     let exe = std::env::current_exe()?;
     let out = tokio::process::Command::new(exe)
-        .env(SENDER_ENV, format!("{} {secret} {jobs}", sink.url()))
+        .env(SENDER_ENV, format!("{} {secret} {jobs} {}", sink.url(), kind.arg()))
         .stderr(std::process::Stdio::inherit())
         .output()
         .await?;
     anyhow::ensure!(out.status.success(), "the floor's sender failed: {}", out.status);
     let line = String::from_utf8(out.stdout)?;
-    let mut words = line.split_whitespace();
-    let (first, errors): (i64, u64) = match (words.next(), words.next()) {
-        (Some(f), Some(e)) => (f.parse()?, e.parse()?),
-        _ => anyhow::bail!("the floor's sender printed `{line}`"),
-    };
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let [first, errors, cpu_s, total] = words[..] else { anyhow::bail!("the floor's sender printed `{line}`") };
+    let (first, errors, total): (i64, u64, u64) = (first.parse()?, errors.parse()?, total.parse()?);
+    let cpu_s: f64 = cpu_s.parse()?;
     let recs: Vec<_> = sink.take().into_iter().filter(|r| r.scheduled_ms >= first).collect();
     let lateness: Vec<f64> = recs.iter().map(|r| (r.received_us - r.scheduled_ms * 1000) as f64 / 1000.0).collect();
+    let seconds = if kind == FloorKind::Burst { 1 } else { FLOOR_SECONDS as u64 };
     Ok(Floor {
-        sent: FLOOR_SECONDS as u64 * jobs as u64,
+        kind,
+        sent: seconds * jobs as u64,
         received: recs.len() as u64,
         errors,
         bad_signatures: sink.bad_signatures(),
         lateness_ms: pct(lateness),
+        sent_with_warm_up: total,
+        cpu_us_per_post: (cpu_s >= 0.0 && total > 0).then(|| cpu_s * 1e6 / total as f64),
     })
 }
 
-/// The floor's sender (`SENDER_ENV` = "<sink URL> <whsec secret> <J>"): sends the warm-up
-/// second and the measured seconds, then prints "<first measured second, ms> <errors>".
+/// The floor's sender (`SENDER_ENV` = "<sink URL> <whsec secret> <J> <seconds|burst>"): sends
+/// the warm-up second and the measured seconds (`seconds`: J POSTs at each of 6 whole seconds,
+/// the first the warm-up; `burst`: up to 512 at one second, J at the next), then prints "<first
+/// measured second, ms> <errors> <its CPU seconds> <POSTs sent>".
 pub async fn floor_sender(spec: &str) -> anyhow::Result<()> {
     let parts: Vec<&str> = spec.split_whitespace().collect();
-    anyhow::ensure!(parts.len() == 3, "{SENDER_ENV}: expected `<url> <secret> <jobs>`");
+    anyhow::ensure!(parts.len() == 4, "{SENDER_ENV}: expected `<url> <secret> <jobs> <seconds|burst>`");
     let url: reqwest::Url = parts[0].parse()?;
     let key = Key::parse(parts[1])?;
     let jobs: usize = parts[2].parse()?;
+    // POSTs at each whole second, the first of them the warm-up.
+    let counts: Vec<usize> = match parts[3] {
+        "seconds" => vec![jobs; FLOOR_SECONDS as usize + 1],
+        "burst" => vec![jobs.min(MAX_INFLIGHT), jobs],
+        other => anyhow::bail!("{SENDER_ENV}: unknown floor `{other}`"),
+    };
     let http = client();
-    // Building every request of the 6 seconds takes time before the first of them: time a
-    // sample and start the warm-up second after twice the estimate (and at least a second).
+    // Building every request takes time before the first of them: time a sample and start
+    // the warm-up second after twice the estimate (and at least a second).
     let sample = jobs.min(CALIBRATION_REQUESTS);
     let timed = Instant::now();
     for i in 0..sample {
         std::hint::black_box(request(&http, &url, &key, 0, i));
     }
-    let total = (FLOOR_SECONDS as usize + 1) * jobs;
+    let total: usize = counts.iter().sum();
     let build_ms = (timed.elapsed().as_secs_f64() * 1000.0 * total as f64 / sample as f64).ceil() as i64;
     // Warm the pool the way a running Sundial's is warm when the window opens (it has sent
-    // herds before): one whole second of J POSTs, sent but not measured, so the measured
+    // herds before): one whole second of POSTs, sent but not measured, so the measured
     // seconds do not pay for opening up to 512 connections that Sundial has open already.
     let warm = (now_us() / 1000 + 2 * build_ms).div_euclid(1000) * 1000 + 2000;
     let first = warm + 1000;
@@ -172,9 +212,9 @@ pub async fn floor_sender(spec: &str) -> anyhow::Result<()> {
     // after the instant as Sundial's delivery slots are), then sends.
     let permits = Arc::new(Semaphore::new(MAX_INFLIGHT));
     let mut posts = tokio::task::JoinSet::new();
-    for k in -1..FLOOR_SECONDS {
-        let second = first + k * 1000;
-        for i in 0..jobs {
+    for (k, n) in counts.iter().enumerate() {
+        let second = warm + k as i64 * 1000;
+        for i in 0..*n {
             let req = request(&http, &url, &key, second, i);
             let (http, permits) = (http.clone(), permits.clone());
             posts.spawn(async move {
@@ -196,7 +236,8 @@ pub async fn floor_sender(spec: &str) -> anyhow::Result<()> {
             errors += 1;
         }
     }
-    println!("{first} {errors}");
+    let cpu_s = crate::cpu::own_cpu_secs().unwrap_or(-1.0);
+    println!("{first} {errors} {cpu_s} {total}");
     Ok(())
 }
 

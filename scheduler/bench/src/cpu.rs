@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// Clock ticks per second of `/proc` times (`getconf CLK_TCK`; 100 on Linux).
-fn clk_tck() -> f64 {
+pub fn clk_tck() -> f64 {
     std::process::Command::new("getconf")
         .arg("CLK_TCK")
         .output()
@@ -47,10 +47,24 @@ pub fn sample(procs: &[(&str, Option<u32>)]) -> Sample {
     }
 }
 
+/// Resident memory of a process (`VmRSS`), KiB.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// CPU time this process has used so far (user + system), seconds.
+pub fn own_cpu_secs() -> Option<f64> {
+    process_ticks(std::process::id()).map(|t| t as f64 / clk_tck())
+}
+
 /// Per process: % of one core over the interval; machine: busy % of all cores.
 #[derive(Debug, Serialize)]
 pub struct Usage {
     pub processes: Vec<(String, Option<f64>)>,
+    /// Per process: CPU seconds (user + system) used over the interval.
+    pub cpu_secs: Vec<(String, Option<f64>)>,
     pub machine_busy_pct_of_all_cores: Option<f64>,
     /// Busy time of the machine outside the tracked processes (another load distorts the run).
     pub everything_else_pct_of_one_core: Option<f64>,
@@ -60,18 +74,20 @@ pub struct Usage {
 pub fn usage(a: &Sample, b: &Sample) -> Usage {
     let secs = b.at.duration_since(a.at).as_secs_f64().max(1e-9);
     let tck = clk_tck();
-    let processes: Vec<(String, Option<f64>)> = a
+    let cpu_secs: Vec<(String, Option<f64>)> = a
         .procs
         .iter()
         .zip(&b.procs)
         .map(|((name, _, x), (_, _, y))| {
-            let pct = match (x, y) {
-                (Some(x), Some(y)) => Some((y.saturating_sub(*x)) as f64 / tck / secs * 100.0),
+            let used = match (x, y) {
+                (Some(x), Some(y)) => Some((y.saturating_sub(*x)) as f64 / tck),
                 _ => None,
             };
-            (name.clone(), pct)
+            (name.clone(), used)
         })
         .collect();
+    let processes: Vec<(String, Option<f64>)> =
+        cpu_secs.iter().map(|(name, used)| (name.clone(), used.map(|u| u / secs * 100.0))).collect();
     let machine = match (a.machine, b.machine) {
         (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => Some((b1 - b0) as f64 / (t1 - t0) as f64 * 100.0),
         _ => None,
@@ -82,7 +98,7 @@ pub fn usage(a: &Sample, b: &Sample) -> Usage {
         let tracked: f64 = processes.iter().filter_map(|(_, p)| *p).sum();
         (m * cores as f64 - tracked).max(0.0)
     });
-    Usage { processes, machine_busy_pct_of_all_cores: machine, everything_else_pct_of_one_core, cores }
+    Usage { processes, cpu_secs, machine_busy_pct_of_all_cores: machine, everything_else_pct_of_one_core, cores }
 }
 
 #[cfg(test)]
@@ -92,6 +108,7 @@ mod tests {
     #[test]
     fn reads_own_process_and_machine() {
         assert!(process_ticks(std::process::id()).is_some());
+        assert!(rss_kib(std::process::id()).is_some_and(|k| k > 0));
         let (busy, total) = machine_ticks().unwrap();
         assert!(busy <= total && total > 0);
     }

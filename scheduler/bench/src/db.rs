@@ -13,7 +13,7 @@ use serde::Serialize;
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Connection as _, Row as _};
 
-use crate::measure::{PERIOD_MS, Window};
+use crate::measure::Window;
 
 /// A `mariadbd` of our own on a free port, in a temporary directory owned by `mysql`.
 /// Started with `--no-defaults`: default durability (`innodb_flush_log_at_trx_commit = 1`).
@@ -298,8 +298,14 @@ pub struct Accounting {
 const FINAL: [&str; 5] = ["succeeded", "failed", "cancelled", "expired", "skipped"];
 
 /// Read the window's runs and check every missing fire (`missing`: job id, scheduled ms)
-/// against them. Read-only; runs while Sundial still serves.
-pub async fn account(target: &Target, w: Window, missing: &[(String, i64)]) -> anyhow::Result<Accounting> {
+/// against them; `period_ms`: the time between two fires of a job (what an `expired` row
+/// counting several fires spans per fire). Read-only; runs while Sundial still serves.
+pub async fn account(
+    target: &Target,
+    w: Window,
+    missing: &[(String, i64)],
+    period_ms: i64,
+) -> anyhow::Result<Accounting> {
     let pool = pool(&target.sql_url(None)).await?;
     let mut acc = Accounting::default();
     let rows = sqlx::query(
@@ -338,7 +344,7 @@ pub async fn account(target: &Target, w: Window, missing: &[(String, i64)]) -> a
             let state: String = r.try_get("state")?;
             let count: i64 = r.try_get("expired_count")?;
             if state == "expired" && count > 1 {
-                covers.entry(job.clone()).or_default().push((at, at + count * PERIOD_MS));
+                covers.entry(job.clone()).or_default().push((at, at + count * period_ms));
             }
             state_of.insert((job, at), state);
         }

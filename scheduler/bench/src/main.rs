@@ -2,7 +2,7 @@
 //!
 //! **What it measures** (issue 14): the binary started with its default configuration on a
 //! private MariaDB at default durability (or SQLite), J jobs created through the public API
-//! over 8 keep-alive connections just before measuring, each firing once a second — every job
+//! (in batches, see **Creation** below) just before measuring, each firing once a second — every job
 //! on the same second (`--phase aligned`: cron `* * * * * *`) or spread over the second
 //! (`--phase spread`: fixed rate, job i anchored i·1000/J ms into the second) — delivered to a
 //! signature-checking Rust sink that answers `200 {"status": "succeeded"}` at once. For the
@@ -18,6 +18,20 @@
 //! `missed == 0 and p99 ≤ 2 × floor p99`.
 //! `--stall-db-at`/`--stall-db-secs` SIGSTOP the private `mariadbd` mid-window and report when
 //! fires are on time again and whether any fire was lost.
+//!
+//! **Herds of a cron expression** (`--cron EXPR`): the jobs fire on EXPR instead of every second
+//! (`0 * * * * *`: J fires at second 0 of every minute). The window opens at EXPR's first
+//! instant at or after `--measure-after` s past creation and covers `--window` s from there
+//! (so it holds at least one herd; one that would not start within `--cron-max-wait` s is
+//! refused); expected fires = J × the instants in the window. The floor is then a *burst*: J
+//! signed POSTs due at one whole second. CPU is read over a span as long as the window that
+//! starts 10 s before it (the herd is claimed and committed ahead of its instant).
+//!
+//! **Creation** goes through `POST /api/v1/jobs/batch` (`--batch-size` jobs a call,
+//! `--batches-in-flight` calls at once), after the first `--single-create-sample` jobs created
+//! one `POST /api/v1/jobs` each over 8 connections; both rates are reported, with sundial's
+//! resident memory after creation. `--create-only` (with `--cron`) stops there: no floor, no
+//! window.
 //!
 //! **What it does not measure**: clusters (one node only), executors that take time or fail,
 //! retries, callbacks, API latency under load, anything past the window, or another machine's
@@ -45,16 +59,18 @@ mod small;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::{Parser, ValueEnum};
 
+use crate::baseline::FloorKind;
 use crate::baseline::sleep_until_ms;
 use crate::db::Target;
-use crate::measure::{PERIOD_MS, Window, analyse, on_time_from, spread_offset_ms};
-use crate::report::{Case, Creation, Report, SinkCounts, Stall};
-use crate::server::{Api, Sundial};
+use crate::measure::{Expected, PERIOD_MS, Window, analyse, on_time_from, spread_offset_ms};
+use crate::report::{Case, CpuPerFire, CreateOnlyReport, Creation, Rate, Report, SinkCounts, Stall};
+use crate::server::{Api, JobBody, Sundial};
 use crate::sink::{Sink, now_us};
 
 /// Fires not received this long after the window's end are misses.
@@ -65,6 +81,11 @@ const CREATE_CONNECTIONS: usize = 8;
 const HUNG_TIMEOUT_MS: i64 = 30_000;
 /// A second is "on time" when its p99 lateness is within this.
 const ON_TIME_MS: f64 = 1000.0;
+/// `--cron`: the CPU span starts this long before the window (the herd is claimed up to 5 s
+/// and committed up to 2 s ahead of its instant), as long as the window.
+const CRON_CPU_LEAD_MS: i64 = 10_000;
+/// Fire times read ahead for `--cron` (the preview's most).
+const CRON_PREVIEW: usize = 100;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Phase {
@@ -87,9 +108,33 @@ enum Database {
     about = "Measure one real `sundial serve` from outside against baselines measured in the same run"
 )]
 struct Args {
-    /// J: how many jobs, each firing once a second.
+    /// J: how many jobs, each firing once a second (or on `--cron`), up to 1,000,000.
     #[arg(long)]
     jobs: usize,
+    /// The jobs fire on this cron expression (6 fields, seconds first, UTC), a herd of J at each
+    /// instant, instead of every second: e.g. `0 * * * * *` (every minute at second 0). The
+    /// window opens at its first instant at or after `--measure-after` s past creation; the
+    /// floor is one burst of J POSTs.
+    #[arg(long, conflicts_with = "phase")]
+    cron: Option<String>,
+    /// With `--cron`: refuse a run whose window would open more than this many seconds from
+    /// now (checked before creating the jobs and after).
+    #[arg(long, default_value_t = 600)]
+    cron_max_wait: u64,
+    /// Create the jobs, report the creation rates and sundial's memory, and stop (no floor,
+    /// no window). With `--cron`, so the jobs do not fire meanwhile unless the expression says so.
+    #[arg(long, requires = "cron")]
+    create_only: bool,
+    /// Create the first N of the J jobs one `POST /api/v1/jobs` each over 8 connections (the
+    /// single create's rate), the rest in batches. 0: all in batches.
+    #[arg(long, default_value_t = 0)]
+    single_create_sample: usize,
+    /// Jobs per `POST /api/v1/jobs/batch` call (1-1,000).
+    #[arg(long, default_value_t = 1000)]
+    batch_size: usize,
+    /// Batch calls in flight at once.
+    #[arg(long, default_value_t = 4)]
+    batches_in_flight: usize,
     #[arg(long, value_enum, default_value = "aligned")]
     phase: Phase,
     #[arg(long, value_enum, default_value = "mysql")]
@@ -171,6 +216,9 @@ fn main() -> anyhow::Result<()> {
     }
     let args = Args::parse();
     anyhow::ensure!(args.jobs > 0, "--jobs must be at least 1");
+    anyhow::ensure!(args.jobs <= 1_000_000, "--jobs is at most 1,000,000");
+    anyhow::ensure!((1..=1000).contains(&args.batch_size), "--batch-size must be 1 to 1,000");
+    anyhow::ensure!(args.batches_in_flight > 0, "--batches-in-flight must be at least 1");
     anyhow::ensure!(args.window > 0, "--window must be at least 1");
     if args.stall_db_at.is_some() {
         anyhow::ensure!(
@@ -228,15 +276,55 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let database_server = target.describe().await;
     let sink = Sink::start().await?;
 
-    say(format!("floor baseline: {j} signed POSTs at each of 5 whole seconds, built ahead, released at the second"));
-    let floor = baseline::floor(&sink, j).await?;
+    let floor = match (args.create_only, &args.cron) {
+        (true, _) => None,
+        (false, None) => {
+            say(format!(
+                "floor baseline: {j} signed POSTs at each of 5 whole seconds, built ahead, released at the second"
+            ));
+            Some(baseline::floor(&sink, j, FloorKind::PerSecond).await?)
+        }
+        (false, Some(_)) => {
+            say(format!("burst floor baseline: {j} signed POSTs built ahead, all released at one whole second"));
+            Some(baseline::floor(&sink, j, FloorKind::Burst).await?)
+        }
+    };
     say(format!("raw insert baseline: {j} rows"));
     let raw = baseline::raw_inserts(&target, j).await?;
 
     let logdir = tempfile::Builder::new().prefix("sundial-bench-log-").tempdir()?;
     let log = logdir.path().join("sundial.log");
     say(format!("starting {} serve (log: {})", bin.display(), log.display()));
-    let outcome = match Sundial::start(&bin, target.sundial_env(), &args.envs, &log).await {
+    let started = Sundial::start(&bin, target.sundial_env(), &args.envs, &log).await;
+    if args.create_only {
+        let outcome = match started {
+            Ok(mut sundial) => {
+                let r = create_only(&args, &target, &sink, &sundial, &bin, &database_server, raw).await;
+                say("stopping sundial (SIGTERM)");
+                let exit = sundial.stop().await;
+                r.map(|mut r| {
+                    r.sundial_exit = exit;
+                    r
+                })
+            }
+            Err(e) => Err(e),
+        };
+        target.cleanup().await;
+        let report = outcome.inspect_err(|_| {
+            let dir = logdir.keep();
+            say(format!("failed; sundial's log is kept: {}", dir.join("sundial.log").display()));
+        })?;
+        let text = report.human();
+        if args.json {
+            eprint!("{text}");
+            println!("{}", serde_json::to_string(&report)?);
+        } else {
+            print!("{text}");
+        }
+        return Ok(());
+    }
+    let floor = floor.context("a floor is measured for every run that fires")?;
+    let outcome = match started {
         Ok(mut sundial) => {
             let outcome = measure(&args, &mut target, &sink, &mut sundial, &bin, &database_server, floor, raw).await;
             say("stopping sundial (SIGTERM)");
@@ -271,6 +359,133 @@ async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The bench tenant (quotas raised for J jobs) and its app `bench` on `endpoint`; returns the
+/// operator's client and the tenant's, and the app's signing secret.
+async fn tenant_and_app(sundial: &Sundial, j: usize, endpoint: &str) -> anyhow::Result<(Api, Api, String)> {
+    let op = Api::new(&sundial.base, &sundial.admin_key);
+    let tenant = op.create("/api/v1/tenants", &serde_json::json!({"name": "bench"})).await?;
+    server::raise_quotas(&op, tenant["id"].as_str().context("tenant without id")?, j).await?;
+    let api = op.with_key(tenant["admin_key"].as_str().context("tenant without admin_key")?);
+    let app = api.create("/api/v1/apps", &serde_json::json!({"name": "bench", "endpoints": [endpoint]})).await?;
+    let secret = app["secret"].as_str().context("app without secret")?.to_string();
+    Ok((op, api, secret))
+}
+
+/// Create the J jobs (`body(i)` each): the first `--single-create-sample` one call each over
+/// [`CREATE_CONNECTIONS`], the rest through the batch endpoint. Returns the ids in order and
+/// the rates, with the CPU of `procs` over the creation and sundial's memory after it.
+async fn create(
+    args: &Args,
+    api: &Api,
+    body: JobBody,
+    procs: &[(&str, Option<u32>)],
+    sundial_pid: Option<u32>,
+) -> anyhow::Result<(Vec<String>, Creation)> {
+    let j = args.jobs;
+    let sample = args.single_create_sample.min(j);
+    let cpu0 = cpu::sample(procs);
+    let started = Instant::now();
+    let mut made = Vec::with_capacity(j);
+    let single = if sample > 0 {
+        say(format!("creating {sample} jobs one POST /api/v1/jobs each over {CREATE_CONNECTIONS} connections"));
+        let t = Instant::now();
+        made.extend(server::create_jobs(api, 0..sample, body.clone(), CREATE_CONNECTIONS).await?);
+        Some(Rate::new(sample, t.elapsed().as_secs_f64()))
+    } else {
+        None
+    };
+    let batch = if sample < j {
+        say(format!(
+            "creating {} jobs through POST /api/v1/jobs/batch, {} a call, {} calls in flight",
+            j - sample,
+            args.batch_size,
+            args.batches_in_flight
+        ));
+        let t = Instant::now();
+        made.extend(server::create_jobs_batched(api, sample..j, body, args.batch_size, args.batches_in_flight).await?);
+        Some(Rate::new(j - sample, t.elapsed().as_secs_f64()))
+    } else {
+        None
+    };
+    let secs = started.elapsed().as_secs_f64();
+    let cpu = cpu::usage(&cpu0, &cpu::sample(procs));
+    made.sort_unstable_by_key(|(i, _)| *i);
+    anyhow::ensure!(made.len() == j, "{} jobs created of {j}", made.len());
+    let ids = made.into_iter().map(|(_, id)| id).collect();
+    let creation = Creation {
+        jobs: j,
+        secs,
+        jobs_per_sec: j as f64 / secs,
+        connections: CREATE_CONNECTIONS,
+        batch,
+        batch_size: args.batch_size,
+        batches_in_flight: args.batches_in_flight,
+        single,
+        sundial_rss_mib: sundial_pid.and_then(cpu::rss_kib).map(|k| k as f64 / 1024.0),
+        cpu,
+    };
+    say(format!("created in {secs:.2} s ({:.0} jobs/s)", creation.jobs_per_sec));
+    Ok((ids, creation))
+}
+
+/// `--create-only`: the tenant, the app, the jobs; the creation's figures.
+async fn create_only(
+    args: &Args,
+    target: &Target,
+    sink: &Sink,
+    sundial: &Sundial,
+    bin: &std::path::Path,
+    database_server: &str,
+    raw: baseline::RawInserts,
+) -> anyhow::Result<CreateOnlyReport> {
+    let expr = args.cron.clone().context("--create-only needs --cron")?;
+    let (_, api, _) = tenant_and_app(sundial, args.jobs, &sink.url()).await?;
+    let schedule = server::cron(&expr);
+    let body: JobBody = Arc::new(move |i| server::job_body(i, schedule.clone(), None));
+    let procs = [("sundial", sundial.pid()), ("mariadbd", target.server_pid())];
+    let (_, creation) = create(args, &api, body, &procs, sundial.pid()).await?;
+    Ok(CreateOnlyReport {
+        jobs: args.jobs,
+        cron: expr,
+        database: target.label().to_string(),
+        database_server: database_server.to_string(),
+        sundial_bin: bin.display().to_string(),
+        sundial_version: sh(&bin.display().to_string(), &["--version"]).unwrap_or_else(|| "?".into()),
+        git_commit: sh("git", &["rev-parse", "--short", "HEAD"]),
+        nproc: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        cpu_model: cpu_model(),
+        creation,
+        raw_inserts: raw,
+        sundial_exit: String::new(),
+    })
+}
+
+/// `--cron`: the window (from EXPR's first instant at or after `from_ms`, `--window` s long)
+/// and EXPR's instants from now, read from the server. Refused when the window would open
+/// more than `--cron-max-wait` s from now, or holds more instants than were read.
+async fn cron_window(args: &Args, api: &Api, expr: &str, from_ms: i64) -> anyhow::Result<(Window, Vec<i64>)> {
+    let at = server::preview(api, &server::cron(expr), CRON_PREVIEW).await?;
+    let now = now_us() / 1000;
+    let first = at.iter().copied().find(|t| *t >= from_ms);
+    let wait_s = first.map(|f| (f - now) as f64 / 1000.0);
+    let Some(first) = first.filter(|f| f - now <= args.cron_max_wait as i64 * 1000) else {
+        anyhow::bail!(
+            "--cron `{expr}`: the window would open {} (its first instant at least {} s from now): more than \
+             --cron-max-wait {} s. Start the run closer to an instant, or pass a larger --cron-max-wait",
+            first.map_or("at no instant the server could name".into(), crate::sink::rfc3339_ms),
+            wait_s.map_or("?".into(), |w| format!("{w:.0}")),
+            args.cron_max_wait
+        );
+    };
+    let w = Window { start_ms: first, end_ms: first + args.window as i64 * 1000 };
+    let covered = at.len() < CRON_PREVIEW || at.last().is_some_and(|l| *l >= w.end_ms);
+    anyhow::ensure!(
+        covered,
+        "--cron `{expr}` fires more than {CRON_PREVIEW} times between now and the window's end: shorten --window"
+    );
+    Ok((w, at))
+}
+
 #[allow(clippy::too_many_arguments)]
 // Over 100 lines on purpose: one sitting in the order it runs (create through the API, warm
 // up, the window, settle, collect); each step is short and reads best in sequence.
@@ -285,19 +500,19 @@ async fn measure(
     raw: baseline::RawInserts,
 ) -> anyhow::Result<Report> {
     let j = args.jobs;
-    let op = Api::new(&sundial.base, &sundial.admin_key);
-    let tenant = op.create("/api/v1/tenants", &serde_json::json!({"name": "bench"})).await?;
-    server::raise_quotas(&op, tenant["id"].as_str().context("tenant without id")?, j).await?;
-    let api = op.with_key(tenant["admin_key"].as_str().context("tenant without admin_key")?);
     let hung = match args.hung {
         true => Some(small::Hung::start().await?),
         false => None,
     };
     let endpoint = hung.as_ref().map_or_else(|| sink.url(), small::Hung::url);
-    let app = api.create("/api/v1/apps", &serde_json::json!({"name": "bench", "endpoints": [endpoint]})).await?;
-    sink.set_key(sign::Key::parse(app["secret"].as_str().context("app without secret")?)?);
+    let (op, api, secret) = tenant_and_app(sundial, j, &endpoint).await?;
+    sink.set_key(sign::Key::parse(&secret)?);
     sink.take();
     sink.reset_counters();
+    if let Some(expr) = &args.cron {
+        // Refuse early, before creating anything, a run whose window would be too far off.
+        cron_window(args, &api, expr, now_us() / 1000 + args.measure_after as i64 * 1000).await?;
+    }
 
     // The small tenant, alone on the node first.
     let small = match args.small_tenant {
@@ -317,30 +532,52 @@ async fn measure(
         false => None,
     };
 
-    let offsets: Vec<i64> = match args.phase {
-        Phase::Aligned => vec![0; j],
-        Phase::Spread => (0..j).map(|i| spread_offset_ms(i, j)).collect(),
+    let offsets: Vec<i64> = match (args.phase, &args.cron) {
+        (Phase::Spread, None) => (0..j).map(|i| spread_offset_ms(i, j)).collect(),
+        _ => vec![0; j],
     };
     let anchor_second = (now_us() / 1000).div_euclid(PERIOD_MS) * PERIOD_MS;
-    let schedules = offsets
-        .iter()
-        .map(|o| server::schedule(matches!(args.phase, Phase::Spread).then_some(*o), anchor_second))
-        .collect();
-    say(format!("creating {j} jobs ({:?}) over {CREATE_CONNECTIONS} connections", args.phase));
-    let started = Instant::now();
-    let job_ids =
-        server::create_jobs(&api, schedules, CREATE_CONNECTIONS, args.hung.then_some(HUNG_TIMEOUT_MS)).await?;
-    let create_secs = started.elapsed().as_secs_f64();
-    let t0_ms = now_us() / 1000;
-    say(format!("created in {create_secs:.2} s"));
-
-    let start_ms = (t0_ms + args.measure_after as i64 * 1000 + PERIOD_MS - 1).div_euclid(PERIOD_MS) * PERIOD_MS;
-    let w = Window { start_ms, end_ms: start_ms + args.window as i64 * 1000 };
+    let timeout = args.hung.then_some(HUNG_TIMEOUT_MS);
+    let body: JobBody = match (&args.cron, args.phase) {
+        (Some(expr), _) => {
+            let schedule = server::cron(expr);
+            Arc::new(move |i| server::job_body(i, schedule.clone(), timeout))
+        }
+        (None, Phase::Aligned) => {
+            Arc::new(move |i| server::job_body(i, server::schedule(None, anchor_second), timeout))
+        }
+        (None, Phase::Spread) => {
+            let offsets = Arc::new(offsets.clone());
+            Arc::new(move |i| server::job_body(i, server::schedule(Some(offsets[i]), anchor_second), timeout))
+        }
+    };
     let procs = |s: &Sundial, t: &Target| {
         vec![("sundial", s.pid()), ("mariadbd", t.server_pid()), ("sundial-bench", Some(std::process::id()))]
     };
-    sleep_until_ms(w.start_ms).await;
-    say(format!("measuring fires scheduled in the next {} s", args.window));
+    say(format!(
+        "creating {j} jobs ({})",
+        args.cron.as_deref().map_or(format!("{:?}", args.phase), |c| format!("cron {c}"))
+    ));
+    let (job_ids, creation) = create(args, &api, body, &procs(sundial, target), sundial.pid()).await?;
+    let t0_ms = now_us() / 1000;
+
+    let from_ms = t0_ms + args.measure_after as i64 * 1000;
+    let (w, instants) = match &args.cron {
+        None => {
+            let start_ms = (from_ms + PERIOD_MS - 1).div_euclid(PERIOD_MS) * PERIOD_MS;
+            (Window { start_ms, end_ms: start_ms + args.window as i64 * 1000 }, Vec::new())
+        }
+        Some(expr) => cron_window(args, &api, expr, from_ms).await?,
+    };
+    let expected = match &args.cron {
+        None => Expected::PerSecond(&offsets),
+        Some(_) => Expected::Instants { jobs: j, at: &instants },
+    };
+    // CPU over a span as long as the window: for a herd, from before it is claimed.
+    let lead_ms = if args.cron.is_some() { CRON_CPU_LEAD_MS.min(w.start_ms - t0_ms).max(0) } else { 0 };
+    let cpu_span = Window { start_ms: w.start_ms - lead_ms, end_ms: w.end_ms - lead_ms };
+    sleep_until_ms(cpu_span.start_ms).await;
+    say(format!("measuring fires scheduled in the {} s from {}", args.window, crate::sink::rfc3339_ms(w.start_ms)));
     let cpu0 = cpu::sample(&procs(sundial, target));
 
     let stall = match (args.stall_db_at, args.stall_db_secs) {
@@ -364,7 +601,7 @@ async fn measure(
         _ => None,
     };
 
-    sleep_until_ms(w.end_ms).await;
+    sleep_until_ms(cpu_span.end_ms).await;
     let cpu1 = cpu::sample(&procs(sundial, target));
     let deadline_us = (w.end_ms + GRACE_S as i64 * 1000) * 1000;
     sleep_until_ms(deadline_us / 1000).await;
@@ -384,7 +621,7 @@ async fn measure(
     for r in &mut recs {
         r.job = names.get(r.job as usize).and_then(|n| index.get(n.as_str())).copied().unwrap_or(u32::MAX);
     }
-    let outcome = analyse(&recs, &offsets, w, deadline_us);
+    let outcome = analyse(&recs, expected, w, deadline_us);
     let small_tenant = match small {
         Some((small, idle)) => {
             let mut r = small::SmallReport::new(idle, small.seen(w));
@@ -396,7 +633,7 @@ async fn measure(
     drop(recs);
     say(format!("delivered {}/{}; reading the database's account of the window", outcome.delivered, outcome.expected));
     let missing: Vec<(String, i64)> = outcome.missing.iter().map(|(j, t)| (job_ids[*j].clone(), *t)).collect();
-    let (accounting, accounting_error) = match db::account(target, w, &missing).await {
+    let (accounting, accounting_error) = match db::account(target, w, &missing, expected.period_ms()).await {
         Ok(a) => (Some(a), None),
         Err(e) => (None, Some(format!("{e:#}"))),
     };
@@ -415,12 +652,19 @@ async fn measure(
         // The herd's executor never answers: only the small tenant is judged.
         verdict.pass = t.pass;
     }
+    let cpu = cpu::usage(&cpu0, &cpu1);
+    let cpu_per_fire = CpuPerFire::new(&cpu, outcome.delivered, target.is_sqlite(), &floor);
     let mut env_overrides: Vec<String> = args.envs.iter().map(|(k, v)| format!("{k}={v}")).collect();
     env_overrides.sort();
+    let phase = match &args.cron {
+        Some(expr) => format!("cron `{expr}`"),
+        None => format!("{:?}", args.phase).to_lowercase(),
+    };
     Ok(Report {
         case: Case {
             jobs: j,
-            phase: format!("{:?}", args.phase).to_lowercase() + if args.hung { ", hung executor" } else { "" },
+            phase: phase + if args.hung { ", hung executor" } else { "" },
+            cron: args.cron.clone(),
             database: target.label().to_string(),
             database_server: database_server.to_string(),
             env_overrides,
@@ -434,13 +678,9 @@ async fn measure(
             window_s: args.window,
             grace_s: GRACE_S,
             window: w,
+            cpu_span,
         },
-        creation: Creation {
-            jobs: j,
-            secs: create_secs,
-            jobs_per_sec: j as f64 / create_secs,
-            connections: CREATE_CONNECTIONS,
-        },
+        creation,
         floor,
         raw_inserts: raw,
         sink: SinkCounts {
@@ -448,7 +688,8 @@ async fn measure(
             unreadable: sink.unreadable(),
             cancels: sink.cancels(),
         },
-        cpu: cpu::usage(&cpu0, &cpu1),
+        cpu,
+        cpu_per_fire,
         outcome,
         accounting,
         accounting_error,

@@ -103,18 +103,60 @@ pub struct Outcome {
     pub missing: Vec<(usize, i64)>,
 }
 
-/// Analyse `recs` (whose `job` is already mapped to the index into `offsets`, or `u32::MAX`
-/// for a job of no one's) against the jobs' phases and the window. A fire counts as
-/// delivered if its first receipt came at or before `deadline_us`.
-pub fn analyse(recs: &[Rec], offsets: &[i64], w: Window, deadline_us: i64) -> Outcome {
+/// The fires the benchmark expects of its jobs.
+#[derive(Clone, Copy, Debug)]
+pub enum Expected<'a> {
+    /// Job i fires once a second at phase `offsets[i]` (0..1000 ms into the second).
+    PerSecond(&'a [i64]),
+    /// `jobs` jobs of one cron expression, all firing at each of these instants (epoch ms,
+    /// ascending): `--cron`, whose herds are `jobs` fires at one instant.
+    Instants { jobs: usize, at: &'a [i64] },
+}
+
+impl Expected<'_> {
+    pub fn jobs(&self) -> usize {
+        match self {
+            Expected::PerSecond(offsets) => offsets.len(),
+            Expected::Instants { jobs, .. } => *jobs,
+        }
+    }
+
+    /// The fires of job `j` scheduled in the window.
+    pub fn fires(&self, j: usize, w: Window) -> Vec<i64> {
+        match self {
+            Expected::PerSecond(offsets) => w.fires(offsets[j]).collect(),
+            Expected::Instants { at, .. } => at.iter().copied().filter(|t| w.contains(*t)).collect(),
+        }
+    }
+
+    /// Is `t_ms` a fire time of job `j` (a known job)?
+    pub fn is_fire(&self, j: usize, t_ms: i64) -> bool {
+        match self {
+            Expected::PerSecond(offsets) => j < offsets.len() && (t_ms - offsets[j]).rem_euclid(PERIOD_MS) == 0,
+            Expected::Instants { jobs, at } => j < *jobs && at.binary_search(&t_ms).is_ok(),
+        }
+    }
+
+    /// The shortest time between two fires of a job (what one `expired` row counting several
+    /// fires spans per fire).
+    pub fn period_ms(&self) -> i64 {
+        match self {
+            Expected::PerSecond(_) => PERIOD_MS,
+            Expected::Instants { at, .. } => at.windows(2).map(|w| w[1] - w[0]).min().unwrap_or(PERIOD_MS),
+        }
+    }
+}
+
+/// Analyse `recs` (whose `job` is already mapped to the index into the jobs, or `u32::MAX`
+/// for a job of no one's) against the fires `expected` of the jobs in the window. A fire
+/// counts as delivered if its first receipt came at or before `deadline_us`.
+pub fn analyse(recs: &[Rec], expected: Expected<'_>, w: Window, deadline_us: i64) -> Outcome {
     let mut out = Outcome::default();
     // (job, scheduled) -> (first receipt µs, run hashes seen)
     let mut seen: HashMap<(u32, i64), (i64, Vec<u64>)> = HashMap::new();
     let mut msgs: HashSet<u64> = HashSet::new();
     for r in recs.iter().filter(|r| w.contains(r.scheduled_ms)) {
-        let phase_ok =
-            (r.job as usize) < offsets.len() && (r.scheduled_ms - offsets[r.job as usize]).rem_euclid(PERIOD_MS) == 0;
-        if !phase_ok {
+        if !expected.is_fire(r.job as usize, r.scheduled_ms) {
             out.unexpected += 1;
             continue;
         }
@@ -130,8 +172,8 @@ pub fn analyse(recs: &[Rec], offsets: &[i64], w: Window, deadline_us: i64) -> Ou
     let secs = ((w.end_ms - w.start_ms) + PERIOD_MS - 1) / PERIOD_MS;
     let mut per_second: Vec<(u64, Vec<f64>)> = vec![(0, Vec::new()); secs.max(0) as usize];
     let mut all = Vec::with_capacity(seen.len());
-    for (j, off) in offsets.iter().enumerate() {
-        for t in w.fires(*off) {
+    for j in 0..expected.jobs() {
+        for t in expected.fires(j, w) {
             out.expected += 1;
             let slot = &mut per_second[((t - w.start_ms) / PERIOD_MS) as usize];
             slot.0 += 1;
@@ -233,7 +275,7 @@ mod tests {
             rec(1, 11_000, 1, 7, 106),     // off phase
             rec(7, 11_000, 1, 8, 107),     // unknown job
         ];
-        let o = analyse(&recs, &offsets, w, deadline_us);
+        let o = analyse(&recs, Expected::PerSecond(&offsets), w, deadline_us);
         assert_eq!(o.expected, 4);
         assert_eq!(o.delivered, 3);
         assert_eq!(o.missed, 1);
@@ -261,7 +303,7 @@ mod tests {
                 recs.push(rec(j, s * 1000, late, (s * 10 + j as i64) as u64, (s * 10 + j as i64) as u64));
             }
         }
-        let o = analyse(&recs, &offsets, w, 100_000_000);
+        let o = analyse(&recs, Expected::PerSecond(&offsets), w, 100_000_000);
         let shape: Vec<(i64, u64, u64, f64)> =
             o.series.iter().map(|s| (s.at, s.expected, s.delivered, s.p99_ms)).collect();
         assert_eq!(shape, vec![(0, 2, 2, 10.0), (1, 2, 1, 10.0), (2, 2, 2, 3000.0), (3, 2, 2, 10.0), (4, 2, 2, 10.0)]);
@@ -269,5 +311,32 @@ mod tests {
         assert_eq!(on_time_from(&o.series, 4, 1000.0), Some(4));
         assert_eq!(on_time_from(&o.series, 0, 5.0), None);
         assert_eq!(on_time_from(&o.series, 0, 5000.0), Some(2));
+    }
+
+    #[test]
+    fn a_cron_herd_expects_every_job_at_each_instant_in_the_window() {
+        let w = Window { start_ms: 60_000, end_ms: 180_000 };
+        // Instants every minute at second 0; 120,000 is the only other one in the window.
+        let at = [0, 60_000, 120_000, 180_000];
+        let expected = Expected::Instants { jobs: 3, at: &at };
+        assert_eq!(expected.fires(0, w), vec![60_000, 120_000]);
+        assert_eq!(expected.period_ms(), 60_000);
+        let mut recs = Vec::new();
+        for j in 0..3u32 {
+            recs.push(rec(j, 60_000, 100 + j as i64, j as u64, j as u64));
+            if j != 2 {
+                recs.push(rec(j, 120_000, 300, 10 + j as u64, 10 + j as u64));
+            }
+        }
+        recs.push(rec(0, 61_000, 1, 20, 20)); // not an instant of the expression
+        recs.push(rec(0, 180_000, 1, 21, 21)); // after the window: ignored
+        let o = analyse(&recs, expected, w, 1_000_000_000);
+        assert_eq!((o.expected, o.delivered, o.missed, o.unexpected), (6, 5, 1, 1));
+        assert_eq!(o.missing, vec![(2, 120_000)]);
+        assert_eq!(o.lateness_ms.max, 300.0);
+        let herds: Vec<(i64, u64, u64)> =
+            o.series.iter().filter(|s| s.expected > 0).map(|s| (s.at, s.expected, s.delivered)).collect();
+        assert_eq!(herds, vec![(0, 3, 3), (60, 3, 2)], "one second of the series per herd");
+        assert_eq!(o.series.len(), 120);
     }
 }

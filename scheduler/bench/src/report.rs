@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::baseline::{Floor, RawInserts};
+use crate::baseline::{Floor, FloorKind, RawInserts};
 use crate::cpu::Usage;
 use crate::db::Accounting;
 use crate::measure::{Outcome, Window};
@@ -13,6 +13,8 @@ use crate::measure::{Outcome, Window};
 pub struct Case {
     pub jobs: usize,
     pub phase: String,
+    /// `--cron`: the expression every job fires on.
+    pub cron: Option<String>,
     pub database: String,
     pub database_server: String,
     /// `--env` settings: NOT Sundial's defaults.
@@ -30,6 +32,22 @@ pub struct Case {
     pub grace_s: u64,
     /// Scheduled times measured, epoch ms `[start, end)`.
     pub window: Window,
+    /// When the CPU was read, epoch ms: the window, or (`--cron`) as long, from 10 s before it.
+    pub cpu_span: Window,
+}
+
+/// Jobs created in a time.
+#[derive(Debug, Serialize)]
+pub struct Rate {
+    pub jobs: usize,
+    pub secs: f64,
+    pub jobs_per_sec: f64,
+}
+
+impl Rate {
+    pub fn new(jobs: usize, secs: f64) -> Rate {
+        Rate { jobs, secs, jobs_per_sec: ratio(jobs as f64, secs) }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -37,7 +55,144 @@ pub struct Creation {
     pub jobs: usize,
     pub secs: f64,
     pub jobs_per_sec: f64,
+    /// Connections of the single creates.
     pub connections: usize,
+    /// The jobs created through `POST /api/v1/jobs/batch`.
+    pub batch: Option<Rate>,
+    pub batch_size: usize,
+    pub batches_in_flight: usize,
+    /// The jobs created one `POST /api/v1/jobs` each (`--single-create-sample`).
+    pub single: Option<Rate>,
+    /// Sundial's resident memory right after the last job was created.
+    pub sundial_rss_mib: Option<f64>,
+    /// CPU over the creation.
+    pub cpu: Usage,
+}
+
+impl Creation {
+    fn lines(&self, s: &mut String) {
+        let mut parts = Vec::new();
+        if let Some(b) = &self.batch {
+            parts.push(format!(
+                "batch {} in {:.2} s = {:.0}/s ({} a call, {} in flight)",
+                b.jobs, b.secs, b.jobs_per_sec, self.batch_size, self.batches_in_flight
+            ));
+        }
+        if let Some(o) = &self.single {
+            parts.push(format!(
+                "single {} in {:.2} s = {:.0}/s ({} connections)",
+                o.jobs, o.secs, o.jobs_per_sec, self.connections
+            ));
+        }
+        let _ = writeln!(
+            s,
+            "jobs:      {} created in {:.2} s ({:.0}/s): {}",
+            self.jobs,
+            self.secs,
+            self.jobs_per_sec,
+            parts.join("; ")
+        );
+        let _ = writeln!(
+            s,
+            "           while creating: cpu {}; sundial RSS after: {}",
+            cpu_line(&self.cpu),
+            self.sundial_rss_mib.map_or("?".into(), |m| format!("{m:.0} MiB"))
+        );
+    }
+}
+
+/// CPU per fire delivered in the window against the floor's per POST, µs.
+#[derive(Debug, Serialize)]
+pub struct CpuPerFire {
+    pub sundial_us: Option<f64>,
+    /// `mariadbd`'s (none on SQLite, whose work is in sundial's).
+    pub database_us: Option<f64>,
+    pub sum_us: Option<f64>,
+    /// The floor's sender: its CPU over every POST it sent.
+    pub floor_us_per_post: Option<f64>,
+    /// `sum_us / floor_us_per_post`.
+    pub ratio: Option<f64>,
+}
+
+impl CpuPerFire {
+    pub fn new(cpu: &Usage, delivered: u64, sqlite: bool, floor: &Floor) -> CpuPerFire {
+        let per_fire = |name: &str| {
+            let secs = cpu.cpu_secs.iter().find(|(n, _)| n == name).and_then(|(_, s)| *s);
+            secs.filter(|_| delivered > 0).map(|s| s * 1e6 / delivered as f64)
+        };
+        let sundial_us = per_fire("sundial");
+        let database_us = if sqlite { None } else { per_fire("mariadbd") };
+        let sum_us = match (sundial_us, database_us, sqlite) {
+            (Some(a), _, true) => Some(a),
+            (Some(a), Some(b), false) => Some(a + b),
+            _ => None,
+        };
+        let floor_us_per_post = floor.cpu_us_per_post;
+        let ratio = match (sum_us, floor_us_per_post) {
+            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+            _ => None,
+        };
+        CpuPerFire { sundial_us, database_us, sum_us, floor_us_per_post, ratio }
+    }
+}
+
+/// `--create-only`: what creating the jobs took.
+#[derive(Debug, Serialize)]
+pub struct CreateOnlyReport {
+    pub jobs: usize,
+    pub cron: String,
+    pub database: String,
+    pub database_server: String,
+    pub sundial_bin: String,
+    pub sundial_version: String,
+    pub git_commit: Option<String>,
+    pub nproc: usize,
+    pub cpu_model: String,
+    pub creation: Creation,
+    pub raw_inserts: RawInserts,
+    pub sundial_exit: String,
+}
+
+impl CreateOnlyReport {
+    pub fn human(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "== sundial-bench --create-only: J = {} jobs, cron `{}`, {} ==",
+            self.jobs, self.cron, self.database
+        );
+        let _ = writeln!(
+            s,
+            "sundial:   {} ({}), commit {}",
+            self.sundial_bin,
+            self.sundial_version,
+            self.git_commit.as_deref().unwrap_or("?")
+        );
+        let _ = writeln!(s, "database:  {}", self.database_server);
+        let _ = writeln!(s, "machine:   {} cores, {}", self.nproc, self.cpu_model);
+        self.creation.lines(&mut s);
+        let r = &self.raw_inserts;
+        let _ = writeln!(
+            s,
+            "raw insert: {} rows ({} a statement, one commit each) in {:.3} s = {:.0} rows/s",
+            r.rows, r.rows_per_statement, r.secs, r.rows_per_sec
+        );
+        let _ = writeln!(s, "sundial:   {}", self.sundial_exit);
+        s
+    }
+}
+
+/// `name X %, …` of each tracked process.
+fn cpu_line(u: &Usage) -> String {
+    let cpu: Vec<String> =
+        u.processes.iter().map(|(n, p)| format!("{n} {}", p.map_or("?".into(), |p| format!("{p:.0} %")))).collect();
+    format!(
+        "{}, everything else {} (% of one core); machine {} of {} cores busy",
+        cpu.join(", "),
+        u.everything_else_pct_of_one_core.map_or("?".into(), |p| format!("{p:.0} %")),
+        u.machine_busy_pct_of_all_cores.map_or("?".into(), |p| format!("{p:.0} %")),
+        u.cores
+    )
 }
 
 #[derive(Debug, Serialize)]
@@ -81,6 +236,7 @@ pub struct Report {
     pub outcome: Outcome,
     pub sink: SinkCounts,
     pub cpu: Usage,
+    pub cpu_per_fire: CpuPerFire,
     pub accounting: Option<Accounting>,
     pub accounting_error: Option<String>,
     pub stall: Option<Stall>,
@@ -132,24 +288,40 @@ impl Report {
         } else {
             let _ = writeln!(s, "config:    NON-DEFAULT settings: {}", c.env_overrides.join(" "));
         }
+        self.creation.lines(&mut s);
         let _ = writeln!(
             s,
-            "jobs:      {} created in {:.2} s ({:.0}/s, {} connections)",
-            self.creation.jobs, self.creation.secs, self.creation.jobs_per_sec, self.creation.connections
-        );
-        let _ = writeln!(
-            s,
-            "window:    fires scheduled {:.1} s to {:.1} s after creation ended ({} s), grace {} s",
+            "window:    fires scheduled {:.1} s to {:.1} s after creation ended ({} s), grace {} s{}",
             c.window_start_after_creation_s,
             c.window_start_after_creation_s + c.window_s as f64,
             c.window_s,
-            c.grace_s
+            c.grace_s,
+            match c.cpu_span.start_ms < c.window.start_ms {
+                true => format!(
+                    "; cpu read over as long from {:.1} s before it",
+                    (c.window.start_ms - c.cpu_span.start_ms) as f64 / 1000.0
+                ),
+                false => String::new(),
+            }
         );
         let _ = writeln!(s);
+        let how = match f.kind {
+            FloorKind::PerSecond => "in 5 whole seconds".to_string(),
+            FloorKind::Burst => {
+                format!("in one burst at a whole second (after a warm-up of {})", f.sent_with_warm_up - f.sent)
+            }
+        };
         let _ = writeln!(
             s,
-            "floor:     {} POSTs in 5 whole seconds, {} received, {} errors; lateness p50 {:.1} / p90 {:.1} / p99 {:.1} / max {:.1} ms",
-            f.sent, f.received, f.errors, f.lateness_ms.p50, f.lateness_ms.p90, f.lateness_ms.p99, f.lateness_ms.max
+            "floor:     {} POSTs {how}, {} received, {} errors; lateness p50 {:.1} / p90 {:.1} / p99 {:.1} / max {:.1} ms; sender cpu {} a POST",
+            f.sent,
+            f.received,
+            f.errors,
+            f.lateness_ms.p50,
+            f.lateness_ms.p90,
+            f.lateness_ms.p99,
+            f.lateness_ms.max,
+            f.cpu_us_per_post.map_or("?".into(), |u| format!("{u:.1} µs"))
         );
         let r = &self.raw_inserts;
         let _ = writeln!(
@@ -178,19 +350,17 @@ impl Report {
             self.sink.unreadable,
             self.sink.cancels
         );
-        let cpu: Vec<String> = self
-            .cpu
-            .processes
-            .iter()
-            .map(|(n, p)| format!("{n} {}", p.map_or("?".into(), |p| format!("{p:.0} %"))))
-            .collect();
+        let _ = writeln!(s, "cpu:       {}", cpu_line(&self.cpu));
+        let us = |v: Option<f64>| v.map_or("?".into(), |v| format!("{v:.1} µs"));
+        let p = &self.cpu_per_fire;
         let _ = writeln!(
             s,
-            "cpu:       {}, everything else {} (% of one core); machine {} of {} cores busy",
-            cpu.join(", "),
-            self.cpu.everything_else_pct_of_one_core.map_or("?".into(), |p| format!("{p:.0} %")),
-            self.cpu.machine_busy_pct_of_all_cores.map_or("?".into(), |p| format!("{p:.0} %")),
-            self.cpu.cores
+            "cpu/fire:  sundial {} + database {} = {} a fire delivered; floor {} a POST; ratio {}",
+            us(p.sundial_us),
+            if c.database.starts_with("sqlite") { "(in sundial)".into() } else { us(p.database_us) },
+            us(p.sum_us),
+            us(p.floor_us_per_post),
+            p.ratio.map_or("?".into(), |r| format!("{r:.2}"))
         );
         if let Some(a) = &self.accounting {
             let states: Vec<String> = a.runs_by_state.iter().map(|(s, n)| format!("{s} {n}")).collect();
@@ -235,7 +405,8 @@ impl Report {
         }
         let _ = writeln!(s);
         let _ = writeln!(s, "per scheduled second (from the window's start): delivered/expected p50 p99 ms");
-        for sec in &o.series {
+        // A cron window's seconds without a fire (between herds) are left out.
+        for sec in o.series.iter().filter(|sec| sec.expected > 0 || sec.delivered > 0) {
             let _ = writeln!(
                 s,
                 "  {:>4} s  {:>7}/{:<7} {:>9.1} {:>9.1}",

@@ -177,7 +177,7 @@ impl Api {
 /// The schedule of job `i`: every whole second (aligned), or once a second at its own phase.
 pub fn schedule(phase_offset_ms: Option<i64>, anchor_second_ms: i64) -> Value {
     match phase_offset_ms {
-        None => json!({"kind": "cron", "expression": "* * * * * *"}),
+        None => cron("* * * * * *"),
         Some(off) => json!({
             "kind": "fixed_rate",
             "every_ms": 1000,
@@ -186,8 +186,23 @@ pub fn schedule(phase_offset_ms: Option<i64>, anchor_second_ms: i64) -> Value {
     }
 }
 
-/// Create one job per schedule over `connections` keep-alive connections; returns the job ids
-/// in order.
+/// A cron schedule in UTC.
+pub fn cron(expression: &str) -> Value {
+    json!({"kind": "cron", "expression": expression})
+}
+
+/// The next `count` (at most 100) fire times of a schedule after now, as the server computes
+/// them (`POST /api/v1/schedules/preview`), epoch ms.
+pub async fn preview(api: &Api, schedule: &Value, count: usize) -> anyhow::Result<Vec<i64>> {
+    let v = api.post("/api/v1/schedules/preview", &json!({"schedule": schedule, "count": count})).await?;
+    v["times"]
+        .as_array()
+        .context("a preview without times")?
+        .iter()
+        .map(|t| t.as_str().and_then(crate::sink::parse_ms).context("a preview time that is not RFC 3339"))
+        .collect()
+}
+
 /// Raise the bench tenant's quotas (operator key) to what `jobs` jobs firing every second,
 /// created as fast as the node takes them, need: the defaults protect a shared install
 /// (10,000 jobs, 1,000 fires per second, 1,000 requests per second per key), and the
@@ -207,38 +222,85 @@ pub async fn raise_quotas(op: &Api, tenant_id: &str, jobs: usize) -> anyhow::Res
     Ok(())
 }
 
+/// The body of job `i` (what `POST /api/v1/jobs` takes, and each item of a batch).
+pub type JobBody = Arc<dyn Fn(usize) -> Value + Send + Sync>;
+
+/// `bench-<i>` on the app `bench`, handler `bench.tick`, with this schedule (and timeout).
+pub fn job_body(i: usize, schedule: Value, timeout_ms: Option<i64>) -> Value {
+    let mut body = json!({"name": format!("bench-{i}"), "app": "bench", "handler": "bench.tick", "schedule": schedule});
+    if let Some(t) = timeout_ms {
+        body["timeout_ms"] = json!(t);
+    }
+    body
+}
+
+/// Create jobs `range` one `POST /api/v1/jobs` each, over `connections` keep-alive
+/// connections; returns (index, job id) of each.
 pub async fn create_jobs(
     api: &Api,
-    schedules: Vec<Value>,
+    range: std::ops::Range<usize>,
+    body: JobBody,
     connections: usize,
-    timeout_ms: Option<i64>,
-) -> anyhow::Result<Vec<String>> {
-    let schedules = Arc::new(schedules);
-    let next = Arc::new(AtomicUsize::new(0));
+) -> anyhow::Result<Vec<(usize, String)>> {
+    let next = Arc::new(AtomicUsize::new(range.start));
+    let end = range.end;
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..connections {
-        let (api, schedules, next) = (api.clone(), schedules.clone(), next.clone());
+        let (api, body, next) = (api.clone(), body.clone(), next.clone());
         set.spawn(async move {
             let mut made = Vec::new();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(s) = schedules.get(i) else { return anyhow::Ok(made) };
-                let mut body =
-                    json!({"name": format!("bench-{i}"), "app": "bench", "handler": "bench.tick", "schedule": s});
-                if let Some(t) = timeout_ms {
-                    body["timeout_ms"] = json!(t);
+                if i >= end {
+                    return anyhow::Ok(made);
                 }
-                let job = api.create("/api/v1/jobs", &body).await?;
-                let id = job["id"].as_str().context("job without id")?.to_string();
-                made.push((i, id));
+                let job = api.create("/api/v1/jobs", &body(i)).await?;
+                made.push((i, job["id"].as_str().context("job without id")?.to_string()));
             }
         });
     }
-    let mut ids = vec![String::new(); schedules.len()];
+    let mut ids = Vec::with_capacity(range.len());
     while let Some(r) = set.join_next().await {
-        for (i, id) in r?? {
-            ids[i] = id;
-        }
+        ids.extend(r??);
+    }
+    Ok(ids)
+}
+
+/// Create jobs `range` through `POST /api/v1/jobs/batch`, `per_call` a call, `in_flight`
+/// calls at once; returns (index, job id) of each.
+pub async fn create_jobs_batched(
+    api: &Api,
+    range: std::ops::Range<usize>,
+    body: JobBody,
+    per_call: usize,
+    in_flight: usize,
+) -> anyhow::Result<Vec<(usize, String)>> {
+    let next = Arc::new(AtomicUsize::new(range.start));
+    let end = range.end;
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..in_flight {
+        let (api, body, next) = (api.clone(), body.clone(), next.clone());
+        set.spawn(async move {
+            let mut made = Vec::new();
+            loop {
+                let from = next.fetch_add(per_call, Ordering::Relaxed);
+                if from >= end {
+                    return anyhow::Ok(made);
+                }
+                let to = (from + per_call).min(end);
+                let jobs: Vec<Value> = (from..to).map(|i| body(i)).collect();
+                let created = api.create("/api/v1/jobs/batch", &json!({"jobs": jobs})).await?;
+                let created = created["jobs"].as_array().context("a batch answer without jobs")?;
+                anyhow::ensure!(created.len() == to - from, "a batch of {} created {}", to - from, created.len());
+                for (i, job) in (from..to).zip(created) {
+                    made.push((i, job["id"].as_str().context("job without id")?.to_string()));
+                }
+            }
+        });
+    }
+    let mut ids = Vec::with_capacity(range.len());
+    while let Some(r) = set.join_next().await {
+        ids.extend(r??);
     }
     Ok(ids)
 }

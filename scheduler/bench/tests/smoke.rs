@@ -1,5 +1,6 @@
-//! One quick end-to-end run: the built `sundial-bench` drives the debug `sundial serve` on
-//! SQLite with 20 jobs, 127.0.0.1 only, and must see every fire exactly once, correctly signed.
+//! Quick end-to-end runs: the built `sundial-bench` drives the debug `sundial serve` on SQLite
+//! with 20 jobs, 127.0.0.1 only, and must see every fire exactly once, correctly signed: every
+//! second, and as a herd of a cron expression against the burst floor.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -17,21 +18,66 @@ fn sundial_bin() -> PathBuf {
     bench.parent().expect("profile directory").join("sundial")
 }
 
-#[test]
-fn twenty_jobs_on_sqlite_every_fire_once() {
+/// Run `sundial-bench --json` with these arguments on SQLite; its report, and how long it took.
+fn bench(args: &[&str]) -> (Value, String, Duration) {
     let sundial = sundial_bin();
     assert!(sundial.exists(), "{} missing: run `cargo build --workspace --all-targets` first", sundial.display());
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_sundial-bench"))
-        .args(["--jobs", "20", "--database", "sqlite", "--measure-after", "2", "--window", "3", "--json", "--sundial"])
+        .args(args)
+        .args(["--database", "sqlite", "--json", "--sundial"])
         .arg(&sundial)
         .env_remove("SUNDIAL_BIN")
         .output()
         .expect("run sundial-bench");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "sundial-bench failed:\n{stderr}");
-    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
     let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout not JSON ({e}):\n{stderr}"));
+    (r, stderr, started.elapsed())
+}
+
+/// Jobs of `*/15 * * * * *` (created one a call for 5 of them, the rest 4 a batch): the window
+/// holds one herd of 20 fires, every one delivered once; the floor is a burst of 20.
+#[test]
+fn a_cron_herd_of_twenty_jobs_every_fire_once() {
+    let (r, stderr, took) = bench(&[
+        "--jobs",
+        "20",
+        "--cron",
+        "*/15 * * * * *",
+        "--measure-after",
+        "2",
+        "--window",
+        "1",
+        "--single-create-sample",
+        "5",
+        "--batch-size",
+        "4",
+    ]);
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    let o = &r["outcome"];
+    assert_eq!(o["expected"], 20, "{stderr}");
+    assert_eq!(o["delivered"], 20, "{stderr}");
+    assert_eq!(o["duplicate_runs"], 0, "{stderr}");
+    assert_eq!(o["unexpected"], 0, "{stderr}");
+    assert_eq!(r["sink"]["bad_signatures"], 0, "{stderr}");
+    assert_eq!(r["case"]["cron"], "*/15 * * * * *", "{stderr}");
+    let start = r["case"]["window"]["start_ms"].as_i64().unwrap();
+    assert_eq!(start % 15_000, 0, "the window opens at an instant: {stderr}");
+    assert_eq!(r["floor"]["kind"], "burst", "{stderr}");
+    assert_eq!(r["floor"]["received"], 20, "{stderr}");
+    assert!(r["floor"]["cpu_us_per_post"].as_f64().is_some_and(|u| u > 0.0), "{stderr}");
+    let c = &r["creation"];
+    assert_eq!((c["single"]["jobs"].clone(), c["batch"]["jobs"].clone()), (5.into(), 15.into()), "{stderr}");
+    assert!(c["sundial_rss_mib"].as_f64().is_some_and(|m| m > 0.0), "{stderr}");
+    assert!(r["cpu_per_fire"]["sundial_us"].as_f64().is_some(), "{stderr}");
+    assert_eq!(r["accounting"]["unaccounted"], 0, "{stderr}");
+}
+
+#[test]
+fn twenty_jobs_on_sqlite_every_fire_once() {
+    let (r, stderr, took) = bench(&["--jobs", "20", "--measure-after", "2", "--window", "3"]);
+    assert!(took < Duration::from_secs(30), "took {took:?}");
     let o = &r["outcome"];
     assert_eq!(o["expected"], 60, "{stderr}");
     assert_eq!(o["missed"], 0, "{stderr}");
@@ -50,4 +96,7 @@ fn twenty_jobs_on_sqlite_every_fire_once() {
     assert_eq!(r["accounting"]["unaccounted"], 0, "{stderr}");
     assert!(r["case"]["env_overrides"].as_array().is_some_and(Vec::is_empty), "{stderr}");
     assert!(r["cpu"]["processes"].is_array(), "{stderr}");
+    assert_eq!(r["floor"]["kind"], "per_second", "{stderr}");
+    assert!(r["cpu_per_fire"]["floor_us_per_post"].as_f64().is_some_and(|u| u > 0.0), "{stderr}");
+    assert_eq!(r["creation"]["batch"]["jobs"], 20, "{stderr}");
 }

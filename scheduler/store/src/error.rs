@@ -15,6 +15,10 @@ pub enum StoreError {
     /// A write that would take a tenant over a quota; nothing was written.
     #[error("{0}")]
     QuotaExceeded(sundial_core::quota::Exceeded),
+    /// Items of a batch write refused for a reason of the data (a name taken, a child job
+    /// that does not exist), every one found; nothing was written.
+    #[error("{}", items_message(.0))]
+    Items(Vec<ItemRefusal>),
     #[error("another process holds the database lock {path}: {hint}")]
     Locked { path: String, hint: String },
     #[error("unsupported database URL `{0}`: use sqlite://PATH or mysql://USER@HOST/DB")]
@@ -46,6 +50,26 @@ pub enum StoreError {
     /// `message` is the driver's, for logs. No driver type leaves the store.
     #[error("database error: {message}")]
     Database { kind: DbFailure, message: String },
+}
+
+/// One item of a batch write the store refused ([`StoreError::Items`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemRefusal {
+    /// The item's position in the batch.
+    pub index: usize,
+    /// The refused field of the item, named as a single write names it (`name`, `children[0]`).
+    pub field: String,
+    /// `Some` for a uniqueness rule (as [`StoreError::Conflict`]'s `what`, e.g. `job_name`),
+    /// `None` for a value refused (as [`StoreError::Refused`]).
+    pub conflict: Option<&'static str>,
+    pub message: String,
+}
+
+fn items_message(items: &[ItemRefusal]) -> String {
+    match items.first() {
+        Some(i) => format!("{} item(s) refused; item {}: {}: {}", items.len(), i.index, i.field, i.message),
+        None => "no item refused".into(),
+    }
 }
 
 /// What kind of failure a [`StoreError::Database`] is: what the callers tell apart.

@@ -5,13 +5,20 @@ use sundial_core::job::ChildEdge;
 use sundial_core::quota::Quotas;
 use sundial_core::types::JobState;
 
-use crate::{Job, JobMisfire, Page, Result};
+use crate::{ItemRefusal, Job, JobMisfire, Page, Result};
 
 #[derive(Debug, Clone, Default)]
 pub struct JobFilter {
     pub app_id: Option<String>,
     pub state: Option<JobState>,
     pub name: Option<String>,
+}
+
+/// A new job with its child edges: an item of [`JobStore::job_insert_many_within`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    pub job: Job,
+    pub children: Vec<ChildEdge>,
 }
 
 /// Jobs: definitions, child edges (`job_children`), the generator's cursor
@@ -25,6 +32,18 @@ pub trait JobStore: Send + Sync {
     /// (if active) its peak fire rate; over either, [`StoreError::QuotaExceeded`](crate::StoreError::QuotaExceeded)
     /// and nothing is written. A tenant's quota checks are serialised (its row is locked).
     async fn job_insert_within(&self, job: &Job, children: &[ChildEdge], quotas: &Quotas) -> Result<()>;
+    /// Insert new jobs of `tenant_id` (fresh ids), each with its child edges, in one
+    /// transaction within the tenant's quotas: all or nothing. Under the tenant's lock every
+    /// item is checked first as [`job_insert_problems`](JobStore::job_insert_problems) does;
+    /// any found are [`StoreError::Items`] (indexes into `jobs`); past a quota (the batch's
+    /// jobs and the active ones' fire rates together) [`StoreError::QuotaExceeded`]; then the
+    /// rows go in multi-row `INSERT`s. Either refusal writes nothing.
+    async fn job_insert_many_within(&self, tenant_id: &str, jobs: &[NewJob], quotas: &Quotas) -> Result<()>;
+    /// What [`job_insert_many_within`](JobStore::job_insert_many_within) would refuse of these
+    /// jobs, every item (read only): a name repeated in the batch or taken in the tenant
+    /// (`name`, conflict `job_name`), a child that is not a job of the tenant (`children[i]`).
+    /// Sorted by index, at most one per item (its first).
+    async fn job_insert_problems(&self, tenant_id: &str, jobs: &[NewJob]) -> Result<Vec<ItemRefusal>>;
     async fn job_get(&self, tenant_id: &str, id: &str) -> Result<Option<Job>>;
     /// Jobs by id, whatever their tenant (the engine's misfire decisions for a batch of
     /// late fires; never reachable from a caller's request). Missing ids are left out.

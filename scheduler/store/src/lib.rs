@@ -47,7 +47,7 @@ mod tenants;
 use async_trait::async_trait;
 
 pub use apps::*;
-pub use error::{DbFailure, Result, StoreError};
+pub use error::{DbFailure, ItemRefusal, Result, StoreError};
 pub use jobs::*;
 pub use nodes::*;
 pub use quotas::*;

@@ -538,6 +538,17 @@ impl Client {
     pub async fn create_job(&self, job: &JobInput) -> ClientResult<Job> {
         self.post("/jobs", job).await
     }
+    /// Create 1 to 1,000 jobs in one call, all or none (`POST /api/v1/jobs/batch`); the created
+    /// jobs in the same order. A refused batch is an [`ApiError`] whose `details.errors` lists
+    /// each refused item as `{index, field, code, message}`; nothing was created.
+    pub async fn create_jobs(&self, jobs: &[JobInput]) -> ClientResult<Vec<Job>> {
+        #[derive(Deserialize)]
+        struct Batch {
+            jobs: Vec<Job>,
+        }
+        let batch: Batch = self.post("/jobs/batch", &json!({ "jobs": jobs })).await?;
+        Ok(batch.jobs)
+    }
     /// A job given as JSON (e.g. a file a CLI read); the server checks it.
     pub async fn create_job_json(&self, job: &Value) -> ClientResult<Job> {
         self.post("/jobs", job).await

@@ -413,6 +413,19 @@ async fn the_management_client_round_trip_and_typed_errors() {
 
     api.delete_job(&job.id).await.unwrap();
     assert_eq!(api.get_job(&job.id).await.unwrap_err().code(), Some("not_found"));
+
+    // Many jobs in one call, all or none.
+    app(&api, "rs-batch").await;
+    let item = |name: &str| manual_job(name, "rs-batch", "h", json!({}));
+    let made = api.create_jobs(&[item("rs-b1"), item("rs-b2")]).await.unwrap();
+    assert_eq!(made.iter().map(|j| j.name.as_str()).collect::<Vec<_>>(), ["rs-b1", "rs-b2"]);
+    let err = api.create_jobs(&[item("rs-b3"), item("rs-b1")]).await.unwrap_err();
+    assert_eq!((err.status(), err.field()), (Some(409), Some("jobs")), "{err:?}");
+    let refused = &err.api().unwrap().details["errors"];
+    assert_eq!((refused[0]["index"].clone(), refused[0]["field"].clone()), (json!(1), json!("name")), "{err:?}");
+    let listed: Vec<_> =
+        api.jobs(&JobFilter { app: Some("rs-batch".into()), ..Default::default() }).collect::<Vec<_>>().await;
+    assert_eq!(listed.len(), 2, "nothing of the refused batch");
 }
 
 #[tokio::test]

@@ -115,6 +115,18 @@ export class SundialClient {
     return this.post("/api/v1/jobs", { body });
   }
 
+  /**
+   * Creates 1 to 1,000 jobs in one call, all or none (`POST /api/v1/jobs/batch`); resolves to the
+   * created jobs in the same order. If any is refused nothing is created and a
+   * {@link SundialApiError} is thrown (422, or 409 when every refused item's name is taken) whose
+   * `details.errors` lists each refused item as `{index, field, code, message}`, the field named
+   * as {@link createJob} names it.
+   */
+  async createJobs(jobs: Schemas["JobInput"][]): Promise<Schemas["JobOut"][]> {
+    const batch = await this.post("/api/v1/jobs/batch", { body: { jobs } });
+    return batch.jobs;
+  }
+
   getJob(id: string): Promise<Schemas["JobOut"]> {
     return this.get("/api/v1/jobs/{id}", { params: { path: { id } } });
   }

@@ -468,4 +468,28 @@ describe("the management client against a real sundial serve", () => {
     // @ts-expect-error no such path
     await api.get("/api/v1/nothing").catch(() => undefined);
   });
+
+  it("creates jobs in one batch, all or none, naming each refused item", async () => {
+    await api.createApp({ name: "ts-batch", endpoints: [] });
+    const item = (name: string, expression = "0 0 3 * * *") =>
+      ({ name, app: "ts-batch", handler: "h", schedule: { kind: "cron" as const, expression } });
+    const jobs = await api.createJobs([item("ts-b1"), item("ts-b2"), item("ts-b3")]);
+    assert.deepEqual(jobs.map((j) => j.name), ["ts-b1", "ts-b2", "ts-b3"], "in the request's order");
+    assert.equal((await api.getJob(jobs[1]!.id)).name, "ts-b2");
+
+    await assert.rejects(api.createJobs([item("ts-b4"), item("ts-b5", "0 61 * * * *"), item("ts-b1")]), (err: unknown) => {
+      assert.ok(err instanceof SundialApiError, String(err));
+      assert.equal(err.status, 422);
+      assert.equal(err.field, "jobs");
+      const errors = (err.details as { errors: { index: number; field: string; code: string }[] }).errors;
+      assert.deepEqual(
+        errors.map((e) => [e.index, e.field, e.code]),
+        [[1, "schedule.expression", "invalid_cron"], [2, "name", "conflict"]],
+      );
+      return true;
+    });
+    const names: string[] = [];
+    for await (const j of api.paginate("/api/v1/jobs", { params: { query: { app: "ts-batch" } } })) names.push(j.name);
+    assert.deepEqual(names.sort(), ["ts-b1", "ts-b2", "ts-b3"], "nothing of the refused batch was created");
+  });
 });

@@ -1,11 +1,14 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
+use serde_json::json;
+use std::collections::HashMap;
 use sundial_core::ids::{self, new_id};
 use sundial_core::job::{JobDef, JobInput, Target};
 use sundial_core::schedule::{MAX_PREVIEW, Schedule, ScheduleSpec, Trigger};
 use sundial_core::time::rfc3339_utc;
 use sundial_core::types::JobState;
-use sundial_store::{Job, JobFilter};
+
+use sundial_store::{ItemRefusal, Job, JobFilter, NewJob, StoreError};
 
 use crate::auth::TenantCaller;
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -40,36 +43,79 @@ fn refuse_if_it_never_fires(schedule: &Schedule, now: i64) -> ApiResult<()> {
     Err(ApiError::field(field, "invalid_field", problem))
 }
 
+/// Apps, scripts and script versions a request looked up, by the reference it gave: a batch
+/// resolves each once.
+#[derive(Default)]
+struct Refs {
+    apps: HashMap<String, Option<sundial_store::App>>,
+    scripts: HashMap<String, Option<sundial_store::Script>>,
+    versions: HashMap<(String, i64), bool>,
+}
+
 /// Resolve the references of a validated definition (app, script) into a job row.
-async fn to_row(st: &AppState, caller: &TenantCaller, def: JobDef, id: String, now: i64) -> ApiResult<Job> {
-    let app = st
-        .store
-        .app_get(&caller.tenant_id, &def.app)
-        .await?
+async fn to_row(
+    st: &AppState,
+    caller: &TenantCaller,
+    def: JobDef,
+    id: String,
+    now: i64,
+    refs: &mut Refs,
+) -> ApiResult<Job> {
+    if !refs.apps.contains_key(&def.app) {
+        let app = st.store.app_get(&caller.tenant_id, &def.app).await?;
+        refs.apps.insert(def.app.clone(), app);
+    }
+    let app = refs.apps[&def.app]
+        .as_ref()
         .ok_or_else(|| ApiError::field("app", "invalid_field", format!("no app `{}` in this tenant", def.app)))?;
     let (handler, script_id) = match &def.target {
         Target::Handler(h) => (Some(h.clone()), None),
         Target::Script(s) => {
-            let script =
-                st.store.script_get(&caller.tenant_id, s).await?.ok_or_else(|| {
-                    ApiError::field("script", "invalid_field", format!("no script `{s}` in this tenant"))
-                })?;
-            if let Some(v) = def.script_version
-                && st.store.script_version_get(&caller.tenant_id, &script.id, v).await?.is_none()
-            {
-                return Err(ApiError::field(
-                    "script_version",
-                    "invalid_field",
-                    format!(
-                        "script `{}` has no version {v} (its current one is {})",
-                        script.name, script.current_version
-                    ),
-                ));
+            if !refs.scripts.contains_key(s) {
+                let script = st.store.script_get(&caller.tenant_id, s).await?;
+                refs.scripts.insert(s.clone(), script);
             }
-            (None, Some(script.id))
+            let script = refs.scripts[s]
+                .as_ref()
+                .ok_or_else(|| ApiError::field("script", "invalid_field", format!("no script `{s}` in this tenant")))?;
+            if let Some(v) = def.script_version {
+                let key = (script.id.clone(), v);
+                if !refs.versions.contains_key(&key) {
+                    let found = st.store.script_version_get(&caller.tenant_id, &script.id, v).await?.is_some();
+                    refs.versions.insert(key.clone(), found);
+                }
+                if !refs.versions[&key] {
+                    return Err(ApiError::field(
+                        "script_version",
+                        "invalid_field",
+                        format!(
+                            "script `{}` has no version {v} (its current one is {})",
+                            script.name, script.current_version
+                        ),
+                    ));
+                }
+            }
+            (None, Some(script.id.clone()))
         }
     };
-    Ok(Job::from_def(def, id, &caller.tenant_id, app.id, handler, script_id, now))
+    let app_id = app.id.clone();
+    Ok(Job::from_def(def, id, &caller.tenant_id, app_id, handler, script_id, now))
+}
+
+/// One job as `POST /api/v1/jobs` takes it: validated, its references resolved, a new row
+/// with its child edges (not written).
+async fn new_job(
+    st: &AppState,
+    caller: &TenantCaller,
+    input: &JobInput,
+    now: i64,
+    refs: &mut Refs,
+) -> ApiResult<NewJob> {
+    let def = JobDef::parse(input, now)?;
+    refuse_if_it_never_fires(&def.schedule, now)?;
+    let children = def.children.clone();
+    let job = to_row(st, caller, def, new_id(ids::JOB), now, refs).await?;
+    Ok(NewJob { job, children })
 }
 
 /// Create a job (editor). Refused with 409 `quota_exceeded` beyond the tenant's `max_jobs`,
@@ -86,14 +132,136 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, axum::Json<JobOut>)> {
     caller.require_editor()?;
     let now = st.now_ms();
-    let def = JobDef::parse(&input, now)?;
-    refuse_if_it_never_fires(&def.schedule, now)?;
-    let children = def.children.clone();
-    let job = to_row(&st, &caller, def, new_id(ids::JOB), now).await?;
+    let NewJob { job, children } = new_job(&st, &caller, &input, now, &mut Refs::default()).await?;
     let quotas = st.quotas_of(&caller.tenant_id).await?;
     st.store.job_insert_within(&job, &children, &quotas).await?;
     tracing::info!(job_id = %job.id, name = %job.name, "job created");
     Ok((StatusCode::CREATED, axum::Json(JobOut::new(job, children, st.now_ms()))))
+}
+
+/// Most jobs one `POST /api/v1/jobs/batch` creates.
+pub const MAX_BATCH_JOBS: usize = 1000;
+
+/// One refused item of a batch, as the single create would have refused it alone.
+struct ItemProblem {
+    index: usize,
+    field: String,
+    code: &'static str,
+    message: String,
+    conflict: bool,
+}
+
+impl ItemProblem {
+    fn of_api(index: usize, e: ApiError) -> Self {
+        let field = e.details.get("field").and_then(|f| f.as_str()).unwrap_or("body").to_string();
+        ItemProblem { index, field, code: e.code, message: e.message, conflict: e.status == StatusCode::CONFLICT }
+    }
+
+    fn of_store(index: usize, r: ItemRefusal) -> Self {
+        match r.conflict {
+            Some(_) => ItemProblem { index, field: r.field, code: "conflict", message: r.message, conflict: true },
+            None => ItemProblem {
+                index,
+                message: format!("{}: {}", r.field, r.message),
+                field: r.field,
+                code: "invalid_field",
+                conflict: false,
+            },
+        }
+    }
+}
+
+/// The refusal of a whole batch: every refused item in `details.errors` (`index` into `jobs`,
+/// `field`, `code` and `message` as the single create gives them). 409 `conflict` when every
+/// item was refused for a name taken, else 422 `invalid_field`; `details.field` is `jobs`.
+fn batch_refused(total: usize, mut items: Vec<ItemProblem>) -> ApiError {
+    items.sort_by_key(|p| p.index);
+    let all_conflicts = items.iter().all(|p| p.conflict);
+    let first = &items[0];
+    let message =
+        format!("{} of {total} jobs refused, none created; jobs[{}]: {}", items.len(), first.index, first.message);
+    let errors: Vec<serde_json::Value> = items
+        .iter()
+        .map(|p| json!({"index": p.index, "field": p.field, "code": p.code, "message": p.message}))
+        .collect();
+    let details = json!({"field": "jobs", "errors": errors});
+    match all_conflicts {
+        true => ApiError::conflict("conflict", message).with_details(details),
+        false => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", message).with_details(details),
+    }
+}
+
+/// Create up to 1,000 jobs at once (editor), all or none. Each item is what `POST
+/// /api/v1/jobs` takes, checked as it checks it (with the same defaults), and the answer lists
+/// the created jobs in the request's order, each as that call returns it. If any item is
+/// refused nothing is created: 422 `invalid_field` (409 `conflict` when every refused item's
+/// name is taken, in the tenant or by an earlier item) with `details.field` = `jobs` and
+/// `details.errors`, one `{index, field, code, message}` per refused item (`index` into
+/// `jobs`; `field`, `code` and `message` as the single create names them, e.g. `field` =
+/// `schedule.expression`). No item or more than 1,000: 400 on `jobs`. Quotas count the whole
+/// batch (409 `quota_exceeded`); the body limit (`max_body_bytes`) applies to the whole body.
+#[utoipa::path(post, path = "/api/v1/jobs/batch", operation_id = "create_jobs", tag = "jobs", request_body = JobBatchInput,
+    responses((status = 201, body = JobBatch, description = "Every job created, in the request's order"),
+        (status = 400, body = ErrorBody, description = "No job or more than 1,000 (`invalid_field` on `jobs`), or the body is not JSON (`invalid_json`)"),
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "Nothing created: every refused item's name is taken, in the tenant or by an earlier item \
+            (`conflict`, `details.errors`), or a quota of the tenant would be passed (`quota_exceeded`)"),
+        (status = 413, body = ErrorBody),
+        (status = 422, body = ErrorBody, description = "Nothing created: `details.field` is `jobs` and `details.errors` lists every refused item \
+            as `{index, field, code, message}`, or the body itself is refused (`details.field` names the field)")))]
+pub async fn create_batch(
+    State(st): State<AppState>,
+    caller: TenantCaller,
+    Json(body): Json<JobBatchBody>,
+) -> ApiResult<(StatusCode, axum::Json<JobBatch>)> {
+    caller.require_editor()?;
+    let total = body.jobs.len();
+    if !(1..=MAX_BATCH_JOBS).contains(&total) {
+        let problem = format!("holds {total} jobs; a batch holds 1 to {MAX_BATCH_JOBS}");
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_field", format!("jobs: {problem}"))
+            .with_details(json!({"field": "jobs", "problem": problem, "limit": MAX_BATCH_JOBS, "count": total})));
+    }
+    let now = st.now_ms();
+    let mut refs = Refs::default();
+    let mut problems = Vec::new();
+    // (index into `jobs`, the row) of every item that passed alone.
+    let mut rows: Vec<(usize, NewJob)> = Vec::with_capacity(total);
+    for (index, item) in body.jobs.iter().enumerate() {
+        let made = match crate::extract::parse_json::<JobInput>(item.get().as_bytes()) {
+            Ok(input) => new_job(&st, &caller, &input, now, &mut refs).await,
+            Err(e) => Err(e),
+        };
+        match made {
+            Ok(row) => rows.push((index, row)),
+            Err(e) if e.status.is_server_error() => return Err(e),
+            Err(e) => problems.push(ItemProblem::of_api(index, e)),
+        }
+    }
+    drop(body);
+    let (indexes, jobs): (Vec<usize>, Vec<NewJob>) = rows.into_iter().unzip();
+    if !problems.is_empty() {
+        // What the database would also refuse of the others, so every refused item is listed.
+        for r in st.store.job_insert_problems(&caller.tenant_id, &jobs).await? {
+            problems.push(ItemProblem::of_store(indexes[r.index], r));
+        }
+        return Err(batch_refused(total, problems));
+    }
+    let quotas = st.quotas_of(&caller.tenant_id).await?;
+    match st.store.job_insert_many_within(&caller.tenant_id, &jobs, &quotas).await {
+        Ok(()) => {}
+        Err(StoreError::Items(refused)) => {
+            let items = refused.into_iter().map(|r| ItemProblem::of_store(indexes[r.index], r)).collect();
+            return Err(batch_refused(total, items));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let shown = st.now_ms();
+    let mut out = Vec::with_capacity(jobs.len());
+    for NewJob { job, children } in jobs {
+        tracing::info!(job_id = %job.id, name = %job.name, "job created");
+        out.push(JobOut::new(job, children, shown));
+    }
+    Ok((StatusCode::CREATED, axum::Json(JobBatch { jobs: out })))
 }
 
 /// List jobs, filtered by app, state or name.
@@ -178,7 +346,7 @@ pub async fn replace(
         refuse_if_it_never_fires(&def.schedule, now)?;
     }
     let children = def.children.clone();
-    let mut job = to_row(&st, &caller, def, current.id.clone(), now).await?;
+    let mut job = to_row(&st, &caller, def, current.id.clone(), now, &mut Refs::default()).await?;
     if keep_state {
         job.state = current.state;
     }

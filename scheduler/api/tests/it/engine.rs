@@ -9,6 +9,7 @@ use crate::helpers::*;
 
 crate::on_both_databases!(
     a_fixed_rate_job_fires_on_time_signed_and_succeeds,
+    jobs_created_in_a_batch_fire_each_once,
     an_async_result_completes_the_run_once,
     failed_attempts_retry_with_backoff_in_the_same_run,
     a_failure_the_executor_says_cannot_succeed_is_not_retried,
@@ -172,6 +173,44 @@ async fn a_fixed_rate_job_fires_on_time_signed_and_succeeds(app: &TestApp) {
     assert!(all.len() >= 3, "runs are generated ahead of time");
     assert_eq!(all.iter().filter(|r| r["state"] == "succeeded").count(), 2);
     assert!(all.iter().skip(2).all(|r| r["state"] == "pending"));
+}
+
+/// Jobs created by `POST /api/v1/jobs/batch` fire as any other: each once at its instant,
+/// signed, to the app's executor.
+async fn jobs_created_in_a_batch_fire_each_once(app: &TestApp) {
+    let s = setup(app).await;
+    // Ten seconds after the test clock's 12:00:00Z: two cron jobs and a one-shot.
+    let at_ten = |name: &str| {
+        json!({"name": name, "app": "billing", "handler": format!("h.{name}"),
+            "schedule": {"kind": "cron", "expression": "10 0 12 * * *"}})
+    };
+    let once = json!({"name": "once", "app": "billing", "handler": "h.once",
+        "schedule": {"kind": "once", "at": "2026-03-28T12:00:10Z"}});
+    let (st, v) = app.post("/api/v1/jobs/batch", &s.key, json!({"jobs": [at_ten("a"), at_ten("b"), once]})).await;
+    assert_eq!(st, StatusCode::CREATED, "{v}");
+    let mut ids: Vec<String> = v["jobs"].as_array().unwrap().iter().map(|j| j["id"].as_str().unwrap().into()).collect();
+    app.engine.tick().await.unwrap();
+    assert!(s.exec.deliveries().is_empty(), "nothing before its instant");
+    app.clock.advance(10_000);
+    app.engine.tick().await.unwrap();
+    let d = s.exec.deliveries();
+    let mut fired: Vec<String> = d.iter().map(|r| r.body["job_id"].as_str().unwrap().into()).collect();
+    fired.sort();
+    ids.sort();
+    assert_eq!(fired, ids, "each job once");
+    for r in &d {
+        assert!(r.signature_ok, "signed with the app secret");
+        assert_eq!(r.headers["sundial-scheduled-at"], "2026-03-28T12:00:10.000Z");
+    }
+    // A minute on, nothing more (the crons fire again tomorrow, the one-shot never).
+    app.clock.advance(60_000);
+    app.engine.tick().await.unwrap();
+    assert_eq!(s.exec.deliveries().len(), 3);
+    for id in &ids {
+        let all = runs(app, &s.key, id).await;
+        let done: Vec<&Value> = all.iter().filter(|r| r["state"] == "succeeded").collect();
+        assert_eq!(done.len(), 1, "{all:?}");
+    }
 }
 
 async fn an_async_result_completes_the_run_once(app: &TestApp) {

@@ -6,6 +6,7 @@ mod helpers;
 
 mod auth;
 mod bad_input;
+mod batch;
 mod engine;
 mod objects;
 mod openapi;

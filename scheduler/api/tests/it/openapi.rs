@@ -158,6 +158,7 @@ fn operation_ids_are_unique_and_stable_and_every_operation_is_summarised() {
         "cancel_run",
         "create_app",
         "create_job",
+        "create_jobs",
         "create_key",
         "create_script",
         "create_script_version",

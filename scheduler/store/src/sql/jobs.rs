@@ -9,9 +9,12 @@ use sundial_core::types::{JobState, RunState};
 
 use super::quotas::{check_jobs, fire_rate_of};
 use super::rows::{JOB_COLS, job_row};
-use super::{IDS, SqlStore, col, fetch_in_with, json_col, parse_col, sql_states, to_json};
+use super::{
+    IDS, IN_CHUNK, SqlStore, col, distinct, fetch_in_with, in_list, in_width, json_col, parse_col, placeholders,
+    pow2_chunks, sql_states, to_json,
+};
 use crate::error::job_conflict;
-use crate::{Job, JobFilter, JobMisfire, JobStore, Page, Result, StoreError};
+use crate::{ItemRefusal, Job, JobFilter, JobMisfire, JobStore, NewJob, Page, Result, StoreError};
 
 /// Runs not yet dispatched: what a job's change or deletion drops of its future.
 const NOT_DISPATCHED: &[RunState] = &[RunState::Pending, RunState::Queued];
@@ -120,6 +123,107 @@ async fn write_children(
     Ok(())
 }
 
+/// The columns a job row is inserted with, and how many.
+const JOB_INSERT_COLS: &str = "id, tenant_id, app_id, name, description, handler, script_id, script_version, schedule_kind, \
+     schedule, params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, wait_for, state, script_limits, \
+     source, registration_key, version, generated_until_ms, created_at_ms, updated_at_ms, fire_rate";
+const JOB_INSERT_WIDTH: usize = 27;
+
+type AnyQuery<'q> = sqlx::query::Query<'q, Any, <Any as sqlx::Database>::Arguments>;
+
+/// `INSERT INTO jobs` of `rows` rows (one text per chunk size, see `pow2_chunks`).
+fn insert_jobs_sql(rows: usize) -> String {
+    let row = format!("({})", placeholders(JOB_INSERT_WIDTH));
+    format!("INSERT INTO jobs ({JOB_INSERT_COLS}) VALUES {}", vec![row.as_str(); rows].join(", "))
+}
+
+/// Bind one job row's values, in [`JOB_INSERT_COLS`]' order; `rate` is its peak fire rate.
+fn bind_job<'q>(q: AnyQuery<'q>, j: &Job, rate: i64) -> AnyQuery<'q> {
+    q.bind(&j.id)
+        .bind(&j.tenant_id)
+        .bind(&j.app_id)
+        .bind(&j.name)
+        .bind(&j.description)
+        .bind(&j.handler)
+        .bind(&j.script_id)
+        .bind(j.script_version)
+        .bind(j.schedule_kind.as_str())
+        .bind(to_json(&j.schedule))
+        .bind(to_json(&j.params))
+        .bind(j.route.as_str())
+        .bind(j.block.as_str())
+        .bind(to_json(&j.misfire))
+        .bind(to_json(&j.failure))
+        .bind(j.timeout_ms)
+        .bind(j.max_concurrency)
+        .bind(j.wait.as_str())
+        .bind(j.state.as_str())
+        .bind(j.script_limits.as_ref().map(to_json))
+        .bind(j.source.as_str())
+        .bind(&j.registration_key)
+        .bind(j.version)
+        .bind(j.generated_until_ms)
+        .bind(j.created_at_ms)
+        .bind(j.updated_at_ms)
+        .bind(rate)
+}
+
+/// Values of `column` among `values` that `jobs` of the tenant hold (`name` through
+/// `uq_jobs_tenant_name`, `id` through the primary key), in id-list chunks.
+async fn present_in_tenant(
+    tx: &mut Transaction<'static, Any>,
+    column: &'static str,
+    tenant_id: &str,
+    values: &[&str],
+) -> Result<std::collections::HashSet<String>> {
+    let sql = format!("SELECT {column} AS v FROM jobs WHERE tenant_id = ? AND {column} IN ({IDS})");
+    let mut found = std::collections::HashSet::new();
+    for chunk in values.chunks(IN_CHUNK) {
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(in_list(&sql, chunk.len()))).bind(tenant_id);
+        for i in 0..in_width(chunk.len()) {
+            q = q.bind(chunk[i.min(chunk.len() - 1)]);
+        }
+        for r in q.fetch_all(&mut **tx).await? {
+            found.insert(col::<String>(&r, "v")?);
+        }
+    }
+    Ok(found)
+}
+
+/// Every item of a batch of new jobs the data refuses (see [`JobStore::job_insert_problems`]):
+/// a name repeated in the batch or taken in the tenant, a child that is not a job of the
+/// tenant. New jobs cannot close a cycle: nothing refers to their fresh ids yet.
+async fn batch_problems(
+    tx: &mut Transaction<'static, Any>,
+    tenant_id: &str,
+    jobs: &[NewJob],
+) -> Result<Vec<ItemRefusal>> {
+    let mut problems = Vec::new();
+    let names: Vec<&str> = distinct(jobs.iter().map(|n| n.job.name.as_str()));
+    let taken = present_in_tenant(tx, "name", tenant_id, &names).await?;
+    let children: Vec<&str> = distinct(jobs.iter().flat_map(|n| n.children.iter().map(|c| c.job_id.as_str())));
+    let present = present_in_tenant(tx, "id", tenant_id, &children).await?;
+    let mut seen = std::collections::HashSet::new();
+    for (index, n) in jobs.iter().enumerate() {
+        let name = n.job.name.as_str();
+        let repeated = !seen.insert(name);
+        let problem = if taken.contains(name) {
+            Some(("name".to_string(), Some("job_name"), format!("a job named `{name}` exists in this tenant")))
+        } else if repeated {
+            Some(("name".to_string(), Some("job_name"), format!("a job named `{name}` is earlier in this batch")))
+        } else {
+            n.children
+                .iter()
+                .position(|c| !present.contains(&c.job_id))
+                .map(|i| (format!("children[{i}]"), None, format!("job `{}` does not exist", n.children[i].job_id)))
+        };
+        if let Some((field, conflict, message)) = problem {
+            problems.push(ItemRefusal { index, field, conflict, message });
+        }
+    }
+    Ok(problems)
+}
+
 impl SqlStore {
     /// A job's peak fire rate as stored (`fire_rate`, or computed for a row from before 0017)
     /// and whether it is active; `None` if the job does not exist.
@@ -154,42 +258,74 @@ impl SqlStore {
             check_jobs(&mut tx, self.dialect, &j.tenant_id, q, 1, adding).await?;
         }
         check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
-        sqlx::query(
-            "INSERT INTO jobs (id, tenant_id, app_id, name, description, handler, script_id, script_version, schedule_kind, schedule, \
-             params, route, block_strategy, misfire, failure, timeout_ms, max_concurrency, wait_for, state, script_limits, source, registration_key, version, \
-             generated_until_ms, created_at_ms, updated_at_ms, fire_rate) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&j.id)
-        .bind(&j.tenant_id)
-        .bind(&j.app_id)
-        .bind(&j.name)
-        .bind(&j.description)
-        .bind(&j.handler)
-        .bind(&j.script_id)
-        .bind(j.script_version)
-        .bind(j.schedule_kind.as_str())
-        .bind(to_json(&j.schedule))
-        .bind(to_json(&j.params))
-        .bind(j.route.as_str())
-        .bind(j.block.as_str())
-        .bind(to_json(&j.misfire))
-        .bind(to_json(&j.failure))
-        .bind(j.timeout_ms)
-        .bind(j.max_concurrency)
-        .bind(j.wait.as_str())
-        .bind(j.state.as_str())
-        .bind(j.script_limits.as_ref().map(to_json))
-        .bind(j.source.as_str())
-        .bind(&j.registration_key)
-        .bind(j.version)
-        .bind(j.generated_until_ms)
-        .bind(j.created_at_ms)
-        .bind(j.updated_at_ms)
-        .bind(rate)
-        .execute(&mut *tx)
-        .await
-        .map_err(job_conflict(&j.name))?;
+        bind_job(sqlx::query(sqlx::AssertSqlSafe(insert_jobs_sql(1))), j, rate)
+            .execute(&mut *tx)
+            .await
+            .map_err(job_conflict(&j.name))?;
         write_children(&mut tx, &j.tenant_id, &j.id, children, j.created_at_ms).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn insert_jobs(&self, tenant_id: &str, jobs: &[NewJob], quotas: &Quotas) -> Result<()> {
+        if let Some(other) = jobs.iter().find(|n| n.job.tenant_id != tenant_id) {
+            return Err(StoreError::Refused {
+                field: "tenant_id".into(),
+                message: format!("job `{}` is of another tenant than the batch", other.job.id),
+            });
+        }
+        let rates: Vec<i64> = jobs.iter().map(|n| fire_rate_of(&n.job.schedule, n.job.created_at_ms)).collect();
+        let adding: i64 =
+            jobs.iter().zip(&rates).filter(|(n, _)| n.job.state == JobState::Active).map(|(_, r)| r).sum();
+        let mut tx = self.begin().await?;
+        self.lock_tenant(&mut tx, tenant_id).await?;
+        let problems = batch_problems(&mut tx, tenant_id, jobs).await?;
+        if !problems.is_empty() {
+            return Err(StoreError::Items(problems));
+        }
+        check_jobs(&mut tx, self.dialect, tenant_id, quotas, jobs.len() as i64, adding).await?;
+        let mut rest = jobs.iter().zip(&rates).collect::<Vec<_>>();
+        for size in pow2_chunks(jobs.len()) {
+            let chunk: Vec<_> = rest.drain(..size).collect();
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_jobs_sql(size)));
+            for (n, rate) in &chunk {
+                q = bind_job(q, &n.job, **rate);
+            }
+            if let Err(e) = q.execute(&mut *tx).await {
+                // A name taken since the check by a write that does not lock the tenant (an
+                // executor's registration): found again, by item, once this batch's own rows
+                // are rolled back.
+                if matches!(&e, sqlx::Error::Database(d) if d.is_unique_violation()) {
+                    tx.rollback().await?;
+                    let found = self.job_insert_problems(tenant_id, jobs).await?;
+                    if !found.is_empty() {
+                        return Err(StoreError::Items(found));
+                    }
+                }
+                return Err(job_conflict(&chunk[0].0.job.name)(e));
+            }
+        }
+        let edges: Vec<(&Job, &ChildEdge)> =
+            jobs.iter().flat_map(|n| n.children.iter().map(move |c| (&n.job, c))).collect();
+        let mut rest = edges.as_slice();
+        for size in pow2_chunks(edges.len()) {
+            let (chunk, tail) = rest.split_at(size);
+            rest = tail;
+            let sql = format!(
+                "INSERT INTO job_children (parent_job_id, child_job_id, fire_on, tenant_id, created_at_ms) VALUES {}",
+                vec!["(?, ?, ?, ?, ?)"; size].join(", ")
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for (j, c) in chunk {
+                q = q
+                    .bind(&j.id)
+                    .bind(c.job_id.clone())
+                    .bind(c.on.as_str())
+                    .bind(tenant_id.to_string())
+                    .bind(j.created_at_ms);
+            }
+            q.execute(&mut *tx).await?;
+        }
         tx.commit().await?;
         Ok(())
     }
@@ -338,6 +474,20 @@ impl JobStore for SqlStore {
 
     async fn job_insert_within(&self, j: &Job, children: &[ChildEdge], quotas: &Quotas) -> Result<()> {
         self.insert_job(j, children, Some(quotas)).await
+    }
+
+    async fn job_insert_many_within(&self, tenant_id: &str, jobs: &[NewJob], quotas: &Quotas) -> Result<()> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        self.insert_jobs(tenant_id, jobs, quotas).await
+    }
+
+    async fn job_insert_problems(&self, tenant_id: &str, jobs: &[NewJob]) -> Result<Vec<ItemRefusal>> {
+        let mut tx = self.begin().await?;
+        let problems = batch_problems(&mut tx, tenant_id, jobs).await?;
+        tx.commit().await?;
+        Ok(problems)
     }
 
     async fn job_get(&self, tenant_id: &str, id: &str) -> Result<Option<Job>> {

@@ -14,6 +14,7 @@ for_each_database!(
     registration_jobs_are_unique_per_app_and_handler,
     job_names_are_unique_within_a_tenant,
     job_delete_removes_edges_and_unstarted_runs,
+    job_batches_are_inserted_whole_or_not_at_all,
 );
 
 pub async fn jobs_round_trip_every_field(s: S) {
@@ -186,4 +187,87 @@ pub async fn job_delete_removes_edges_and_unstarted_runs(s: S) {
     assert!(s.run_get(&t.id, &pending.id).await.unwrap().is_none(), "unstarted run deleted");
     assert!(s.run_get(&t.id, &done.id).await.unwrap().is_some(), "history kept");
     assert!(!s.job_delete(&t.id, &child.id, NOW).await.unwrap());
+}
+
+/// `n` new jobs of `a` named `<prefix><i>`.
+fn batch_of(a: &App, prefix: &str, n: usize) -> Vec<NewJob> {
+    (0..n).map(|i| NewJob { job: job_of(a, &format!("{prefix}{i}")), children: vec![] }).collect()
+}
+
+pub async fn job_batches_are_inserted_whole_or_not_at_all(s: S) {
+    use sundial_core::quota::{Quota, Quotas};
+    let t = tenant(&s, "t").await;
+    let a = app(&s, &t, "billing").await;
+    let parent_of = job(&s, &a, "taken").await;
+    let q = Quotas::default();
+    // 300 rows: several multi-row statements (128, 128, 32, 8, 4); every seventh job with edges.
+    let mut batch = batch_of(&a, "b", 300);
+    for (i, n) in batch.iter_mut().enumerate().filter(|(i, _)| i % 7 == 0) {
+        n.children = vec![edge(&parent_of.id)];
+        n.job.state = if i % 2 == 0 { JobState::Active } else { JobState::Stopped };
+    }
+    s.job_insert_many_within(&t.id, &batch, &q).await.unwrap();
+    for n in &batch {
+        assert_eq!(s.job_get(&t.id, &n.job.id).await.unwrap().as_ref(), Some(&n.job));
+        assert_eq!(s.job_children(&n.job.id).await.unwrap(), n.children);
+    }
+    assert_eq!(s.usage_get(&t.id, NOW).await.unwrap().jobs, 301);
+
+    // Every refused item is named, with nothing written: a name taken in the tenant, a name
+    // repeated in the batch, a child of another tenant, a child that does not exist.
+    let other = tenant(&s, "other").await;
+    let foreign = job(&s, &app(&s, &other, "x").await, "foreign").await;
+    let mut bad = batch_of(&a, "c", 200);
+    bad[3].job.name = "taken".into();
+    bad[10].job.name = "c5".into();
+    bad[20].children = vec![edge(&parent_of.id), edge(&foreign.id)];
+    bad[150].children = vec![edge(&new_id(ids::JOB))];
+    let refusal = |index: usize, field: &str, conflict: Option<&'static str>, message: String| ItemRefusal {
+        index,
+        field: field.into(),
+        conflict,
+        message,
+    };
+    let want = vec![
+        refusal(3, "name", Some("job_name"), "a job named `taken` exists in this tenant".into()),
+        refusal(10, "name", Some("job_name"), "a job named `c5` is earlier in this batch".into()),
+        refusal(20, "children[1]", None, format!("job `{}` does not exist", foreign.id)),
+        refusal(150, "children[0]", None, format!("job `{}` does not exist", bad[150].children[0].job_id)),
+    ];
+    assert_eq!(s.job_insert_problems(&t.id, &bad).await.unwrap(), want);
+    match s.job_insert_many_within(&t.id, &bad, &q).await {
+        Err(StoreError::Items(got)) => assert_eq!(got, want),
+        other => panic!("expected the items refused, got {other:?}"),
+    }
+    assert_eq!(s.usage_get(&t.id, NOW).await.unwrap().jobs, 301, "nothing of the refused batch");
+    assert!(s.job_get(&t.id, &bad[0].job.id).await.unwrap().is_none());
+    // The same jobs in another tenant's name are of no concern to this one's check.
+    assert_eq!(s.job_insert_problems(&other.id, &batch_of(&a, "b", 3)).await.unwrap(), vec![]);
+
+    // A failure past the check, in a later statement of the insert, leaves the earlier
+    // statements' rows out too: the 200th row repeats an existing id.
+    let mut late = batch_of(&a, "d", 200);
+    late[199].job.id = parent_of.id.clone();
+    let got = s.job_insert_many_within(&t.id, &late, &q).await;
+    assert!(matches!(got, Err(StoreError::Conflict { what: "job_id", .. })), "{got:?}");
+    assert!(s.job_get(&t.id, &late[0].job.id).await.unwrap().is_none(), "the first 128 rows are not kept");
+    assert!(s.job_children(&late[0].job.id).await.unwrap().is_empty());
+    assert_eq!(s.usage_get(&t.id, NOW).await.unwrap().jobs, 301);
+
+    // Quotas count the batch whole: 301 + 5 fit 306, six do not (and write nothing).
+    let q306 = Quotas { max_jobs: 306, ..Quotas::default() };
+    let six = batch_of(&a, "e", 6);
+    match s.job_insert_many_within(&t.id, &six, &q306).await {
+        Err(StoreError::QuotaExceeded(e)) => {
+            assert_eq!((e.quota, e.limit, e.usage, e.requested), (Quota::MaxJobs, 306, 301.0, 6.0))
+        }
+        other => panic!("expected a quota refusal, got {other:?}"),
+    }
+    assert!(s.job_get(&t.id, &six[0].job.id).await.unwrap().is_none());
+    s.job_insert_many_within(&t.id, &six[..5], &q306).await.unwrap();
+    assert_eq!(s.usage_get(&t.id, NOW).await.unwrap().jobs, 306);
+    // A batch of one tenant's jobs in another's name is refused whole.
+    let mine = batch_of(&a, "f", 2);
+    assert!(matches!(s.job_insert_many_within(&other.id, &mine, &q).await, Err(StoreError::Refused { .. })));
+    assert!(s.job_get(&t.id, &mine[0].job.id).await.unwrap().is_none());
 }

@@ -1,7 +1,7 @@
 """The management client: the generated ``sundial_client`` (every operation of
 ``openapi/openapi.json``, typed), wrapped where it helps: typed errors carrying the server's
 ``code``, ``message`` and ``details.field``; cursor pagination as an iterator; an
-``Idempotency-Key`` on every trigger.
+``Idempotency-Key`` on every trigger; many jobs created in one call (``create_jobs``).
 
     from sundial.client import Sundial
     from sundial_client.api.jobs import get_job
@@ -17,15 +17,17 @@ import json
 import time
 import uuid
 from types import ModuleType
-from typing import Any, Dict, Iterator, Optional, Sequence, Type, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Type, Union
 
 import httpx
 
 from sundial_client import AuthenticatedClient
 from sundial_client.api.apps import create_app
-from sundial_client.api.jobs import create_job, trigger_job
+from sundial_client.api.jobs import create_job, create_jobs, trigger_job
 from sundial_client.api.runs import get_run, list_runs
-from sundial_client.models import AppCreate, AppWithSecret, JobInput, JobOut, RunDetail, RunOut, TriggerRequest
+from sundial_client.models import (
+    AppCreate, AppWithSecret, JobBatch, JobBatchInput, JobInput, JobOut, RunDetail, RunOut, TriggerRequest,
+)
 from sundial_client.types import UNSET, Response, Unset
 
 __all__ = [
@@ -151,6 +153,16 @@ class Sundial:
         body = spec if isinstance(spec, JobInput) else JobInput.from_dict(spec)
         job: JobOut = self.call(create_job, body=body)
         return job
+
+    def create_jobs(self, specs: Sequence[Union[JobInput, Dict[str, Any]]]) -> List[JobOut]:
+        """Create 1 to 1,000 jobs in one call, all or none (``POST /api/v1/jobs/batch``), each a
+        ``JobInput`` or the same as a dict; returns the created jobs in the same order. If any is
+        refused, nothing is created and :class:`ApiError` is raised (422, or 409 when every
+        refused item's name is taken) whose ``details["errors"]`` lists each refused item as
+        ``{"index", "field", "code", "message"}``, the field named as :meth:`create_job` names it."""
+        items = [s if isinstance(s, JobInput) else JobInput.from_dict(s) for s in specs]
+        batch: JobBatch = self.call(create_jobs, body=JobBatchInput(jobs=items))
+        return list(batch.jobs)
 
     def trigger(self, job_id: str, params: Any = None, *, idempotency_key: Optional[str] = None) -> RunOut:
         """Fire a job now, with ``params`` instead of the job's. An ``Idempotency-Key`` is always

@@ -197,6 +197,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create up to 1,000 jobs at once (editor), all or none. Each item is what `POST
+         *     /api/v1/jobs` takes, checked as it checks it (with the same defaults), and the answer lists
+         *     the created jobs in the request's order, each as that call returns it. If any item is
+         *     refused nothing is created: 422 `invalid_field` (409 `conflict` when every refused item's
+         *     name is taken, in the tenant or by an earlier item) with `details.field` = `jobs` and
+         *     `details.errors`, one `{index, field, code, message}` per refused item (`index` into
+         *     `jobs`; `field`, `code` and `message` as the single create names them, e.g. `field` =
+         *     `schedule.expression`). No item or more than 1,000: 400 on `jobs`. Quotas count the whole
+         *     batch (409 `quota_exceeded`); the body limit (`max_body_bytes`) applies to the whole body.
+         */
+        post: operations["create_jobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{id}": {
         parameters: {
             query?: never;
@@ -1293,6 +1320,15 @@ export interface components {
              *     job's `failure.allow_overlap` is true).
              */
             running_runs?: string[] | null;
+        };
+        /** @description The jobs a batch created, in the request's order. */
+        JobBatch: {
+            jobs: components["schemas"]["JobOut"][];
+        };
+        /** @description `POST /api/v1/jobs/batch`: the jobs to create, each exactly a `POST /api/v1/jobs` body. */
+        JobBatchInput: {
+            /** @description 1 to 1,000 jobs, created all or none. */
+            jobs: components["schemas"]["JobInput"][];
         };
         /** @description A job as sent to `POST /api/v1/jobs` and `PUT /api/v1/jobs/{id}`. */
         JobInput: {
@@ -3177,6 +3213,104 @@ export interface operations {
                 };
             };
             /** @description A field or query parameter is invalid or unknown: `details.field` names it and `details.problem` says why */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `quota_exceeded`: this API key's requests per second (`max_api_requests_per_second`) are used up; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the key's next request is accepted */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_jobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobBatchInput"];
+            };
+        };
+        responses: {
+            /** @description Every job created, in the request's order */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobBatch"];
+                };
+            };
+            /** @description No job or more than 1,000 (`invalid_field` on `jobs`), or the body is not JSON (`invalid_json`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No valid API key, or for executor calls no valid signature (`bad_signature`, `replayed`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The key's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Nothing created: every refused item's name is taken, in the tenant or by an earlier item (`conflict`, `details.errors`), or a quota of the tenant would be passed (`quota_exceeded`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is over the size limit (`payload_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not declared JSON: send `Content-Type: application/json` (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Nothing created: `details.field` is `jobs` and `details.errors` lists every refused item as `{index, field, code, message}`, or the body itself is refused (`details.field` names the field) */
             422: {
                 headers: {
                     [name: string]: unknown;

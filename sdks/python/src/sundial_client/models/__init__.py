@@ -43,6 +43,8 @@ from .get_run_script_body import GetRunScriptBody
 from .health import Health
 from .heartbeat_request import HeartbeatRequest
 from .heartbeat_request_metadata_type_0 import HeartbeatRequestMetadataType0
+from .job_batch import JobBatch
+from .job_batch_input import JobBatchInput
 from .job_input import JobInput
 from .job_input_params import JobInputParams
 from .job_list import JobList
@@ -160,6 +162,8 @@ __all__ = (
     "Health",
     "HeartbeatRequest",
     "HeartbeatRequestMetadataType0",
+    "JobBatch",
+    "JobBatchInput",
     "JobInput",
     "JobInputParams",
     "JobList",
