@@ -30,7 +30,9 @@ pub trait JobStore: Send + Sync {
     async fn job_insert(&self, job: &Job, children: &[ChildEdge]) -> Result<()>;
     /// [`job_insert`](JobStore::job_insert) within the tenant's quotas: one more job, and
     /// (if active) its peak fire rate; over either, [`StoreError::QuotaExceeded`](crate::StoreError::QuotaExceeded)
-    /// and nothing is written. A tenant's quota checks are serialised (its row is locked).
+    /// and nothing is written. Every job write of a tenant (with quotas or not) locks and moves
+    /// its kept counts (`tenant_job_counts`), so its quota checks are serialised and read one
+    /// row, not its jobs.
     async fn job_insert_within(&self, job: &Job, children: &[ChildEdge], quotas: &Quotas) -> Result<()>;
     /// Insert new jobs of `tenant_id` (fresh ids), each with its child edges, in one
     /// transaction within the tenant's quotas: all or nothing. Under the tenant's lock every

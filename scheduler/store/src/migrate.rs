@@ -174,6 +174,12 @@ pub const MIGRATIONS: &[Migration] = &[
         mysql: include_str!("../../../migrations/mysql/0019_sealed_app_secrets.sql"),
         sqlite: include_str!("../../../migrations/sqlite/0019_sealed_app_secrets.sql"),
     },
+    Migration {
+        version: 20,
+        name: "tenant_job_counts",
+        mysql: include_str!("../../../migrations/mysql/0020_tenant_job_counts.sql"),
+        sqlite: include_str!("../../../migrations/sqlite/0020_tenant_job_counts.sql"),
+    },
 ];
 
 impl Migration {

@@ -7,7 +7,7 @@ use sundial_core::job::ChildEdge;
 use sundial_core::quota::Quotas;
 use sundial_core::types::{JobState, RunState};
 
-use super::quotas::{check_jobs, fire_rate_of};
+use super::quotas::{add_job_counts, check_jobs, fire_rate_of};
 use super::rows::{JOB_COLS, job_row};
 use super::{
     IDS, IN_CHUNK, SqlStore, col, distinct, fetch_in_with, in_list, in_width, json_col, parse_col, placeholders,
@@ -100,6 +100,7 @@ async fn check_children(
     Ok(())
 }
 
+/// Replace `parent`'s outgoing edges with `children`.
 async fn write_children(
     tx: &mut Transaction<'static, Any>,
     tenant_id: &str,
@@ -108,17 +109,34 @@ async fn write_children(
     now_ms: i64,
 ) -> Result<()> {
     sqlx::query("DELETE FROM job_children WHERE parent_job_id = ?").bind(parent).execute(&mut **tx).await?;
-    for child in children {
-        sqlx::query(
-            "INSERT INTO job_children (parent_job_id, child_job_id, fire_on, tenant_id, created_at_ms) VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(parent)
-        .bind(&child.job_id)
-        .bind(child.on.as_str())
-        .bind(tenant_id)
-        .bind(now_ms)
-        .execute(&mut **tx)
-        .await?;
+    let edges: Vec<(&str, &ChildEdge, i64)> = children.iter().map(|c| (parent, c, now_ms)).collect();
+    insert_edges(tx, tenant_id, &edges).await
+}
+
+/// Insert `(parent job id, edge, created_at_ms)` edges of one tenant, a multi-row statement a chunk.
+async fn insert_edges(
+    tx: &mut Transaction<'static, Any>,
+    tenant_id: &str,
+    edges: &[(&str, &ChildEdge, i64)],
+) -> Result<()> {
+    let mut rest = edges;
+    for size in pow2_chunks(edges.len()) {
+        let (chunk, tail) = rest.split_at(size);
+        rest = tail;
+        let sql = format!(
+            "INSERT INTO job_children (parent_job_id, child_job_id, fire_on, tenant_id, created_at_ms) VALUES {}",
+            vec!["(?, ?, ?, ?, ?)"; size].join(", ")
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (parent, c, at_ms) in chunk {
+            q = q
+                .bind(parent.to_string())
+                .bind(c.job_id.clone())
+                .bind(c.on.as_str())
+                .bind(tenant_id.to_string())
+                .bind(*at_ms);
+        }
+        q.execute(&mut **tx).await?;
     }
     Ok(())
 }
@@ -251,11 +269,10 @@ impl SqlStore {
 
     async fn insert_job(&self, j: &Job, children: &[ChildEdge], quotas: Option<&Quotas>) -> Result<()> {
         let rate = fire_rate_of(&j.schedule, j.created_at_ms);
-        let mut tx = self.begin().await?;
+        let adding = if j.state == JobState::Active { rate } else { 0 };
+        let (mut tx, counts) = self.job_write_begin(&j.tenant_id).await?;
         if let Some(q) = quotas {
-            self.lock_tenant(&mut tx, &j.tenant_id).await?;
-            let adding = if j.state == JobState::Active { rate } else { 0 };
-            check_jobs(&mut tx, self.dialect, &j.tenant_id, q, 1, adding).await?;
+            check_jobs(counts, q, 1, adding)?;
         }
         check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
         bind_job(sqlx::query(sqlx::AssertSqlSafe(insert_jobs_sql(1))), j, rate)
@@ -263,6 +280,7 @@ impl SqlStore {
             .await
             .map_err(job_conflict(&j.name))?;
         write_children(&mut tx, &j.tenant_id, &j.id, children, j.created_at_ms).await?;
+        add_job_counts(&mut tx, &j.tenant_id, 1, adding).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -277,13 +295,12 @@ impl SqlStore {
         let rates: Vec<i64> = jobs.iter().map(|n| fire_rate_of(&n.job.schedule, n.job.created_at_ms)).collect();
         let adding: i64 =
             jobs.iter().zip(&rates).filter(|(n, _)| n.job.state == JobState::Active).map(|(_, r)| r).sum();
-        let mut tx = self.begin().await?;
-        self.lock_tenant(&mut tx, tenant_id).await?;
+        let (mut tx, counts) = self.job_write_begin(tenant_id).await?;
         let problems = batch_problems(&mut tx, tenant_id, jobs).await?;
         if !problems.is_empty() {
             return Err(StoreError::Items(problems));
         }
-        check_jobs(&mut tx, self.dialect, tenant_id, quotas, jobs.len() as i64, adding).await?;
+        check_jobs(counts, quotas, jobs.len() as i64, adding)?;
         let mut rest = jobs.iter().zip(&rates).collect::<Vec<_>>();
         for size in pow2_chunks(jobs.len()) {
             let chunk: Vec<_> = rest.drain(..size).collect();
@@ -305,27 +322,12 @@ impl SqlStore {
                 return Err(job_conflict(&chunk[0].0.job.name)(e));
             }
         }
-        let edges: Vec<(&Job, &ChildEdge)> =
-            jobs.iter().flat_map(|n| n.children.iter().map(move |c| (&n.job, c))).collect();
-        let mut rest = edges.as_slice();
-        for size in pow2_chunks(edges.len()) {
-            let (chunk, tail) = rest.split_at(size);
-            rest = tail;
-            let sql = format!(
-                "INSERT INTO job_children (parent_job_id, child_job_id, fire_on, tenant_id, created_at_ms) VALUES {}",
-                vec!["(?, ?, ?, ?, ?)"; size].join(", ")
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for (j, c) in chunk {
-                q = q
-                    .bind(&j.id)
-                    .bind(c.job_id.clone())
-                    .bind(c.on.as_str())
-                    .bind(tenant_id.to_string())
-                    .bind(j.created_at_ms);
-            }
-            q.execute(&mut *tx).await?;
-        }
+        let edges: Vec<(&str, &ChildEdge, i64)> = jobs
+            .iter()
+            .flat_map(|n| n.children.iter().map(move |c| (n.job.id.as_str(), c, n.job.created_at_ms)))
+            .collect();
+        insert_edges(&mut tx, tenant_id, &edges).await?;
+        add_job_counts(&mut tx, tenant_id, jobs.len() as i64, adding).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -338,14 +340,13 @@ impl SqlStore {
         quotas: Option<&Quotas>,
     ) -> Result<bool> {
         let rate = fire_rate_of(&j.schedule, j.created_at_ms);
-        let mut tx = self.begin().await?;
-        if let Some(q) = quotas {
-            self.lock_tenant(&mut tx, &j.tenant_id).await?;
-            // What the change adds: the new definition's rate if active, less the old one's.
-            if let Some((old, was_active)) = self.job_rate_now(&mut tx, &j.tenant_id, &j.id).await? {
-                let adding = if j.state == JobState::Active { rate } else { 0 } - if was_active { old } else { 0 };
-                check_jobs(&mut tx, self.dialect, &j.tenant_id, q, 0, adding).await?;
-            }
+        let (mut tx, counts) = self.job_write_begin(&j.tenant_id).await?;
+        // What the change adds: the new definition's rate if active, less the old one's.
+        let adding = self.job_rate_now(&mut tx, &j.tenant_id, &j.id).await?.map(|(old, was_active)| {
+            (if j.state == JobState::Active { rate } else { 0 }) - if was_active { old } else { 0 }
+        });
+        if let (Some(q), Some(adding)) = (quotas, adding) {
+            check_jobs(counts, q, 0, adding)?;
         }
         if let Some(children) = children {
             check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
@@ -395,6 +396,7 @@ impl SqlStore {
         if let Some(children) = children {
             write_children(&mut tx, &j.tenant_id, &j.id, children, j.updated_at_ms).await?;
         }
+        add_job_counts(&mut tx, &j.tenant_id, 0, adding.unwrap_or(0)).await?;
         // Re-derive the not-yet-dispatched future: generated fires of the old definition
         // go, and the generator regenerates from the new one (no duplicates: the rows are gone).
         sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -418,14 +420,16 @@ impl SqlStore {
         now_ms: i64,
         quotas: Option<&Quotas>,
     ) -> Result<Option<Job>> {
-        let mut tx = self.begin().await?;
-        if let Some(q) = quotas
-            && state == JobState::Active
-        {
-            self.lock_tenant(&mut tx, tenant_id).await?;
-            if let Some((rate, false)) = self.job_rate_now(&mut tx, tenant_id, id).await? {
-                check_jobs(&mut tx, self.dialect, tenant_id, q, 0, rate).await?;
-            }
+        let (mut tx, counts) = self.job_write_begin(tenant_id).await?;
+        let before = self.job_rate_now(&mut tx, tenant_id, id).await?;
+        // What the change adds to the tenant's active rate.
+        let adding = before.map_or(0, |(rate, was_active)| match (was_active, state == JobState::Active) {
+            (false, true) => rate,
+            (true, false) => -rate,
+            _ => 0,
+        });
+        if let Some(q) = quotas {
+            check_jobs(counts, q, 0, adding)?;
         }
         // Start fires from now on (no catch-up of the stopped period); stop drops the
         // generated fires not yet dispatched. Triggered runs are kept either way.
@@ -441,6 +445,9 @@ impl SqlStore {
         .bind(state.as_str())
         .execute(&mut *tx)
         .await?;
+        if changed.rows_affected() > 0 {
+            add_job_counts(&mut tx, tenant_id, 0, adding).await?;
+        }
         if changed.rows_affected() > 0 && state == JobState::Stopped {
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "DELETE FROM runs WHERE open_job_id = ? AND state IN ({}) AND trigger_kind = 'schedule'",
@@ -574,13 +581,16 @@ impl JobStore for SqlStore {
     }
 
     async fn job_delete(&self, tenant_id: &str, id: &str, now_ms: i64) -> Result<bool> {
-        let mut tx = self.begin().await?;
+        let (mut tx, _) = self.job_write_begin(tenant_id).await?;
+        let before = self.job_rate_now(&mut tx, tenant_id, id).await?;
         let r = sqlx::query("DELETE FROM jobs WHERE id = ? AND tenant_id = ?")
             .bind(id)
             .bind(tenant_id)
             .execute(&mut *tx)
             .await?;
         if r.rows_affected() > 0 {
+            let rate = before.map_or(0, |(rate, was_active)| if was_active { rate } else { 0 });
+            add_job_counts(&mut tx, tenant_id, -1, -rate).await?;
             // Fan-ins waiting for it in a chain are released before its edges go.
             super::chains::job_deleted(&mut tx, self.dialect, tenant_id, id, now_ms).await?;
             sqlx::query("DELETE FROM job_children WHERE parent_job_id = ? OR child_job_id = ?")

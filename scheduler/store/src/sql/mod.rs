@@ -95,6 +95,8 @@ pub struct SqlStore {
     migrate_lock_wait: Duration,
     /// Seals and opens app secrets (`sql/apps.rs`).
     secrets: Option<KeyRing>,
+    /// Tenants whose `tenant_job_counts` row this store has made sure of (`sql/quotas.rs`).
+    counted_tenants: std::sync::Mutex<std::collections::HashSet<String>>,
     _lock: Option<File>,
 }
 
@@ -209,6 +211,7 @@ impl SqlStore {
             jobs_seen: Default::default(),
             migrate_lock_wait: opts.migrate_lock_wait,
             secrets: opts.secret_keys.clone(),
+            counted_tenants: Default::default(),
             _lock: None,
         })
     }
@@ -272,6 +275,7 @@ impl SqlStore {
             jobs_seen: Default::default(),
             migrate_lock_wait: opts.migrate_lock_wait,
             secrets: opts.secret_keys.clone(),
+            counted_tenants: Default::default(),
             _lock: lock,
         })
     }

@@ -64,17 +64,79 @@ pub(super) async fn job_usage(
     Ok((col(&r, "n")?, col(&r, "rate")?))
 }
 
-/// Refuse (nothing written: the caller's transaction is dropped) a job write adding
-/// `jobs` jobs and `rate` millionths of fires per second beyond the tenant's quotas.
-pub(super) async fn check_jobs(
+/// `tenant_job_counts.jobs` of a tenant whose row was written ([`SqlStore::job_write_begin`])
+/// but whose jobs are not counted yet.
+const UNCOUNTED: i64 = -1;
+
+impl SqlStore {
+    /// Begin a job write of `tenant_id`: its job count and its active jobs' summed fire rate
+    /// (`tenant_job_counts`), locked until the transaction ends. Every job write of the tenant
+    /// takes this lock first and moves the counts with [`add_job_counts`] in the same
+    /// transaction, so the counts are the tenant's jobs as of the lock, and two writes cannot
+    /// both pass a check only one of them fits (SQLite's `BEGIN IMMEDIATE` already holds the
+    /// only write lock). The row is made once per tenant before the transaction (an autocommit
+    /// insert, ignored if it is there: racing inserts inside transactions deadlock on MySQL),
+    /// marked [`UNCOUNTED`] until the first write under the lock counts the tenant's jobs.
+    pub(super) async fn job_write_begin(&self, tenant_id: &str) -> Result<(Transaction<'static, Any>, (i64, i64))> {
+        if !self.counted_tenants.lock().expect("not poisoned").contains(tenant_id) {
+            let insert = match self.dialect {
+                Dialect::MySql => "INSERT IGNORE INTO tenant_job_counts (tenant_id, jobs, fire_rate) VALUES (?, ?, 0)",
+                Dialect::Sqlite => {
+                    "INSERT OR IGNORE INTO tenant_job_counts (tenant_id, jobs, fire_rate) VALUES (?, ?, 0)"
+                }
+            };
+            sqlx::query(insert).bind(tenant_id).bind(UNCOUNTED).execute(&self.pool).await?;
+            self.counted_tenants.lock().expect("not poisoned").insert(tenant_id.to_string());
+        }
+        let mut tx = self.begin().await?;
+        let sql = format!("SELECT jobs, fire_rate FROM tenant_job_counts WHERE tenant_id = ?{}", self.lock_clause());
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(tenant_id).fetch_optional(&mut *tx).await?;
+        let counts = match row {
+            Some(r) if col::<i64>(&r, "jobs")? != UNCOUNTED => (col(&r, "jobs")?, col(&r, "fire_rate")?),
+            found => {
+                let (n, rate) = job_usage(&mut tx, self.dialect, tenant_id).await?;
+                if found.is_some() {
+                    sqlx::query("UPDATE tenant_job_counts SET jobs = ?, fire_rate = ? WHERE tenant_id = ?")
+                        .bind(n)
+                        .bind(rate)
+                        .bind(tenant_id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                (n, rate)
+            }
+        };
+        Ok((tx, counts))
+    }
+}
+
+/// Move the tenant's counts (locked by [`SqlStore::job_write_begin`]) by what a
+/// write did: `jobs` jobs and `rate` millionths of active fires per second, either sign.
+pub(super) async fn add_job_counts(
     tx: &mut Transaction<'static, Any>,
-    dialect: Dialect,
     tenant_id: &str,
-    quotas: &Quotas,
     jobs: i64,
     rate: i64,
 ) -> Result<()> {
-    let (n, used_rate) = job_usage(tx, dialect, tenant_id).await?;
+    if jobs == 0 && rate == 0 {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE tenant_job_counts SET jobs = jobs + ?, fire_rate = fire_rate + ? WHERE tenant_id = ? AND jobs >= 0",
+    )
+    .bind(jobs)
+    .bind(rate)
+    .bind(tenant_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Refuse (nothing written: the caller's transaction is dropped) a job write adding
+/// `jobs` jobs and `rate` millionths of fires per second beyond the tenant's quotas, given
+/// its `counts` from [`SqlStore::job_write_begin`].
+pub(super) fn check_jobs(counts: (i64, i64), quotas: &Quotas, jobs: i64, rate: i64) -> Result<()> {
+    let (n, used_rate) = counts;
     quota::check(quotas, Quota::MaxJobs, n, jobs).map_err(StoreError::QuotaExceeded)?;
     quota::check(quotas, Quota::MaxFiresPerSecond, used_rate, rate).map_err(StoreError::QuotaExceeded)?;
     Ok(())
@@ -187,13 +249,21 @@ impl QuotaStore for SqlStore {
                 .is_some();
             present += i64::from(found);
         }
-        let tenant_jobs = col(
-            &sqlx::query("SELECT COUNT(*) AS n FROM jobs WHERE tenant_id = ?")
-                .bind(tenant_id)
-                .fetch_one(self.reader())
-                .await?,
-            "n",
-        )?;
+        // The kept count (`job_write_begin`); counted for a tenant with none yet.
+        let kept = sqlx::query("SELECT jobs FROM tenant_job_counts WHERE tenant_id = ? AND jobs >= 0")
+            .bind(tenant_id)
+            .fetch_optional(self.reader())
+            .await?;
+        let tenant_jobs = match kept {
+            Some(r) => col(&r, "jobs")?,
+            None => col(
+                &sqlx::query("SELECT COUNT(*) AS n FROM jobs WHERE tenant_id = ?")
+                    .bind(tenant_id)
+                    .fetch_one(self.reader())
+                    .await?,
+                "n",
+            )?,
+        };
         Ok(RegisteredHandlers { app_total: total, present, tenant_jobs })
     }
 

@@ -72,6 +72,7 @@ mod migrations {
         a_held_migration_lock_is_waited_for_and_bounded,
         a_file_is_applied_whole_with_semicolons_in_strings_and_comments,
         duplicate_job_names_are_renamed_by_the_unique_names_migration,
+        job_counts_are_taken_from_the_jobs_of_a_database_from_before_them,
     );
 }
 

@@ -82,15 +82,11 @@ fn all_recorded(dialect: Dialect) -> Vec<(i64, String, Option<String>)> {
     files(dialect).into_iter().map(|(v, n, c)| (v, n, Some(c))).collect()
 }
 
-/// Undo migration 0019 (the app secret columns back to 0016's width), as if the database
-/// predated it.
+/// Undo migration 0020 (drop the kept job counts), as if the database predated it.
 async fn undo_latest(conn: &mut AnyConnection, dialect: Dialect) {
-    assert_eq!(*versions(dialect).last().unwrap(), 19, "undo the latest migration here");
-    if dialect == Dialect::MySql {
-        exec(conn, "ALTER TABLE apps MODIFY secret VARCHAR(100) NOT NULL, MODIFY previous_secret VARCHAR(100) NULL")
-            .await;
-    }
-    exec(conn, "DELETE FROM sundial_migrations WHERE version = 19").await;
+    assert_eq!(*versions(dialect).last().unwrap(), 20, "undo the latest migration here");
+    exec(conn, "DROP TABLE tenant_job_counts").await;
+    exec(conn, "DELETE FROM sundial_migrations WHERE version = 20").await;
 }
 
 /// Connect two stores, then migrate both at once (connecting takes longer than migrating,
@@ -411,6 +407,44 @@ pub async fn duplicate_job_names_are_renamed_by_the_unique_names_migration(diale
     // From now on the key refuses a duplicate.
     let again = job_of(&a, "dup");
     assert!(matches!(store.job_insert(&again, &[]).await, Err(StoreError::Conflict { what: "job_name", .. })));
+    store.close().await;
+    drop(raw);
+    db.cleanup().await;
+}
+
+/// (h) A database from before the kept job counts (migration 0020): each tenant's jobs are
+/// counted by its next job write, which then keeps the count, so quotas hold across the upgrade.
+pub async fn job_counts_are_taken_from_the_jobs_of_a_database_from_before_them(dialect: Dialect) {
+    use sundial_core::quota::{Quota, Quotas};
+    let db = EmptyDb::new(dialect).await;
+    let (store, _) = open(&db).await.unwrap();
+    let t = Tenant { id: new_id(ids::TENANT), name: "t".into(), created_at_ms: NOW };
+    store.tenant_insert(&t).await.unwrap();
+    let a = app_of(&t, "a");
+    store.app_insert(&a).await.unwrap();
+    for name in ["one", "two", "three"] {
+        store.job_insert(&job_of(&a, name), &[]).await.unwrap();
+    }
+    store.close().await;
+    // As if these jobs were written before 0020: no counts; migrating again creates the table empty.
+    let mut raw = db.connect_raw().await;
+    undo_latest(&mut raw, dialect).await;
+    let (store, applied) = open(&db).await.unwrap();
+    assert_eq!(applied, vec![20]);
+    let full = Quotas { max_jobs: 3, ..Quotas::default() };
+    match store.job_insert_within(&job_of(&a, "four"), &[], &full).await {
+        Err(StoreError::QuotaExceeded(e)) => assert_eq!((e.quota, e.usage), (Quota::MaxJobs, 3.0)),
+        other => panic!("the three jobs from before count: {other:?}"),
+    }
+    let room = Quotas { max_jobs: 4, ..Quotas::default() };
+    store.job_insert_within(&job_of(&a, "four"), &[], &room).await.unwrap();
+    let kept: i64 = sqlx::query("SELECT jobs FROM tenant_job_counts WHERE tenant_id = ?")
+        .bind(&t.id)
+        .fetch_one(&mut raw)
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 4);
     store.close().await;
     drop(raw);
     db.cleanup().await;

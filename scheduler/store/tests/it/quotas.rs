@@ -12,6 +12,8 @@ for_each_database!(
     settings_are_kept_per_tenant_and_listed_for_a_cache,
     usage_counts_jobs_fire_rates_handlers_and_log_bytes,
     job_writes_past_a_quota_are_refused_and_write_nothing,
+    the_kept_counts_follow_every_job_write,
+    concurrent_creates_at_the_limit_pass_exactly_to_it,
     log_appends_past_a_byte_limit_are_refused_and_write_nothing
 );
 
@@ -153,6 +155,89 @@ async fn job_writes_past_a_quota_are_refused_and_write_nothing(s: S) {
     let e = exceeded(s.job_update_within(&edit, None, v, &q1).await);
     assert_eq!(e.quota, Quota::MaxFiresPerSecond);
     assert_eq!(s.job_get(&t.id, &two.id).await.unwrap().unwrap().version, v, "the refused edit wrote nothing");
+}
+
+/// The counts a quota check reads (`tenant_job_counts`) move with every job write, with or
+/// without quotas: insert, batch, edit, start/stop and delete. A refusal reports them as usage,
+/// and they agree with the usage counted from the jobs themselves.
+async fn the_kept_counts_follow_every_job_write(s: S) {
+    let t = tenant(&s, "t").await;
+    let ap = app(&s, &t, "a").await;
+    let other = tenant(&s, "other").await;
+    let other_app = app(&s, &other, "a").await;
+    let unlimited = Quotas { max_jobs: 1_000, max_fires_per_second: 1_000, ..Quotas::default() };
+    let mut a = job_of(&ap, "a");
+    every(&mut a, 1_000);
+    s.job_insert(&a, &[]).await.unwrap();
+    let mut b = job_of(&ap, "b");
+    every(&mut b, 1_000);
+    b.state = JobState::Stopped;
+    let mut c = job_of(&ap, "c");
+    every(&mut c, 2_000);
+    let batch = [NewJob { job: b.clone(), children: vec![] }, NewJob { job: c.clone(), children: vec![] }];
+    s.job_insert_many_within(&t.id, &batch, &unlimited).await.unwrap();
+    s.job_insert(&job_of(&other_app, "elsewhere"), &[]).await.unwrap();
+    expect_counts(&s, &t, &ap, 3, 1_500_000).await;
+    // An edit (no quotas) doubling c's rate, a stop and a start, a delete.
+    let mut faster = s.job_get(&t.id, &c.id).await.unwrap().unwrap();
+    let v = faster.version;
+    every(&mut faster, 1_000);
+    faster.version += 1;
+    assert!(s.job_update(&faster, None, v).await.unwrap());
+    expect_counts(&s, &t, &ap, 3, 2_000_000).await;
+    s.job_set_state(&t.id, &a.id, JobState::Stopped, NOW).await.unwrap();
+    s.job_set_state(&t.id, &a.id, JobState::Stopped, NOW).await.unwrap();
+    expect_counts(&s, &t, &ap, 3, 1_000_000).await;
+    s.job_set_state_within(&t.id, &b.id, JobState::Active, NOW, &unlimited).await.unwrap();
+    expect_counts(&s, &t, &ap, 3, 2_000_000).await;
+    assert!(s.job_delete(&t.id, &c.id, NOW).await.unwrap());
+    assert!(!s.job_delete(&t.id, &c.id, NOW).await.unwrap(), "gone already: nothing moves");
+    expect_counts(&s, &t, &ap, 2, 1_000_000).await;
+    // A stale edit and a refused one move nothing.
+    let mut stale = s.job_get(&t.id, &b.id).await.unwrap().unwrap();
+    let v = stale.version;
+    stale.state = JobState::Stopped;
+    stale.version += 1;
+    assert!(matches!(s.job_update(&stale, None, v - 1).await, Err(StoreError::Stale(_))));
+    let one = Quotas { max_fires_per_second: 1, ..unlimited };
+    exceeded(s.job_set_state_within(&t.id, &a.id, JobState::Active, NOW, &one).await);
+    expect_counts(&s, &t, &ap, 2, 1_000_000).await;
+    let e = exceeded(s.job_set_state_within(&t.id, &a.id, JobState::Active, NOW, &one).await);
+    assert_eq!((e.quota, e.usage), (Quota::MaxFiresPerSecond, 1.0), "the kept rate");
+    assert_eq!(s.usage_get(&other.id, NOW).await.unwrap().jobs, 1, "per tenant");
+}
+
+/// Assert the tenant's usage counted from its jobs, and that the kept count a quota check
+/// reads agrees (a create one past it is refused, reporting it as usage).
+async fn expect_counts(s: &S, t: &Tenant, ap: &App, jobs: i64, micros: i64) {
+    let u = s.usage_get(&t.id, NOW).await.unwrap();
+    assert_eq!((u.jobs, u.fire_rate_micros), (jobs, micros), "counted from the jobs");
+    let tight = Quotas { max_jobs: jobs, max_fires_per_second: 1_000, ..Quotas::default() };
+    let e = exceeded(s.job_insert_within(&job_of(ap, "probe"), &[], &tight).await);
+    assert_eq!((e.quota, e.usage), (Quota::MaxJobs, jobs as f64), "kept count");
+}
+
+/// Creates racing for the last places of `max_jobs`: exactly the places are taken.
+async fn concurrent_creates_at_the_limit_pass_exactly_to_it(s: S) {
+    let t = tenant(&s, "t").await;
+    let ap = app(&s, &t, "a").await;
+    let q = Quotas { max_jobs: 5, ..Quotas::default() };
+    let tries: Vec<_> = (0..12)
+        .map(|i| {
+            let (s, j) = (s.clone(), job_of(&ap, &format!("j{i}")));
+            tokio::spawn(async move { s.job_insert_within(&j, &[], &q).await })
+        })
+        .collect();
+    let mut passed = 0;
+    for r in tries {
+        match r.await.unwrap() {
+            Ok(()) => passed += 1,
+            Err(StoreError::QuotaExceeded(e)) => assert_eq!(e.quota, Quota::MaxJobs),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(passed, 5);
+    assert_eq!(s.usage_get(&t.id, NOW).await.unwrap().jobs, 5);
 }
 
 async fn log_appends_past_a_byte_limit_are_refused_and_write_nothing(s: S) {
