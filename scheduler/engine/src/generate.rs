@@ -28,7 +28,8 @@ const MAX_WALK: usize = 1_000_000;
 const DENSE_FIRES: usize = 16;
 
 /// How far ahead to write `job`'s runs, from `now`. A sparse job (at most [`DENSE_FIRES`]
-/// fires in the horizon) gets the whole horizon, as the brief's pre-generation says. A
+/// fires in the horizon) gets the whole horizon, as the brief's pre-generation says; one
+/// with no fire in it, up to a horizon before its next fire. A
 /// dense one (a per-second cron job: 180 rows per job and a 180-row burst per refill at the
 /// default horizon, which buried the database when thousands of such jobs were created
 /// together) is written up to a point between `near_ms` and twice that ahead, on a grid
@@ -44,6 +45,14 @@ pub(crate) fn generation_until(
 ) -> i64 {
     let full = now + horizon_ms;
     let upcoming = schedule.fires_between(from.max(now), full, DENSE_FIRES + 1);
+    if upcoming.is_empty() {
+        // No fire within the horizon (an hourly or daily job): the cursor moves to where the
+        // generator, reading jobs whose cursor is within `near_ms`, reads it again about a
+        // horizon before its next fire (nothing lies between, so nothing is skipped), not
+        // every `horizon_ms`: a million hourly jobs would otherwise be read and rewritten
+        // thousands a second.
+        return schedule.next_after(full).map_or(full, |next| (next - horizon_ms + near_ms).min(next - 1).max(full));
+    }
     if upcoming.len() <= DENSE_FIRES {
         return full;
     }
@@ -309,6 +318,32 @@ pub(crate) mod tests {
         spec.every_ms = Some(60_000);
         let sparse = Schedule::parse(&spec, 0).unwrap();
         assert_eq!(generation_until("job_x", &sparse, now - 1, now, 180_000, 9_000), now + 180_000);
+    }
+
+    #[test]
+    fn a_job_with_no_fire_in_the_horizon_is_read_again_a_horizon_before_its_next() {
+        let mut spec = job(MisfirePolicy::FireAll, 0, 1).0.schedule;
+        spec.every_ms = Some(3_600_000);
+        let hourly = Schedule::parse(&spec, 0).unwrap();
+        let now = 1_000_000;
+        let next = hourly.next_after(now).unwrap();
+        let until = generation_until("job_h", &hourly, now - 1, now, 180_000, 9_000);
+        assert_eq!(until, next - 180_000 + 9_000, "skips to about a horizon before the next fire");
+        // Nothing lies between the cursor and the next fire, so nothing is skipped over.
+        assert!(hourly.fires_between(now - 1, until, 10).is_empty());
+        // Read again at the first pass its cursor is within `near_ms` of: that pass writes
+        // the next fire, a horizon ahead.
+        let later = until - 9_000 + 1;
+        assert!(later + 180_000 >= next);
+        let until2 = generation_until("job_h", &hourly, until, later, 180_000, 9_000);
+        assert_eq!(until2, later + 180_000);
+        assert_eq!(plan_runs(&job(MisfirePolicy::FireAll, 0, 1).0, &hourly, until, until2, later).len(), 1);
+        // A next fire just past the horizon: the cursor never goes back.
+        assert_eq!(generation_until("job_h", &hourly, next - 180_001, next - 180_001, 180_000, 9_000), next - 1);
+        // No fire ever again: the whole horizon, as before.
+        spec.end_at = Some("1970-01-01T00:00:01Z".into());
+        let ended = Schedule::parse(&spec, 0).unwrap();
+        assert_eq!(generation_until("job_e", &ended, now - 1, now, 180_000, 9_000), now + 180_000);
     }
 
     #[test]
