@@ -243,7 +243,7 @@ impl AtDispatchSync {
         {
             let mut g = node.at_dispatch.inner.lock().expect("at-dispatch lock");
             let kept: Vec<bool> = results.iter().map(Option::is_some).collect();
-            let forget = plans
+            let forget: HashSet<String> = plans
                 .iter()
                 .zip(&kept)
                 .filter(|((job, ..), kept)| **kept && behind.get(&job.id).is_none_or(|(v, _)| *v != job.version))

@@ -2,7 +2,7 @@
 //! ("unwritten"): the state the at-dispatch services (`at_dispatch.rs`) fill and the fire
 //! path takes from. See `at_dispatch.rs` for what keeps every fire.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::HashMap;
 use std::sync::Mutex as StdMutex;
 use std::sync::atomic::AtomicBool;
 
@@ -111,7 +111,7 @@ impl Inner {
     /// Forget these jobs' unwritten fires (they changed: their fires are planned again).
     /// One pass over the unwritten fires for the whole set: a pass per job made taking on
     /// thousands of new jobs quadratic, under the lock the dispatches take (issue 14).
-    pub(crate) fn forget_fires(&mut self, job_ids: &HashSet<String>) {
+    pub(crate) fn forget_fires<S: std::hash::BuildHasher>(&mut self, job_ids: &std::collections::HashSet<String, S>) {
         if !job_ids.is_empty() {
             self.unwritten.retain(|_, r| !job_ids.contains(&r.job_id));
         }
