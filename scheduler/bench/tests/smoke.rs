@@ -66,7 +66,9 @@ fn a_cron_herd_of_twenty_jobs_every_fire_once() {
     assert_eq!(start % 15_000, 0, "the window opens at an instant: {stderr}");
     assert_eq!(r["floor"]["kind"], "burst", "{stderr}");
     assert_eq!(r["floor"]["received"], 20, "{stderr}");
-    assert!(r["floor"]["cpu_us_per_post"].as_f64().is_some_and(|u| u > 0.0), "{stderr}");
+    // Reported, not necessarily above zero: CPU time is read in clock ticks (10 ms), and 20
+    // POSTs may take less than one.
+    assert!(r["floor"]["cpu_us_per_post"].as_f64().is_some_and(|u| u >= 0.0), "{stderr}");
     let c = &r["creation"];
     assert_eq!((c["single"]["jobs"].clone(), c["batch"]["jobs"].clone()), (5.into(), 15.into()), "{stderr}");
     assert!(c["sundial_rss_mib"].as_f64().is_some_and(|m| m > 0.0), "{stderr}");
@@ -97,6 +99,6 @@ fn twenty_jobs_on_sqlite_every_fire_once() {
     assert!(r["case"]["env_overrides"].as_array().is_some_and(Vec::is_empty), "{stderr}");
     assert!(r["cpu"]["processes"].is_array(), "{stderr}");
     assert_eq!(r["floor"]["kind"], "per_second", "{stderr}");
-    assert!(r["cpu_per_fire"]["floor_us_per_post"].as_f64().is_some_and(|u| u > 0.0), "{stderr}");
+    assert!(r["cpu_per_fire"]["floor_us_per_post"].as_f64().is_some_and(|u| u >= 0.0), "{stderr}");
     assert_eq!(r["creation"]["batch"]["jobs"], 20, "{stderr}");
 }
