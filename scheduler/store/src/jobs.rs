@@ -35,11 +35,12 @@ pub trait JobStore: Send + Sync {
     /// row, not its jobs.
     async fn job_insert_within(&self, job: &Job, children: &[ChildEdge], quotas: &Quotas) -> Result<()>;
     /// Insert new jobs of `tenant_id` (fresh ids), each with its child edges, in one
-    /// transaction within the tenant's quotas: all or nothing. Under the tenant's lock every
-    /// item is checked first as [`job_insert_problems`](JobStore::job_insert_problems) does;
-    /// any found are [`StoreError::Items`] (indexes into `jobs`); past a quota (the batch's
-    /// jobs and the active ones' fire rates together) [`StoreError::QuotaExceeded`]; then the
-    /// rows go in multi-row `INSERT`s. Either refusal writes nothing.
+    /// transaction within the tenant's quotas: all or nothing. Every item is checked first as
+    /// [`job_insert_problems`](JobStore::job_insert_problems) does; any found are
+    /// [`StoreError::Items`] (indexes into `jobs`); then the rows go in multi-row `INSERT`s;
+    /// then, under the lock of the tenant's counts, past a quota (the batch's jobs and the
+    /// active ones' fire rates together) [`StoreError::QuotaExceeded`]. Either refusal writes
+    /// nothing.
     async fn job_insert_many_within(&self, tenant_id: &str, jobs: &[NewJob], quotas: &Quotas) -> Result<()>;
     /// What [`job_insert_many_within`](JobStore::job_insert_many_within) would refuse of these
     /// jobs, every item (read only): a name repeated in the batch or taken in the tenant

@@ -270,16 +270,20 @@ impl SqlStore {
     async fn insert_job(&self, j: &Job, children: &[ChildEdge], quotas: Option<&Quotas>) -> Result<()> {
         let rate = fire_rate_of(&j.schedule, j.created_at_ms);
         let adding = if j.state == JobState::Active { rate } else { 0 };
-        let (mut tx, counts) = self.job_write_begin(&j.tenant_id).await?;
-        if let Some(q) = quotas {
-            check_jobs(counts, q, 1, adding)?;
-        }
+        let mut tx = self.job_write_tx(&j.tenant_id).await?;
         check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
         bind_job(sqlx::query(sqlx::AssertSqlSafe(insert_jobs_sql(1))), j, rate)
             .execute(&mut *tx)
             .await
             .map_err(job_conflict(&j.name))?;
-        write_children(&mut tx, &j.tenant_id, &j.id, children, j.created_at_ms).await?;
+        let edges: Vec<(&str, &ChildEdge, i64)> =
+            children.iter().map(|c| (j.id.as_str(), c, j.created_at_ms)).collect();
+        insert_edges(&mut tx, &j.tenant_id, &edges).await?;
+        // The tenant's lock last (see `job_write_tx`): past a quota, the rows go with the rollback.
+        let counts = self.lock_job_counts(&mut tx, &j.tenant_id, (1, adding)).await?;
+        if let Some(q) = quotas {
+            check_jobs(counts, q, 1, adding)?;
+        }
         add_job_counts(&mut tx, &j.tenant_id, 1, adding).await?;
         tx.commit().await?;
         Ok(())
@@ -295,12 +299,11 @@ impl SqlStore {
         let rates: Vec<i64> = jobs.iter().map(|n| fire_rate_of(&n.job.schedule, n.job.created_at_ms)).collect();
         let adding: i64 =
             jobs.iter().zip(&rates).filter(|(n, _)| n.job.state == JobState::Active).map(|(_, r)| r).sum();
-        let (mut tx, counts) = self.job_write_begin(tenant_id).await?;
+        let mut tx = self.job_write_tx(tenant_id).await?;
         let problems = batch_problems(&mut tx, tenant_id, jobs).await?;
         if !problems.is_empty() {
             return Err(StoreError::Items(problems));
         }
-        check_jobs(counts, quotas, jobs.len() as i64, adding)?;
         let mut rest = jobs.iter().zip(&rates).collect::<Vec<_>>();
         for size in pow2_chunks(jobs.len()) {
             let chunk: Vec<_> = rest.drain(..size).collect();
@@ -309,7 +312,7 @@ impl SqlStore {
                 q = bind_job(q, &n.job, **rate);
             }
             if let Err(e) = q.execute(&mut *tx).await {
-                // A name taken since the check by a write that does not lock the tenant (an
+                // A name taken since the check by a write racing this one (another create, an
                 // executor's registration): found again, by item, once this batch's own rows
                 // are rolled back.
                 if matches!(&e, sqlx::Error::Database(d) if d.is_unique_violation()) {
@@ -327,7 +330,11 @@ impl SqlStore {
             .flat_map(|n| n.children.iter().map(move |c| (n.job.id.as_str(), c, n.job.created_at_ms)))
             .collect();
         insert_edges(&mut tx, tenant_id, &edges).await?;
-        add_job_counts(&mut tx, tenant_id, jobs.len() as i64, adding).await?;
+        // The tenant's lock last (see `job_write_tx`): past a quota, the rows go with the rollback.
+        let own = (jobs.len() as i64, adding);
+        let counts = self.lock_job_counts(&mut tx, tenant_id, own).await?;
+        check_jobs(counts, quotas, own.0, own.1)?;
+        add_job_counts(&mut tx, tenant_id, own.0, own.1).await?;
         tx.commit().await?;
         Ok(())
     }

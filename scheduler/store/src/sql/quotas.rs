@@ -78,6 +78,16 @@ impl SqlStore {
     /// insert, ignored if it is there: racing inserts inside transactions deadlock on MySQL),
     /// marked [`UNCOUNTED`] until the first write under the lock counts the tenant's jobs.
     pub(super) async fn job_write_begin(&self, tenant_id: &str) -> Result<(Transaction<'static, Any>, (i64, i64))> {
+        let mut tx = self.job_write_tx(tenant_id).await?;
+        let counts = self.lock_job_counts(&mut tx, tenant_id, (0, 0)).await?;
+        Ok((tx, counts))
+    }
+
+    /// The transaction of a job write of `tenant_id`, its counts row made sure of (see
+    /// [`SqlStore::job_write_begin`]) but not locked yet: a create writes its rows first and
+    /// locks the counts last ([`SqlStore::lock_job_counts`]), so a tenant's creates wait for
+    /// each other only over the check, the count's update and the commit.
+    pub(super) async fn job_write_tx(&self, tenant_id: &str) -> Result<Transaction<'static, Any>> {
         if !self.counted_tenants.lock().expect("not poisoned").contains(tenant_id) {
             let insert = match self.dialect {
                 Dialect::MySql => "INSERT IGNORE INTO tenant_job_counts (tenant_id, jobs, fire_rate) VALUES (?, ?, 0)",
@@ -88,25 +98,37 @@ impl SqlStore {
             sqlx::query(insert).bind(tenant_id).bind(UNCOUNTED).execute(&self.pool).await?;
             self.counted_tenants.lock().expect("not poisoned").insert(tenant_id.to_string());
         }
-        let mut tx = self.begin().await?;
+        self.begin().await
+    }
+
+    /// Lock the tenant's counts row for the rest of `tx` and read it: the tenant's jobs and
+    /// active fire rate without what `tx` has written already (`own`: jobs, rate), counted
+    /// from the jobs (and the row filled) if the row is new.
+    pub(super) async fn lock_job_counts(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        tenant_id: &str,
+        own: (i64, i64),
+    ) -> Result<(i64, i64)> {
         let sql = format!("SELECT jobs, fire_rate FROM tenant_job_counts WHERE tenant_id = ?{}", self.lock_clause());
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(tenant_id).fetch_optional(&mut *tx).await?;
-        let counts = match row {
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(tenant_id).fetch_optional(&mut **tx).await?;
+        Ok(match row {
             Some(r) if col::<i64>(&r, "jobs")? != UNCOUNTED => (col(&r, "jobs")?, col(&r, "fire_rate")?),
             found => {
-                let (n, rate) = job_usage(&mut tx, self.dialect, tenant_id).await?;
+                // Counted as this transaction sees the jobs: its own rows are among them.
+                let (n, rate) = job_usage(tx, self.dialect, tenant_id).await?;
+                let (n, rate) = (n - own.0, rate - own.1);
                 if found.is_some() {
                     sqlx::query("UPDATE tenant_job_counts SET jobs = ?, fire_rate = ? WHERE tenant_id = ?")
                         .bind(n)
                         .bind(rate)
                         .bind(tenant_id)
-                        .execute(&mut *tx)
+                        .execute(&mut **tx)
                         .await?;
                 }
                 (n, rate)
             }
-        };
-        Ok((tx, counts))
+        })
     }
 }
 
