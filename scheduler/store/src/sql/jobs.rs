@@ -7,7 +7,7 @@ use sundial_core::job::ChildEdge;
 use sundial_core::quota::Quotas;
 use sundial_core::types::{JobState, RunState};
 
-use super::quotas::{add_job_counts, check_jobs, fire_rate_of};
+use super::quotas::fire_rate_of;
 use super::rows::{JOB_COLS, job_row};
 use super::{
     IDS, IN_CHUNK, SqlStore, col, distinct, fetch_in_with, in_list, in_width, json_col, parse_col, placeholders,
@@ -251,12 +251,11 @@ impl SqlStore {
         tenant_id: &str,
         id: &str,
     ) -> Result<Option<(i64, bool)>> {
-        let Some(r) =
-            sqlx::query("SELECT state, fire_rate, schedule, created_at_ms FROM jobs WHERE id = ? AND tenant_id = ?")
-                .bind(id)
-                .bind(tenant_id)
-                .fetch_optional(&mut **tx)
-                .await?
+        let sql = format!(
+            "SELECT state, fire_rate, schedule, created_at_ms FROM jobs WHERE id = ? AND tenant_id = ?{}",
+            self.lock_clause()
+        );
+        let Some(r) = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).bind(tenant_id).fetch_optional(&mut **tx).await?
         else {
             return Ok(None);
         };
@@ -279,12 +278,7 @@ impl SqlStore {
         let edges: Vec<(&str, &ChildEdge, i64)> =
             children.iter().map(|c| (j.id.as_str(), c, j.created_at_ms)).collect();
         insert_edges(&mut tx, &j.tenant_id, &edges).await?;
-        // The tenant's lock last (see `job_write_tx`): past a quota, the rows go with the rollback.
-        let counts = self.lock_job_counts(&mut tx, &j.tenant_id, (1, adding)).await?;
-        if let Some(q) = quotas {
-            check_jobs(counts, q, 1, adding)?;
-        }
-        add_job_counts(&mut tx, &j.tenant_id, 1, adding).await?;
+        self.settle_job_counts(&mut tx, &j.tenant_id, quotas, (1, adding)).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -330,11 +324,7 @@ impl SqlStore {
             .flat_map(|n| n.children.iter().map(move |c| (n.job.id.as_str(), c, n.job.created_at_ms)))
             .collect();
         insert_edges(&mut tx, tenant_id, &edges).await?;
-        // The tenant's lock last (see `job_write_tx`): past a quota, the rows go with the rollback.
-        let own = (jobs.len() as i64, adding);
-        let counts = self.lock_job_counts(&mut tx, tenant_id, own).await?;
-        check_jobs(counts, quotas, own.0, own.1)?;
-        add_job_counts(&mut tx, tenant_id, own.0, own.1).await?;
+        self.settle_job_counts(&mut tx, tenant_id, Some(quotas), (jobs.len() as i64, adding)).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -347,14 +337,11 @@ impl SqlStore {
         quotas: Option<&Quotas>,
     ) -> Result<bool> {
         let rate = fire_rate_of(&j.schedule, j.created_at_ms);
-        let (mut tx, counts) = self.job_write_begin(&j.tenant_id).await?;
+        let mut tx = self.job_write_tx(&j.tenant_id).await?;
         // What the change adds: the new definition's rate if active, less the old one's.
-        let adding = self.job_rate_now(&mut tx, &j.tenant_id, &j.id).await?.map(|(old, was_active)| {
+        let adding = self.job_rate_now(&mut tx, &j.tenant_id, &j.id).await?.map_or(0, |(old, was_active)| {
             (if j.state == JobState::Active { rate } else { 0 }) - if was_active { old } else { 0 }
         });
-        if let (Some(q), Some(adding)) = (quotas, adding) {
-            check_jobs(counts, q, 0, adding)?;
-        }
         if let Some(children) = children {
             check_children(&mut tx, &j.tenant_id, &j.id, children).await?;
         }
@@ -403,7 +390,6 @@ impl SqlStore {
         if let Some(children) = children {
             write_children(&mut tx, &j.tenant_id, &j.id, children, j.updated_at_ms).await?;
         }
-        add_job_counts(&mut tx, &j.tenant_id, 0, adding.unwrap_or(0)).await?;
         // Re-derive the not-yet-dispatched future: generated fires of the old definition
         // go, and the generator regenerates from the new one (no duplicates: the rows are gone).
         sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -415,6 +401,7 @@ impl SqlStore {
         .bind(j.updated_at_ms)
         .execute(&mut *tx)
         .await?;
+        self.settle_job_counts(&mut tx, &j.tenant_id, quotas, (0, adding)).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -427,7 +414,7 @@ impl SqlStore {
         now_ms: i64,
         quotas: Option<&Quotas>,
     ) -> Result<Option<Job>> {
-        let (mut tx, counts) = self.job_write_begin(tenant_id).await?;
+        let mut tx = self.job_write_tx(tenant_id).await?;
         let before = self.job_rate_now(&mut tx, tenant_id, id).await?;
         // What the change adds to the tenant's active rate.
         let adding = before.map_or(0, |(rate, was_active)| match (was_active, state == JobState::Active) {
@@ -435,9 +422,6 @@ impl SqlStore {
             (true, false) => -rate,
             _ => 0,
         });
-        if let Some(q) = quotas {
-            check_jobs(counts, q, 0, adding)?;
-        }
         // Start fires from now on (no catch-up of the stopped period); stop drops the
         // generated fires not yet dispatched. Triggered runs are kept either way.
         let changed = sqlx::query(
@@ -452,9 +436,6 @@ impl SqlStore {
         .bind(state.as_str())
         .execute(&mut *tx)
         .await?;
-        if changed.rows_affected() > 0 {
-            add_job_counts(&mut tx, tenant_id, 0, adding).await?;
-        }
         if changed.rows_affected() > 0 && state == JobState::Stopped {
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "DELETE FROM runs WHERE open_job_id = ? AND state IN ({}) AND trigger_kind = 'schedule'",
@@ -473,6 +454,9 @@ impl SqlStore {
                 .as_ref()
                 .map(job_row)
                 .transpose()?;
+        if changed.rows_affected() > 0 {
+            self.settle_job_counts(&mut tx, tenant_id, quotas, (0, adding)).await?;
+        }
         tx.commit().await?;
         Ok(job)
     }
@@ -588,7 +572,7 @@ impl JobStore for SqlStore {
     }
 
     async fn job_delete(&self, tenant_id: &str, id: &str, now_ms: i64) -> Result<bool> {
-        let (mut tx, _) = self.job_write_begin(tenant_id).await?;
+        let mut tx = self.job_write_tx(tenant_id).await?;
         let before = self.job_rate_now(&mut tx, tenant_id, id).await?;
         let r = sqlx::query("DELETE FROM jobs WHERE id = ? AND tenant_id = ?")
             .bind(id)
@@ -596,8 +580,6 @@ impl JobStore for SqlStore {
             .execute(&mut *tx)
             .await?;
         if r.rows_affected() > 0 {
-            let rate = before.map_or(0, |(rate, was_active)| if was_active { rate } else { 0 });
-            add_job_counts(&mut tx, tenant_id, -1, -rate).await?;
             // Fan-ins waiting for it in a chain are released before its edges go.
             super::chains::job_deleted(&mut tx, self.dialect, tenant_id, id, now_ms).await?;
             sqlx::query("DELETE FROM job_children WHERE parent_job_id = ? OR child_job_id = ?")
@@ -612,6 +594,8 @@ impl JobStore for SqlStore {
             .bind(id)
             .execute(&mut *tx)
             .await?;
+            let rate = before.map_or(0, |(rate, was_active)| if was_active { rate } else { 0 });
+            self.settle_job_counts(&mut tx, tenant_id, None, (-1, -rate)).await?;
         }
         tx.commit().await?;
         Ok(r.rows_affected() > 0)

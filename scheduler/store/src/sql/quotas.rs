@@ -64,29 +64,23 @@ pub(super) async fn job_usage(
     Ok((col(&r, "n")?, col(&r, "rate")?))
 }
 
-/// `tenant_job_counts.jobs` of a tenant whose row was written ([`SqlStore::job_write_begin`])
+/// `tenant_job_counts.jobs` of a tenant whose row was written ([`SqlStore::job_write_tx`])
 /// but whose jobs are not counted yet.
 const UNCOUNTED: i64 = -1;
 
 impl SqlStore {
-    /// Begin a job write of `tenant_id`: its job count and its active jobs' summed fire rate
-    /// (`tenant_job_counts`), locked until the transaction ends. Every job write of the tenant
-    /// takes this lock first and moves the counts with [`add_job_counts`] in the same
-    /// transaction, so the counts are the tenant's jobs as of the lock, and two writes cannot
-    /// both pass a check only one of them fits (SQLite's `BEGIN IMMEDIATE` already holds the
-    /// only write lock). The row is made once per tenant before the transaction (an autocommit
-    /// insert, ignored if it is there: racing inserts inside transactions deadlock on MySQL),
-    /// marked [`UNCOUNTED`] until the first write under the lock counts the tenant's jobs.
-    pub(super) async fn job_write_begin(&self, tenant_id: &str) -> Result<(Transaction<'static, Any>, (i64, i64))> {
-        let mut tx = self.job_write_tx(tenant_id).await?;
-        let counts = self.lock_job_counts(&mut tx, tenant_id, (0, 0)).await?;
-        Ok((tx, counts))
-    }
-
-    /// The transaction of a job write of `tenant_id`, its counts row made sure of (see
-    /// [`SqlStore::job_write_begin`]) but not locked yet: a create writes its rows first and
-    /// locks the counts last ([`SqlStore::lock_job_counts`]), so a tenant's creates wait for
-    /// each other only over the check, the count's update and the commit.
+    /// The transaction of a job write of `tenant_id`. Every job write of a tenant (insert,
+    /// batch, edit, start, stop, delete; with quotas or without) writes its rows first, then,
+    /// last before its commit, [`SqlStore::settle_job_counts`]: it locks the tenant's job count
+    /// and active jobs' summed fire rate (`tenant_job_counts`), checks the quotas against them
+    /// and moves them by what it wrote. So the counts are the tenant's jobs as of the lock, two
+    /// writes cannot both pass a check only one of them fits, a tenant's writes wait for each
+    /// other only over the check, the update and the commit, and every writer takes job rows
+    /// before the counts (one order, no deadlock between them; SQLite's `BEGIN IMMEDIATE`
+    /// already holds the only write lock). The row is made once per tenant here, before the
+    /// transaction (an autocommit insert, ignored if it is there: racing inserts inside
+    /// transactions deadlock on MySQL), marked [`UNCOUNTED`] until the first write counts the
+    /// tenant's jobs.
     pub(super) async fn job_write_tx(&self, tenant_id: &str) -> Result<Transaction<'static, Any>> {
         if !self.counted_tenants.lock().expect("not poisoned").contains(tenant_id) {
             let insert = match self.dialect {
@@ -101,10 +95,27 @@ impl SqlStore {
         self.begin().await
     }
 
+    /// The last step of a job write ([`SqlStore::job_write_tx`]) that added `own` (jobs, active
+    /// fire rate; either sign) to its tenant: lock the counts, refuse past `quotas`
+    /// ([`check_jobs`]; the caller's transaction is then dropped with its rows), move the counts.
+    pub(super) async fn settle_job_counts(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        tenant_id: &str,
+        quotas: Option<&Quotas>,
+        own: (i64, i64),
+    ) -> Result<()> {
+        let counts = self.lock_job_counts(tx, tenant_id, own).await?;
+        if let Some(q) = quotas {
+            check_jobs(counts, q, own.0, own.1)?;
+        }
+        add_job_counts(tx, tenant_id, own.0, own.1).await
+    }
+
     /// Lock the tenant's counts row for the rest of `tx` and read it: the tenant's jobs and
     /// active fire rate without what `tx` has written already (`own`: jobs, rate), counted
     /// from the jobs (and the row filled) if the row is new.
-    pub(super) async fn lock_job_counts(
+    async fn lock_job_counts(
         &self,
         tx: &mut Transaction<'static, Any>,
         tenant_id: &str,
@@ -132,14 +143,9 @@ impl SqlStore {
     }
 }
 
-/// Move the tenant's counts (locked by [`SqlStore::job_write_begin`]) by what a
+/// Move the tenant's counts (locked by [`SqlStore::settle_job_counts`]) by what a
 /// write did: `jobs` jobs and `rate` millionths of active fires per second, either sign.
-pub(super) async fn add_job_counts(
-    tx: &mut Transaction<'static, Any>,
-    tenant_id: &str,
-    jobs: i64,
-    rate: i64,
-) -> Result<()> {
+async fn add_job_counts(tx: &mut Transaction<'static, Any>, tenant_id: &str, jobs: i64, rate: i64) -> Result<()> {
     if jobs == 0 && rate == 0 {
         return Ok(());
     }
@@ -156,8 +162,8 @@ pub(super) async fn add_job_counts(
 
 /// Refuse (nothing written: the caller's transaction is dropped) a job write adding
 /// `jobs` jobs and `rate` millionths of fires per second beyond the tenant's quotas, given
-/// its `counts` from [`SqlStore::job_write_begin`].
-pub(super) fn check_jobs(counts: (i64, i64), quotas: &Quotas, jobs: i64, rate: i64) -> Result<()> {
+/// its `counts` from [`SqlStore::settle_job_counts`].
+fn check_jobs(counts: (i64, i64), quotas: &Quotas, jobs: i64, rate: i64) -> Result<()> {
     let (n, used_rate) = counts;
     quota::check(quotas, Quota::MaxJobs, n, jobs).map_err(StoreError::QuotaExceeded)?;
     quota::check(quotas, Quota::MaxFiresPerSecond, used_rate, rate).map_err(StoreError::QuotaExceeded)?;
@@ -271,7 +277,7 @@ impl QuotaStore for SqlStore {
                 .is_some();
             present += i64::from(found);
         }
-        // The kept count (`job_write_begin`); counted for a tenant with none yet.
+        // The kept count (`settle_job_counts`); counted for a tenant with none yet.
         let kept = sqlx::query("SELECT jobs FROM tenant_job_counts WHERE tenant_id = ? AND jobs >= 0")
             .bind(tenant_id)
             .fetch_optional(self.reader())
